@@ -1,0 +1,37 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both set themselves up first.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint lab bench clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: $(PYTHON) not found; set PYTHON=python3" >&2; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m toolkit.demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check toolkit tests benchmarks
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/client_throughput.py
+	$(BIN)/python benchmarks/sandbox_throughput.py
+	$(BIN)/python benchmarks/frames.py
+	$(BIN)/python benchmarks/reconcile.py
+
+clean:
+	rm -rf $(VENV) .toolkit .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,37 @@
+"""The ``toolkit`` command: one subcommand per module, each owning its arguments and its run.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int`` (the exit code);
+modules are imported only when their subcommand runs, so ``toolkit --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "sandbox": ("toolkit.sandbox.server", "serve the local sandbox of the payment service"),
+    "reconcile": ("toolkit.reconcile.command", "reconcile a ledger against the processor"),
+    "run": ("toolkit.notebooks", "run one of the notebooks with papermill into reports/"),
+    "journal": ("toolkit.journal_command", "list and resolve journaled create calls"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="toolkit", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chosen = (list(argv) if argv is not None else sys.argv[1:])[:1]
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        if chosen == [name]:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub)
+            sub.set_defaults(handler=module.run)
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

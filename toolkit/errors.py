@@ -1,0 +1,106 @@
+"""Every error the toolkit raises, under one base class.
+
+    ToolkitError
+    ├── ConfigurationError          settings that cannot work (bad URL, missing key for a live service)
+    ├── RequestValidationError      a request that breaks a rule of the spec; nothing was sent
+    ├── APIError                    the service answered with a non-2xx status or an envelope code != 200
+    │   ├── AuthenticationError     HTTP 401; carries the service's plain-string body
+    │   └── NotFoundError           HTTP 404
+    ├── TransportError              the request failed on the way; says whether it may have reached the server
+    ├── OutcomeUnknownError         a create call may have taken effect; it is never re-sent by itself
+    ├── JournalError                the local journal refuses an operation
+    │   └── JournalConflictError    same business key, different request
+    ├── InputError                  an input file or row that cannot be used; names the file, column or row
+    └── SandboxError                a sandbox-only control used against something that is not a sandbox
+
+Messages never contain the API key: errors are built from status codes, envelope fields and
+field names, never from request headers.
+"""
+
+from __future__ import annotations
+
+
+class ToolkitError(Exception):
+    """Base class of every error raised by the toolkit."""
+
+
+class ConfigurationError(ToolkitError):
+    """Settings that cannot work."""
+
+
+class RequestValidationError(ToolkitError, ValueError):
+    """A request breaks a rule of the API spec; it was not sent.
+
+    ``errors`` lists ``(field, message)`` pairs, the field as a dotted path of the spec's names.
+    """
+
+    def __init__(self, model: str, errors: list[tuple[str, str]]) -> None:
+        self.model = model
+        self.errors = errors
+        detail = "; ".join(f"{field}: {message}" if field else message for field, message in errors)
+        super().__init__(f"invalid {model}: {detail}")
+
+
+class APIError(ToolkitError):
+    """The service said no: a non-2xx HTTP status, or an envelope whose code is not 200."""
+
+    def __init__(self, message: str, *, http_status: int, code: int | None, msg: str | None) -> None:
+        self.http_status = http_status
+        self.code = code
+        self.msg = msg
+        super().__init__(message)
+
+
+class AuthenticationError(APIError):
+    """HTTP 401: the API key or timestamp was refused. ``body`` is the service's plain string."""
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+        super().__init__(f"authentication failed (HTTP 401): {body}", http_status=401, code=None, msg=body)
+
+
+class NotFoundError(APIError):
+    """HTTP 404: the resource does not exist."""
+
+
+class TransportError(ToolkitError):
+    """The request failed in transit.
+
+    ``may_have_reached_server`` is False only when the connection was never made (refused, connect
+    timeout), so the service certainly did nothing.
+    """
+
+    def __init__(self, message: str, *, may_have_reached_server: bool) -> None:
+        self.may_have_reached_server = may_have_reached_server
+        super().__init__(message)
+
+
+class OutcomeUnknownError(ToolkitError):
+    """A create call may have reached the service, and its result is unknown.
+
+    The spec has no idempotency key, so sending it again could charge twice: the toolkit never does
+    that by itself. Look the payment up (for example in the processor's export) and record what you
+    find with ``Journal.resolve``.
+    """
+
+    def __init__(self, message: str, *, method: str, path: str, http_status: int | None = None) -> None:
+        self.method = method
+        self.path = path
+        self.http_status = http_status
+        super().__init__(message)
+
+
+class JournalError(ToolkitError):
+    """The journal refuses an operation."""
+
+
+class JournalConflictError(JournalError):
+    """The same business key was journaled with a different request; nothing was sent."""
+
+
+class InputError(ToolkitError):
+    """An input that cannot be used: names the file, and the column or row where it can."""
+
+
+class SandboxError(ToolkitError):
+    """A sandbox-only control was aimed at something that is not a sandbox."""

@@ -1,0 +1,479 @@
+"""Pydantic models of every resource in ``api-spec.md``, with the spec's own field names.
+
+Shared by the client and the sandbox. Requests are strict: unknown fields are refused and every
+rule of the spec is checked before anything is sent, with a message naming the field. Responses
+are tolerant: unknown fields are kept (the real service may send more than the spec shows) and
+missing optional fields are None. Amounts are ``Decimal``; JSON is parsed with
+``parse_json`` so that numbers never pass through float.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from enum import IntEnum, StrEnum
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar
+
+import simplejson
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from toolkit.errors import RequestValidationError
+from toolkit.money import MoneyError, check_currency, fits_currency, minor_digits
+
+
+class PaymentMethodType(StrEnum):
+    ALIPAY = "ALIPAY"
+    CARD = "CARD"
+    CASHAPP = "CASHAPP"
+    GCASH = "GCASH"
+    KAKAO = "KAKAO"
+    PIX = "PIX"
+    PROMPTPAY = "PROMPTPAY"
+    QRIS = "QRIS"
+    TNG = "TNG"
+    UPI = "UPI"
+    WECHAT = "WECHAT"
+
+
+#: Methods for which the service creates a payment instrument when none is given (spec rule 3).
+AUTO_INSTRUMENT_METHODS: frozenset[PaymentMethodType] = frozenset(
+    {
+        PaymentMethodType.CASHAPP,
+        PaymentMethodType.GCASH,
+        PaymentMethodType.TNG,
+        PaymentMethodType.WECHAT,
+        PaymentMethodType.KAKAO,
+        PaymentMethodType.ALIPAY,
+        PaymentMethodType.QRIS,
+        PaymentMethodType.PROMPTPAY,
+    }
+)
+
+
+class PlatformType(StrEnum):
+    WEB = "WEB"
+    WAP = "WAP"
+
+
+class DeviceType(StrEnum):
+    ANDROID = "Android"
+    IOS = "iOS"
+
+
+class TaxCategory(StrEnum):
+    DIGITAL_GOODS_OR_SERVICE = "digital_goods_or_service"
+    EBOOK = "ebook"
+    SOFTWARE_SERVICE = "software_service"
+
+
+class PaymentStatus(IntEnum):
+    """Field ``status`` of the payment result."""
+
+    SUCCESS = 1
+    PENDING = 2
+    FAILURE = 3
+    NEXT_ACTION = 5
+
+    @property
+    def label(self) -> str:
+        """The lowercase name used in frames and reports (``next_action``)."""
+        return self.name.lower()
+
+
+class PriceType(StrEnum):
+    """The spec shows only ``recurring``; ``one_time`` is the sandbox's documented choice."""
+
+    ONE_TIME = "one_time"
+    RECURRING = "recurring"
+
+
+class Interval(StrEnum):
+    """The spec shows only ``quarter``; the others are the sandbox's documented choice."""
+
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    QUARTER = "quarter"
+    YEAR = "year"
+
+
+class PricingModel(StrEnum):
+    FLAT_RATE = "flat_rate"
+
+
+# ---------------------------------------------------------------------------------------------
+# Field types
+
+
+def _currency(value: str) -> str:
+    try:
+        return check_currency(value)
+    except MoneyError as exc:
+        raise PydanticCustomError("currency", str(exc)) from None
+
+
+def _uppercase_method(value: Any) -> Any:
+    if isinstance(value, str) and value not in PaymentMethodType.__members__ and (
+        value.upper() in PaymentMethodType.__members__
+    ):
+        raise PydanticCustomError("uppercase", f"must be uppercase: {value.upper()!r}, not {value!r}")
+    return value
+
+
+Currency = Annotated[str, AfterValidator(_currency)]
+Amount = Annotated[Decimal, Field(allow_inf_nan=False)]
+PositiveAmount = Annotated[Decimal, Field(gt=0, allow_inf_nan=False)]
+Method = Annotated[PaymentMethodType, BeforeValidator(_uppercase_method)]
+
+
+def _amount_fits(amount: Decimal | None, currency: str | None, field: str) -> None:
+    if amount is not None and currency is not None and not fits_currency(amount, currency):
+        raise PydanticCustomError(
+            "currency_decimals",
+            "{field}: {amount} has more decimals than {currency} allows ({digits})",
+            {"field": field, "amount": str(amount), "currency": currency,
+             "digits": minor_digits(currency)},
+        )
+
+
+class _Request(BaseModel):
+    """Requests: strict, unknown fields refused, so a misspelt field name is caught before sending."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def build(cls, data: Any) -> Self:
+        """Validate into the model, raising ``RequestValidationError`` that names each field."""
+        if isinstance(data, cls):
+            return data
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise RequestValidationError(cls.__name__, describe_errors(exc)) from None
+
+    def to_json(self) -> bytes:
+        """The wire body: spec field names, None omitted, Decimals written as exact JSON numbers."""
+        return to_json_bytes(self.model_dump(mode="python", exclude_none=True))
+
+
+class _Response(BaseModel):
+    """Responses: tolerant, unknown fields kept, every field optional."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# POST /payment
+
+
+class PriceData(_Request):
+    """A line item of ``priceDataList``."""
+
+    name: str
+    quantity: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    unitAmount: PositiveAmount
+    currency: Currency | None = None
+    imageUrl: str | None = None
+
+    @model_validator(mode="after")
+    def _fits(self) -> Self:
+        _amount_fits(self.unitAmount, self.currency, "unitAmount")
+        return self
+
+
+class PaymentRequest(_Request):
+    """CreatePaymentApiRequest: the body of POST /payment."""
+
+    customerId: str | None = None
+    customerEmail: str | None = None
+    referenceCustomerId: str | None = None
+    paymentInstrumentId: str | None = None
+    paymentMethodType: Method
+    priceId: str | None = None
+    productId: str | None = None
+    priceDataList: list[PriceData] | None = None
+    amount: PositiveAmount | None = None
+    currency: Currency | None = None
+    paymentCurrency: Currency | None = None
+    merchantReferenceId: str | None = None
+    returnUrl: str = Field(min_length=1)
+    promotionCode: str | None = None
+    metadata: dict[str, StrictStr] | None = None
+    platformType: PlatformType | None = None
+    deviceType: DeviceType | None = None
+
+    @model_validator(mode="after")
+    def _spec_rules(self) -> Self:
+        if not (self.customerId or self.customerEmail or self.referenceCustomerId):
+            raise PydanticCustomError(
+                "customer", "customerId, customerEmail or referenceCustomerId: at least one is required"
+            )
+        if self.priceId and not self.productId:
+            raise PydanticCustomError("product", "productId: required when priceId is given")
+        if not self.priceId:
+            missing = [name for name in ("amount", "currency") if getattr(self, name) is None]
+            if missing:
+                raise PydanticCustomError(
+                    "amount", "{fields}: required when priceId is absent (amount and currency go together)",
+                    {"fields": " and ".join(missing)},
+                )
+        if self.paymentInstrumentId is None and self.paymentMethodType not in AUTO_INSTRUMENT_METHODS:
+            raise PydanticCustomError(
+                "instrument",
+                "paymentInstrumentId: required for {method} (only CASHAPP, GCASH, TNG, WECHAT, KAKAO, "
+                "ALIPAY, QRIS and PROMPTPAY can create one automatically)",
+                {"method": self.paymentMethodType.value},
+            )
+        _amount_fits(self.amount, self.currency, "amount")
+        return self
+
+
+class WalletHandleRedirectOrDisplayQrCode(_Response):
+    imageUrlPng: str | None = None
+    imageUrlSvg: str | None = None
+    imageDataUrl: str | None = None
+    hostedInstructionsUrl: str | None = None
+    mobileAuthUrl: str | None = None
+    fallbackUrl: str | None = None
+    packageName: str | None = None
+    expiresAt: int | None = None
+    expiresSecond: int | None = None
+
+
+class Action(_Response):
+    redirectUrl: str | None = None
+    method: str | None = None
+    type: str | None = None
+    walletHandleRedirectOrDisplayQrCode: WalletHandleRedirectOrDisplayQrCode | None = None
+    paymentMethodType: str | None = None
+    postData: dict[str, str] | None = None
+
+
+class PaymentResult(_Response):
+    """CreatePaymentApiVo: the ``data`` of a POST /payment response."""
+
+    orderId: str | None = None
+    sessionId: str | None = None
+    paymentInstrumentId: str | None = None
+    status: PaymentStatus | int | None = Field(default=None, union_mode="left_to_right")
+    action: Action | None = None
+    amount: Amount | None = None
+    currency: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# POST /product
+
+
+class RecurringDetails(_Request):
+    interval: Interval
+    intervalCount: int = Field(default=1, ge=1, le=2**31 - 1)
+    trialPeriodDays: int | None = Field(default=None, ge=0, le=3650)
+    pricingModel: PricingModel | None = None
+
+
+class PriceItem(_Request):
+    """A price of ``priceList`` in a product creation request.
+
+    ``currencyOptions`` is not in the spec: it carries the fixed multi-currency amounts that spec
+    rule 2 refers to ("the configured fixed multi-currency price"), as the sandbox accepts them.
+    """
+
+    currency: Currency
+    unitAmount: PositiveAmount
+    priceType: PriceType = PriceType.ONE_TIME
+    isDefaultPrice: bool | None = None
+    recurringDetails: RecurringDetails | None = None
+    currencyOptions: dict[Currency, PositiveAmount] | None = None
+
+    @model_validator(mode="after")
+    def _recurring(self) -> Self:
+        if self.priceType is PriceType.RECURRING and self.recurringDetails is None:
+            raise PydanticCustomError("recurring", "recurringDetails: required when priceType is recurring")
+        if self.priceType is not PriceType.RECURRING and self.recurringDetails is not None:
+            raise PydanticCustomError("recurring", "recurringDetails: only allowed when priceType is recurring")
+        _amount_fits(self.unitAmount, self.currency, "unitAmount")
+        for currency, amount in (self.currencyOptions or {}).items():
+            _amount_fits(amount, currency, f"currencyOptions.{currency}")
+        return self
+
+
+class ProductRequest(_Request):
+    """The body of POST /product."""
+
+    name: str = Field(min_length=1)
+    localizedNames: dict[str, StrictStr] | None = None
+    description: str | None = None
+    image: str | None = None
+    taxCategory: TaxCategory | None = None
+    defaultPrice: str | None = None
+    priceList: list[PriceItem] | None = None
+
+    @model_validator(mode="after")
+    def _one_default(self) -> Self:
+        defaults = sum(1 for price in self.priceList or [] if price.isDefaultPrice)
+        if defaults > 1:
+            raise PydanticCustomError("default", "priceList: at most one price may have isDefaultPrice")
+        return self
+
+
+class TransformQuantity(_Response):
+    divideBy: int | None = None
+
+
+class PriceRecurring(_Response):
+    trialPeriodDays: int | None = None
+    intervalCount: int | None = None
+    transformQuantity: TransformQuantity | None = None
+
+
+class Price(_Response):
+    """A price record in the ``priceList`` of a Product response."""
+
+    priceId: str | None = None
+    priceSnapshotId: str | None = None
+    productId: str | None = None
+    unitAmount: Amount | None = None
+    recurring: PriceRecurring | None = None
+    active: bool | None = None
+    createTime: int | None = None
+
+
+class Product(_Response):
+    productId: str | None = None
+    name: str | None = None
+    active: bool | None = None
+    description: str | None = None
+    defaultPrice: str | None = None
+    image: str | None = None
+    priceList: list[Price] | None = None
+    createTime: int | None = None
+    updateTime: int | None = None
+    localizedNames: dict[str, str] | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# GET /subscription/{id}
+
+
+class InvoiceRecurring(_Response):
+    trialPeriodDays: int | None = None
+    intervalCount: int | None = None
+
+
+class InvoicePrice(_Response):
+    productId: str | None = None
+    productName: str | None = None
+    priceId: str | None = None
+    priceSnapshotId: str | None = None
+    unitAmount: Amount | None = None
+    quantity: int | None = None
+    recurring: InvoiceRecurring | None = None
+
+
+class InvoiceItem(_Response):
+    invoiceItemId: str | None = None
+    amount: Amount | None = None
+    description: str | None = None
+    periodStart: int | None = None
+    periodEnd: int | None = None
+    proration: bool | None = None
+    price: InvoicePrice | None = None
+
+
+class ScheduledPhase(_Response):
+    sequence: int | None = None
+    effectiveCycle: int | None = None
+    priceSnapshotId: str | None = None
+    quantity: int | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Subscription(_Response):
+    subscriptionId: str | None = None
+    customerId: str | None = None
+    productId: str | None = None
+    priceId: str | None = None
+    priceSnapshotId: str | None = None
+    createTime: int | None = None
+    quantity: int | None = None
+    paymentMethodType: str | None = None
+    paymentInstrumentId: str | None = None
+    merchantReference: str | None = None
+    trialStart: int | None = None
+    trialEnd: int | None = None
+    currentPeriodStart: int | None = None
+    currentPeriodEnd: int | None = None
+    cancelAt: int | None = None
+    cancelAtPeriodEnd: bool | None = None
+    canceledAt: int | None = None
+    cancelReason: str | None = None
+    recurringInvoiceItem: InvoiceItem | None = None
+    upcomingInvoiceItem: InvoiceItem | None = None
+    scheduledPhases: list[ScheduledPhase] | None = None
+    elapsedCycles: int | None = None
+    sessionId: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Envelope
+
+DataT = TypeVar("DataT")
+
+
+class Envelope(_Response, Generic[DataT]):
+    """``{code, msg, data}``: every JSON response. Success is code 200, msg ``success``."""
+
+    code: int
+    msg: str | None = None
+    data: DataT | None = None
+
+
+#: Status names used in frames, exports and reports; ``unknown`` is the journal's own (no outcome known).
+PAYMENT_STATUS_NAMES: tuple[str, ...] = ("success", "pending", "failure", "next_action", "unknown")
+
+SUCCESS_CODE = 200
+SUCCESS_MSG: Literal["success"] = "success"
+
+# The spec's own names, for looking a model up in api-spec.md.
+CreatePaymentApiRequest = PaymentRequest
+CreatePaymentApiVo = PaymentResult
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+
+def parse_json(content: bytes | str) -> Any:
+    """Parse JSON with every non-integer number as an exact ``Decimal`` (never through float)."""
+    return json.loads(content, parse_float=Decimal)
+
+
+def to_json_bytes(value: Any) -> bytes:
+    """Serialise with Decimals as exact JSON numbers (``12.30``, not ``"12.30"`` or a float)."""
+    return simplejson.dumps(value, use_decimal=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def describe_errors(exc: ValidationError) -> list[tuple[str, str]]:
+    """Turn pydantic's errors into ``(field path, message)`` with the spec's field names."""
+    described: list[tuple[str, str]] = []
+    for error in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in error["loc"])
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown field (not in the API spec)"
+        elif error["type"] == "missing":
+            message = "required"
+        described.append((field, message))
+    return described

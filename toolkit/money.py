@@ -1,0 +1,99 @@
+"""Exact money: ISO 4217 minor units, exact conversion between major and minor units, formatting.
+
+No float ever holds an amount. Amounts are ``Decimal`` in models and integer minor units in frames.
+Digits come from babel's CLDR data, corrected where CLDR's accounting digits differ from ISO 4217.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from functools import cache
+
+from babel.numbers import format_currency, get_currency_precision, list_currencies
+
+from toolkit.errors import ToolkitError
+
+# ISO 4217 minor units where CLDR's default digits say otherwise (CLDR follows cash practice).
+_ISO_DIGITS_OVERRIDES: dict[str, int] = {
+    "AFN": 2, "ALL": 2, "IQD": 3, "IRR": 2, "KPW": 2, "LAK": 2, "LBP": 2, "MGA": 2, "MMK": 2,
+    "MRO": 2, "RSD": 2, "SLL": 2, "SOS": 2, "STD": 2, "SYP": 2, "YER": 2, "ZMK": 2, "ZWD": 2,
+}
+
+
+class MoneyError(ToolkitError, ValueError):
+    """An amount or currency that cannot be represented exactly."""
+
+
+@cache
+def _known_currencies() -> frozenset[str]:
+    return frozenset(list_currencies())
+
+
+def is_currency(code: str) -> bool:
+    """True for an uppercase three-letter ISO 4217 code."""
+    return len(code) == 3 and code.isalpha() and code.isupper() and code in _known_currencies()
+
+
+def check_currency(code: str) -> str:
+    """Return ``code`` when it is an uppercase ISO 4217 code, else raise ``MoneyError``."""
+    if not is_currency(code):
+        if code.upper() != code and is_currency(code.upper()):
+            raise MoneyError(f"must be uppercase: {code.upper()!r}, not {code!r}")
+        raise MoneyError(f"{code!r} is not a three-letter ISO 4217 currency code")
+    return code
+
+
+@cache
+def minor_digits(currency: str) -> int:
+    """Number of decimal places of the currency's minor unit (JPY 0, USD 2, KWD 3)."""
+    check_currency(currency)
+    if currency in _ISO_DIGITS_OVERRIDES:
+        return _ISO_DIGITS_OVERRIDES[currency]
+    return int(get_currency_precision(currency))
+
+
+def parse_decimal(text: str | int | Decimal) -> Decimal:
+    """Read an amount written as text (``"12.30"``) exactly; floats are refused."""
+    if isinstance(text, float):
+        raise MoneyError("amounts must not be floats; pass a str, int or Decimal")
+    try:
+        value = Decimal(text.strip()) if isinstance(text, str) else Decimal(text)
+    except InvalidOperation:
+        raise MoneyError(f"{text!r} is not a number") from None
+    if not value.is_finite():
+        raise MoneyError(f"{text!r} is not a finite amount")
+    return value
+
+
+def fits_currency(amount: Decimal, currency: str) -> bool:
+    """True when the amount has no more decimals than the currency's minor unit allows."""
+    exponent = amount.normalize().as_tuple().exponent
+    return isinstance(exponent, int) and -exponent <= minor_digits(currency)
+
+
+def to_minor(amount: Decimal | str | int, currency: str) -> int:
+    """Exact major -> minor units; more decimals than the currency allows is an error, not rounding."""
+    value = parse_decimal(amount)
+    if not fits_currency(value, currency):
+        raise MoneyError(
+            f"{value} has more decimals than {currency} allows ({minor_digits(currency)})"
+        )
+    return int(value.scaleb(minor_digits(currency)))
+
+
+def from_minor(minor: int, currency: str) -> Decimal:
+    """Exact minor -> major units, with the currency's number of decimals (1230 USD -> 12.30)."""
+    digits = minor_digits(currency)
+    return Decimal(int(minor)).scaleb(-digits).quantize(Decimal(1).scaleb(-digits))
+
+
+def round_to_currency(amount: Decimal, currency: str) -> Decimal:
+    """Round half-to-even to the currency's minor unit (used only where conversion must round)."""
+    return amount.quantize(Decimal(1).scaleb(-minor_digits(currency)), rounding=ROUND_HALF_EVEN)
+
+
+def format_money(amount: Decimal | int, currency: str, *, minor: bool = False,
+                 locale: str = "en_US") -> str:
+    """Human text for an amount (``$12.30``, ``¥1,200``); pass ``minor=True`` for minor units."""
+    value = from_minor(int(amount), currency) if minor else Decimal(amount)
+    return str(format_currency(value, currency, locale=locale, decimal_quantization=False))
