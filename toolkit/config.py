@@ -5,10 +5,20 @@ With no ``TOOLKIT_BASE_URL`` the toolkit talks to the embedded sandbox under ``T
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from toolkit.errors import ConfigurationError
+
+logger = logging.getLogger("toolkit")
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -32,3 +42,61 @@ class Settings(BaseSettings):
 def load_settings() -> Settings:
     """Read the environment now (not at import time, so tests and notebooks can change it)."""
     return Settings()
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where calls go, and how the journal and reports name it.
+
+    ``key`` is stable across runs: the embedded sandbox is named by its database (its port changes
+    every run), any other service by its base URL. ``label`` is what reports print at the top.
+    """
+
+    kind: Literal["embedded-sandbox", "service"]
+    base_url: str
+    api_key: SecretStr = field(repr=False)
+    key: str
+    label: str
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self.kind == "embedded-sandbox"
+
+
+_announced: set[str] = set()
+
+
+def resolve_environment(settings: Settings, *, base_url: str | None = None,
+                        api_key: str | SecretStr | None = None) -> Environment:
+    """Arguments win over the environment; with no base URL, start (once) the embedded sandbox."""
+    secret = SecretStr(api_key) if isinstance(api_key, str) else api_key
+    url = base_url or settings.base_url
+    if not url:
+        from toolkit.sandbox.embedded import embedded_sandbox
+
+        sandbox = embedded_sandbox(settings.home)
+        database = sandbox.db_path.resolve()
+        if str(database) not in _announced:
+            _announced.add(str(database))
+            logger.warning("toolkit: TOOLKIT_BASE_URL is not set; using the embedded sandbox at %s "
+                           "(database %s)", sandbox.base_url, database)
+        return Environment(
+            kind="embedded-sandbox", base_url=sandbox.base_url,
+            api_key=secret or sandbox.api_key,
+            key="sandbox-" + _digest(str(database)),
+            label=f"embedded sandbox ({database})",
+        )
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigurationError(f"TOOLKIT_BASE_URL must be an http(s) URL, got {url!r}")
+    key = secret or settings.api_key
+    if key is None or not key.get_secret_value():
+        raise ConfigurationError(f"TOOLKIT_API_KEY is required to call {url}")
+    url = url.rstrip("/")
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", parsed.netloc).strip("-")
+    return Environment(kind="service", base_url=url, api_key=key,
+                       key=f"{slug}-{_digest(url)}", label=f"service at {url}")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -301,7 +301,9 @@ class PriceItem(_Request):
         if self.priceType is PriceType.RECURRING and self.recurringDetails is None:
             raise PydanticCustomError("recurring", "recurringDetails: required when priceType is recurring")
         if self.priceType is not PriceType.RECURRING and self.recurringDetails is not None:
-            raise PydanticCustomError("recurring", "recurringDetails: only allowed when priceType is recurring")
+            raise PydanticCustomError(
+                "recurring", "recurringDetails: only allowed when priceType is recurring"
+            )
         _amount_fits(self.unitAmount, self.currency, "unitAmount")
         for currency, amount in (self.currencyOptions or {}).items():
             _amount_fits(amount, currency, f"currencyOptions.{currency}")

@@ -1,0 +1,381 @@
+"""``Client`` and ``AsyncClient``: the three calls of the API, typed and exact, with safe retries.
+
+All logic that does no I/O lives in ``_BaseClient``: resolving where to connect, building each
+attempt's headers, deciding retries (``toolkit.retries``), and turning answers into models or
+errors. The attempt loop is a generator that yields what to do (send, sleep) and is driven by
+``Client`` with blocking calls and by ``AsyncClient`` with awaits, so it is written once.
+
+The API key never leaves the headers of the outgoing request: not in a repr, an error or a log
+line. Errors are raised ``from None`` so no httpx object (whose header repr shows custom headers
+in clear) rides along in a traceback, and any text from the service is redacted of the key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any, Self, TypeVar
+from urllib.parse import quote
+
+import httpx
+from httpx_aiohttp import AiohttpTransport
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from toolkit import retries
+from toolkit.config import Environment, Settings, load_settings, resolve_environment
+from toolkit.errors import (
+    APIError,
+    AuthenticationError,
+    NotFoundError,
+    OutcomeUnknownError,
+    RequestValidationError,
+    TransportError,
+)
+from toolkit.models import (
+    SUCCESS_CODE,
+    PaymentRequest,
+    PaymentResult,
+    Product,
+    ProductRequest,
+    Subscription,
+    describe_errors,
+    parse_json,
+    to_json_bytes,
+)
+
+logger = logging.getLogger("toolkit")
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+USER_AGENT = "toolkit/0.1"
+
+
+@dataclass(frozen=True)
+class _Send:
+    """Step: send one attempt."""
+
+    request: httpx.Request
+
+
+@dataclass(frozen=True)
+class _Sleep:
+    """Step: wait before the next attempt."""
+
+    seconds: float
+
+
+_Step = _Send | _Sleep
+_Exchange = Generator[_Step, httpx.Response | httpx.HTTPError | None, httpx.Response]
+
+
+class _BaseClient:
+    """Everything that does no I/O: connection settings, requests, retry decisions, decoding."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | SecretStr | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        connect_timeout: float | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        settings = settings or load_settings()
+        self.environment: Environment = resolve_environment(settings, base_url=base_url, api_key=api_key)
+        self.base_url: str = self.environment.base_url
+        self._api_key: SecretStr = self.environment.api_key
+        self.timeout: float = timeout if timeout is not None else settings.timeout
+        self.connect_timeout: float = (
+            connect_timeout if connect_timeout is not None else settings.connect_timeout
+        )
+        self.max_retries: int = max_retries if max_retries is not None else settings.max_retries
+        self._owns_http = True
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(base_url={self.base_url!r}, api_key=SecretStr('**********'), "
+            f"timeout={self.timeout}, max_retries={self.max_retries})"
+        )
+
+    def with_options(self, *, timeout: float | None = None, max_retries: int | None = None) -> Self:
+        """A copy with other per-call options, sharing this client's connections (this one closes them)."""
+        clone = copy.copy(self)
+        if timeout is not None:
+            clone.timeout = timeout
+        if max_retries is not None:
+            clone.max_retries = max_retries
+        clone._owns_http = False
+        return clone
+
+    # -- building requests -------------------------------------------------------------------
+
+    def _timeouts(self) -> httpx.Timeout:
+        return httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout))
+
+    def _request(self, method: str, path: str, body: bytes | None,
+                 params: Mapping[str, str] | None) -> httpx.Request:
+        """One attempt's request, with a fresh X-Timestamp (ms since the epoch, as a string)."""
+        headers = {
+            "X-API-KEY": self._api_key.get_secret_value(),
+            "X-Timestamp": str(time.time_ns() // 1_000_000),
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        return httpx.Request(
+            method, self.base_url + path, content=body, params=params, headers=headers,
+            extensions={"timeout": self._timeouts().as_dict()},
+        )
+
+    def _exchange(self, method: str, path: str, *, body: bytes | None = None,
+                  params: Mapping[str, str] | None = None) -> _Exchange:
+        """The attempt loop: yields sends and sleeps, returns the final response or raises."""
+        idempotent = method == "GET"
+        retries_done = 0
+        while True:
+            outcome = yield _Send(self._request(method, path, body, params))
+            if isinstance(outcome, httpx.HTTPError):
+                failure = retries.failure_of(outcome)
+                verdict = retries.classify_failure(failure, idempotent=idempotent)
+                if verdict is retries.Verdict.RETRY and retries_done < self.max_retries:
+                    yield _Sleep(retries.retry_delay(retries_done))
+                    retries_done += 1
+                    continue
+                raise self._transport_error(method, path, failure, verdict)
+            assert isinstance(outcome, httpx.Response)
+            verdict = retries.classify_status(outcome.status_code, idempotent=idempotent)
+            if verdict is retries.Verdict.RETRY and retries_done < self.max_retries:
+                yield _Sleep(retries.retry_delay(retries_done, outcome.headers.get("retry-after")))
+                retries_done += 1
+                continue
+            return outcome
+
+    # -- decoding answers --------------------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        secret = self._api_key.get_secret_value()
+        return text.replace(secret, "**********") if secret else text
+
+    def _transport_error(self, method: str, path: str, failure: retries.Failure,
+                         verdict: retries.Verdict) -> TransportError | OutcomeUnknownError:
+        where = f"{method} {path}"
+        if verdict is retries.Verdict.UNKNOWN:
+            return OutcomeUnknownError(
+                f"{where}: the outcome is unknown ({failure.value} after the request was sent); "
+                "it was not sent again, because the service may have acted on it",
+                method=method, path=path,
+            )
+        reached = failure is not retries.Failure.NOT_SENT
+        return TransportError(
+            f"{where}: {failure.value} after {self.max_retries + 1} attempt(s) to {self.base_url}",
+            may_have_reached_server=reached,
+        )
+
+    def _data(self, response: httpx.Response, method: str, path: str) -> Any:
+        """The envelope's ``data``, or the error the status and envelope call for."""
+        status = response.status_code
+        creating = method != "GET"
+        if status == 401:
+            raise AuthenticationError(self._redact(response.text))
+        try:
+            envelope = parse_json(response.content)
+        except ValueError:
+            envelope = None
+        is_envelope = isinstance(envelope, dict) and isinstance(envelope.get("code"), int)
+        msg = self._redact(str(envelope.get("msg", ""))) if is_envelope else ""
+        if creating and (status >= 500 or (200 <= status < 300 and not is_envelope)):
+            raise OutcomeUnknownError(
+                f"{method} {path}: HTTP {status} {msg or '(no envelope)'}; the call may have taken "
+                "effect and was not sent again", method=method, path=path, http_status=status,
+            )
+        if not is_envelope:
+            raise APIError(f"{method} {path}: HTTP {status}, body is not an envelope",
+                           http_status=status, code=None, msg=self._redact(response.text[:200]))
+        assert isinstance(envelope, dict)
+        code: int = envelope["code"]
+        if not 200 <= status < 300 or code != SUCCESS_CODE:
+            error = NotFoundError if status == 404 else APIError
+            raise error(f"{method} {path}: HTTP {status}, code {code}: {msg}",
+                        http_status=status, code=code, msg=msg)
+        return envelope.get("data")
+
+    def _model(self, model: type[ModelT], response: httpx.Response, method: str, path: str) -> ModelT:
+        data = self._data(response, method, path)
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            fields = "; ".join(f"{f}: {m}" for f, m in describe_errors(exc))
+            if method != "GET":
+                raise OutcomeUnknownError(
+                    f"{method} {path}: the response does not match {model.__name__} ({fields}); "
+                    "the call may have taken effect", method=method, path=path,
+                    http_status=response.status_code,
+                ) from None
+            raise APIError(f"{method} {path}: response does not match {model.__name__}: {fields}",
+                           http_status=response.status_code, code=SUCCESS_CODE, msg=None) from None
+
+    @staticmethod
+    def _subscription_path(subscription_id: str) -> str:
+        if not isinstance(subscription_id, str) or not subscription_id.strip():
+            raise RequestValidationError("subscription id", [("id", "must be a non-empty string")])
+        return "/subscription/" + quote(subscription_id, safe="")
+
+    @staticmethod
+    def _payment_body(request: PaymentRequest | Mapping[str, Any] | None, fields: dict[str, Any]) -> bytes:
+        return PaymentRequest.build(_merge(request, fields)).to_json()
+
+    @staticmethod
+    def _product_body(request: ProductRequest | Mapping[str, Any] | None, fields: dict[str, Any]) -> bytes:
+        return ProductRequest.build(_merge(request, fields)).to_json()
+
+
+def _merge(request: BaseModel | Mapping[str, Any] | None, fields: dict[str, Any]) -> Any:
+    """A model as given, or the keyword arguments (with any mapping) as a dict to validate."""
+    if isinstance(request, BaseModel):
+        if fields:
+            return {**request.model_dump(exclude_none=True), **fields}
+        return request
+    return {**(request or {}), **fields}
+
+
+class Client(_BaseClient):
+    """Blocking client. ``Client()`` alone talks to the embedded sandbox (or ``TOOLKIT_BASE_URL``)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._http = httpx.Client(timeout=self._timeouts(), follow_redirects=False)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections (a copy from ``with_options`` leaves them to its origin)."""
+        if self._owns_http:
+            self._http.close()
+
+    def _drive(self, exchange: _Exchange) -> httpx.Response:
+        step: _Step = next(exchange)
+        while True:
+            try:
+                if isinstance(step, _Sleep):
+                    time.sleep(step.seconds)
+                    step = exchange.send(None)
+                    continue
+                try:
+                    response = self._http.send(step.request)
+                except httpx.HTTPError as exc:
+                    step = exchange.send(exc)
+                else:
+                    step = exchange.send(response)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+    def call(self, method: str, path: str, *, json: Any = None,
+             params: Mapping[str, str] | None = None) -> Any:
+        """Any call on the service (used by the sandbox controls): returns the envelope's ``data``."""
+        body = None if json is None else to_json_bytes(json)
+        response = self._drive(self._exchange(method, path, body=body, params=params))
+        return self._data(response, method, path)
+
+    def get_bytes(self, path: str, *, params: Mapping[str, str] | None = None) -> bytes:
+        """A GET whose answer is not an envelope (a CSV export): the body, after status checks."""
+        response = self._drive(self._exchange("GET", path, params=params))
+        if response.status_code != 200:
+            self._data(response, "GET", path)
+        return response.content
+
+    def create_payment(self, request: PaymentRequest | Mapping[str, Any] | None = None, /,
+                       **fields: Any) -> PaymentResult:
+        """POST /payment. Never re-sent once it may have reached the service."""
+        body = self._payment_body(request, fields)
+        response = self._drive(self._exchange("POST", "/payment", body=body))
+        return self._model(PaymentResult, response, "POST", "/payment")
+
+    def create_product(self, request: ProductRequest | Mapping[str, Any] | None = None, /,
+                       **fields: Any) -> Product:
+        """POST /product, with its prices."""
+        body = self._product_body(request, fields)
+        response = self._drive(self._exchange("POST", "/product", body=body))
+        return self._model(Product, response, "POST", "/product")
+
+    def get_subscription(self, subscription_id: str) -> Subscription:
+        """GET /subscription/{id}; retried on transport failures, 408, 429 and 5xx."""
+        path = self._subscription_path(subscription_id)
+        response = self._drive(self._exchange("GET", path))
+        return self._model(Subscription, response, "GET", path)
+
+
+class AsyncClient(_BaseClient):
+    """Asynchronous client over aiohttp's connection pool (httpx-aiohttp), for many calls at once."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._http = httpx.AsyncClient(
+            transport=AiohttpTransport(limits=httpx.Limits(max_connections=100)),
+            timeout=self._timeouts(), follow_redirects=False,
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connections (a copy from ``with_options`` leaves them to its origin)."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def _drive(self, exchange: _Exchange) -> httpx.Response:
+        step: _Step = next(exchange)
+        while True:
+            try:
+                if isinstance(step, _Sleep):
+                    await asyncio.sleep(step.seconds)
+                    step = exchange.send(None)
+                    continue
+                try:
+                    response = await self._http.send(step.request)
+                    await response.aread()
+                except httpx.HTTPError as exc:
+                    step = exchange.send(exc)
+                else:
+                    step = exchange.send(response)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+    async def call(self, method: str, path: str, *, json: Any = None,
+                   params: Mapping[str, str] | None = None) -> Any:
+        """Any call on the service (used by the sandbox controls): returns the envelope's ``data``."""
+        body = None if json is None else to_json_bytes(json)
+        response = await self._drive(self._exchange(method, path, body=body, params=params))
+        return self._data(response, method, path)
+
+    async def create_payment(self, request: PaymentRequest | Mapping[str, Any] | None = None, /,
+                             **fields: Any) -> PaymentResult:
+        """POST /payment. Never re-sent once it may have reached the service."""
+        body = self._payment_body(request, fields)
+        response = await self._drive(self._exchange("POST", "/payment", body=body))
+        return self._model(PaymentResult, response, "POST", "/payment")
+
+    async def create_product(self, request: ProductRequest | Mapping[str, Any] | None = None, /,
+                             **fields: Any) -> Product:
+        """POST /product, with its prices."""
+        body = self._product_body(request, fields)
+        response = await self._drive(self._exchange("POST", "/product", body=body))
+        return self._model(Product, response, "POST", "/product")
+
+    async def get_subscription(self, subscription_id: str) -> Subscription:
+        """GET /subscription/{id}; retried on transport failures, 408, 429 and 5xx."""
+        path = self._subscription_path(subscription_id)
+        response = await self._drive(self._exchange("GET", path))
+        return self._model(Subscription, response, "GET", path)
