@@ -1,0 +1,308 @@
+"""Many calls at once: bounded concurrency on the AsyncClient, a progress bar, errors collected per row.
+
+Create calls go through the journal, so a re-run sends nothing twice; reads (subscriptions) do not
+need it. A failing row never stops the batch: it becomes a row of the ``errors`` frame. The plain
+functions work in scripts and in notebooks (where an event loop is already running); ``a``-prefixed
+ones are for async code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import math
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pandas as pd
+from pydantic import BaseModel
+from tqdm.auto import tqdm
+
+from toolkit.catalog import CatalogEntry, load_catalog
+from toolkit.client import AsyncClient
+from toolkit.config import load_settings
+from toolkit.errors import JournalError, ToolkitError
+from toolkit.frames import (
+    invoice_items_frame,
+    payments_frame,
+    phases_frame,
+    prices_frame,
+    products_frame,
+    subscriptions_frame,
+)
+from toolkit.journal import Journal, JournalRecord, payment_body
+from toolkit.models import PaymentRequest, Subscription
+
+DEFAULT_CONCURRENCY = 8
+ERROR_COLUMNS = ["merchantReferenceId", "row", "stage", "error"]
+
+T = TypeVar("T")
+ItemT = TypeVar("ItemT")
+
+
+@dataclass
+class BulkResult:
+    """What a batch did: frames of its rows, the rows that failed, and how many requests it sent."""
+
+    frame: pd.DataFrame
+    errors: pd.DataFrame
+    sent: int
+    reused: int
+    extra: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.errors.empty
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, key: str | None, row: int, stage: str, error: str) -> None:
+        self.rows.append({"merchantReferenceId": key, "row": row, "stage": stage, "error": error})
+
+    def frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame(self.rows, columns=ERROR_COLUMNS)
+        return frame.sort_values("row", kind="stable").reset_index(drop=True)
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from plain code, also inside Jupyter's running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+async def _bounded(items: Sequence[ItemT], work: Callable[[int, ItemT], Awaitable[None]], *,
+                   concurrency: int, description: str, progress: bool) -> None:
+    """Run ``work`` over the items with at most ``concurrency`` at once, ticking a progress bar."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    queue = iter(enumerate(items))
+    with tqdm(total=len(items), desc=description, disable=not progress, unit="call") as bar:
+        async def worker() -> None:
+            for position, item in queue:
+                await work(position, item)
+                bar.update(1)
+
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(items)) or 1)))
+
+
+def _rows(rows: pd.DataFrame | Iterable[Mapping[str, Any] | BaseModel]) -> list[Any]:
+    if isinstance(rows, pd.DataFrame):
+        return list(rows.reset_index().to_dict("records") if rows.index.name else rows.to_dict("records"))
+    return list(rows)
+
+
+def _clean(row: Mapping[str, Any], ignore: frozenset[str]) -> dict[str, Any]:
+    """Drop empty cells and ignored columns; refuse floats, which cannot hold money exactly."""
+    cleaned = {}
+    for name, value in row.items():
+        if name in ignore or value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if isinstance(value, str) and not value.strip():
+            continue
+        if isinstance(value, float):
+            raise ToolkitError(f"{name}: {value!r} is a float; read amounts as text (dtype=str) "
+                               "so they stay exact")
+        cleaned[str(name)] = value
+    return cleaned
+
+
+def _key_of(row: Mapping[str, Any] | BaseModel) -> str | None:
+    value = getattr(row, "merchantReferenceId", None) if isinstance(row, BaseModel) else row.get(
+        "merchantReferenceId")
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _duplicates(keys: Sequence[str | None], errors: _Errors) -> set[int]:
+    """Rows whose key already appeared earlier in the same batch: refused, the first one goes ahead."""
+    seen: dict[str, int] = {}
+    refused = set()
+    for position, key in enumerate(keys):
+        if key is None:
+            continue
+        if key in seen:
+            errors.add(key, position, "input", f"merchantReferenceId repeats row {seen[key]} of this batch")
+            refused.add(position)
+        else:
+            seen[key] = position
+    return refused
+
+
+def _note_outcome(record: JournalRecord, position: int, errors: _Errors) -> None:
+    if record.state == "succeeded":
+        return
+    stage = "unknown" if record.state in ("sending", "unknown") else record.state
+    errors.add(record.key, position, stage, record.error or f"outcome {record.state}")
+
+
+def _open(journal: Journal | None, client: AsyncClient) -> tuple[Journal, bool]:
+    if journal is not None:
+        return journal, False
+    return Journal.for_environment(client.environment, load_settings().home), True
+
+
+# ---------------------------------------------------------------------------------------------
+# Payments
+
+
+async def acreate_payments(
+    rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest], *,
+    client: AsyncClient | None = None, journal: Journal | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY, progress: bool = True, ignore_columns: Iterable[str] = (),
+) -> BulkResult:
+    """Create payments, journaled by merchantReferenceId: a re-run sends nothing twice."""
+    items = _rows(rows)
+    ignore = frozenset(ignore_columns)
+    errors = _Errors()
+    refused = _duplicates([_key_of(r) for r in items], errors)
+    own_client = client is None
+    client = client or AsyncClient()
+    journal, own_journal = _open(journal, client)
+    records: dict[int, JournalRecord] = {}
+    active_client = client
+
+    async def one(position: int, row: Mapping[str, Any] | PaymentRequest) -> None:
+        if position in refused:
+            return
+        key = _key_of(row)
+        try:
+            request = row if isinstance(row, PaymentRequest) else PaymentRequest.build(_clean(row, ignore))
+            key, body = payment_body(request)
+            record = await journal.arun("payment", key, body, lambda: active_client.create_payment(request))
+        except ToolkitError as exc:
+            errors.add(key, position, "journal" if isinstance(exc, JournalError) else "request", str(exc))
+            return
+        records[position] = record
+        _note_outcome(record, position, errors)
+
+    try:
+        await _bounded(items, one, concurrency=concurrency, description="payments", progress=progress)
+    finally:
+        if own_client:
+            await client.aclose()
+        if own_journal:
+            journal.close()
+    done = [records[p] for p in sorted(records)]
+    return BulkResult(
+        frame=payments_frame(done, include_failed_calls=True), errors=errors.frame(),
+        sent=sum(r.sent for r in done), reused=sum(not r.sent for r in done),
+    )
+
+
+def create_payments(rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest],
+                    **options: Any) -> BulkResult:
+    """Blocking form of ``acreate_payments`` (works in notebooks too)."""
+    return run_sync(lambda: acreate_payments(rows, **options))
+
+
+# ---------------------------------------------------------------------------------------------
+# Products
+
+
+async def acreate_products(
+    catalog: Any, *,
+    client: AsyncClient | None = None, journal: Journal | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY, progress: bool = True,
+) -> BulkResult:
+    """Create a catalog's products with their prices, journaled by SKU: unchanged ones are not sent.
+
+    ``frame`` is the products frame, ``extra["prices"]`` the prices frame.
+    """
+    if isinstance(catalog, Sequence) and catalog and isinstance(catalog[0], CatalogEntry):
+        entries: list[CatalogEntry] = list(catalog)  # type: ignore[arg-type]
+    else:
+        entries = load_catalog(catalog)  # type: ignore[arg-type]
+    errors = _Errors()
+    own_client = client is None
+    client = client or AsyncClient()
+    journal, own_journal = _open(journal, client)
+    records: dict[int, JournalRecord] = {}
+    active_client = client
+
+    async def one(position: int, entry: CatalogEntry) -> None:
+        try:
+            record = await journal.arun("product", entry.merchantReferenceId, entry.request.to_json(),
+                                        lambda: active_client.create_product(entry.request))
+        except ToolkitError as exc:
+            errors.add(entry.merchantReferenceId, position, "journal", str(exc))
+            return
+        records[position] = record
+        _note_outcome(record, position, errors)
+
+    try:
+        await _bounded(entries, one, concurrency=concurrency, description="products", progress=progress)
+    finally:
+        if own_client:
+            await client.aclose()
+        if own_journal:
+            journal.close()
+    done = [records[p] for p in sorted(records)]
+    return BulkResult(frame=products_frame(done), errors=errors.frame(),
+                      sent=sum(r.sent for r in done), reused=sum(not r.sent for r in done),
+                      extra={"prices": prices_frame(done)})
+
+
+def create_products(catalog: Any, **options: Any) -> BulkResult:
+    """Blocking form of ``acreate_products`` (works in notebooks too)."""
+    return run_sync(lambda: acreate_products(catalog, **options))
+
+
+# ---------------------------------------------------------------------------------------------
+# Subscriptions
+
+
+async def aload_subscriptions(
+    ids: Iterable[str], *, client: AsyncClient | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY, progress: bool = True,
+) -> BulkResult:
+    """Read subscriptions by id. ``frame`` is the subscriptions frame; ``extra`` holds
+    ``invoice_items`` and ``phases``; ids that fail are rows of ``errors``."""
+    wanted = [str(i) for i in ids]
+    errors = _Errors()
+    own_client = client is None
+    client = client or AsyncClient()
+    found: dict[int, Subscription] = {}
+    active_client = client
+
+    async def one(position: int, subscription_id: str) -> None:
+        try:
+            found[position] = await active_client.get_subscription(subscription_id)
+        except ToolkitError as exc:
+            errors.add(None, position, "request", f"{subscription_id}: {exc}")
+
+    try:
+        await _bounded(wanted, one, concurrency=concurrency, description="subscriptions", progress=progress)
+    finally:
+        if own_client:
+            await client.aclose()
+    subscriptions = [found[p] for p in sorted(found)]
+    return BulkResult(
+        frame=subscriptions_frame(subscriptions, environment=client.environment.label),
+        errors=errors.frame(), sent=len(wanted), reused=0,
+        extra={"invoice_items": invoice_items_frame(subscriptions), "phases": phases_frame(subscriptions)},
+    )
+
+
+def load_subscriptions(ids: Iterable[str], **options: Any) -> BulkResult:
+    """Blocking form of ``aload_subscriptions`` (works in notebooks too)."""
+    return run_sync(lambda: aload_subscriptions(ids, **options))
+
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "BulkResult",
+    "acreate_payments",
+    "acreate_products",
+    "aload_subscriptions",
+    "create_payments",
+    "create_products",
+    "load_subscriptions",
+    "run_sync",
+]
