@@ -1,12 +1,21 @@
-"""Shared fixtures: no test depends on the developer's shell, and each gets its own TOOLKIT_HOME."""
+"""Shared fixtures: no test depends on the developer's shell, and each gets its own TOOLKIT_HOME.
+
+``sandbox`` is a real sandbox server on 127.0.0.1 (one per test session, its own database);
+tests that share it use unique merchantReferenceIds.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+
+from toolkit import AsyncClient, Client
+from toolkit.sandbox.embedded import RunningSandbox, start_server
 
 
 @pytest.fixture(autouse=True)
@@ -16,3 +25,41 @@ def _clean_toolkit_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Itera
             monkeypatch.delenv(name)
     monkeypatch.setenv("TOOLKIT_HOME", str(tmp_path / "toolkit-home"))
     yield
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSandbox]:
+    server = start_server(db_path=tmp_path_factory.mktemp("sandbox") / "sandbox.sqlite")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(sandbox: RunningSandbox) -> Iterator[Client]:
+    with Client(base_url=sandbox.base_url, api_key=sandbox.api_key) as c:
+        yield c
+
+
+@pytest.fixture
+async def aclient(sandbox: RunningSandbox) -> AsyncIterator[AsyncClient]:
+    async with AsyncClient(base_url=sandbox.base_url, api_key=sandbox.api_key) as c:
+        yield c
+
+
+@pytest.fixture
+def unique() -> str:
+    """A fresh suffix for merchantReferenceIds, so tests sharing the sandbox never collide."""
+    return uuid.uuid4().hex[:10]
+
+
+def exported_payments(sandbox: RunningSandbox) -> list[dict[str, object]]:
+    """Every payment the sandbox holds, from its settlement export (what the server really received)."""
+    import time
+
+    response = httpx.get(
+        f"{sandbox.base_url}/sandbox/payments", params={"format": "json"},
+        headers={"X-API-KEY": sandbox.api_key.get_secret_value(), "X-Timestamp": str(int(time.time() * 1000))},
+    )
+    response.raise_for_status()
+    payments: list[dict[str, object]] = response.json()["data"]["payments"]
+    return payments
