@@ -120,9 +120,9 @@ def test_service_refusals_raise_api_error_with_code_and_msg(client: Client, uniq
 
 
 def test_wrong_key_is_an_authentication_error(sandbox: RunningSandbox, unique: str) -> None:
-    with Client(base_url=sandbox.base_url, api_key="sk_wrong") as wrong:
-        with pytest.raises(AuthenticationError) as raised:
-            wrong.create_payment(**payment(unique))
+    with Client(base_url=sandbox.base_url, api_key="sk_wrong") as wrong, \
+            pytest.raises(AuthenticationError) as raised:
+        wrong.create_payment(**payment(unique))
     assert raised.value.http_status == 401 and raised.value.body
     assert "sk_wrong" not in str(raised.value)
 
@@ -163,10 +163,9 @@ def test_a_live_url_without_a_key_is_a_configuration_error(monkeypatch: pytest.M
 
 def test_without_a_base_url_the_embedded_sandbox_is_used_and_announced_once(
         tmp_path: Path, caplog: pytest.LogCaptureFixture, unique: str) -> None:
-    with caplog.at_level(logging.WARNING, logger="toolkit"):
-        with Client() as first, Client() as second:
-            assert first.environment.is_sandbox and first.base_url == second.base_url
-            assert first.create_payment(**payment(unique)).status is PaymentStatus.SUCCESS
+    with caplog.at_level(logging.WARNING, logger="toolkit"), Client() as first, Client() as second:
+        assert first.environment.is_sandbox and first.base_url == second.base_url
+        assert first.create_payment(**payment(unique)).status is PaymentStatus.SUCCESS
     notices = [r for r in caplog.records if "embedded sandbox" in r.getMessage()]
     assert len(notices) == 1
     assert str(tmp_path / "toolkit-home") in notices[0].getMessage()

@@ -84,7 +84,7 @@ def test_kill_9_at_random_points_then_rerun(sandbox_process: str, tmp_path: Path
             kills += 1
         process.communicate(timeout=60)
     final = worker(sandbox_process, home, count)
-    out, err = final.communicate(timeout=240)
+    _, err = final.communicate(timeout=240)
     assert final.returncode == 0, err.decode()[-2000:]
     assert kills >= 1
 

@@ -43,6 +43,7 @@ from toolkit.models import (
     ProductRequest,
     Subscription,
     describe_errors,
+    merge_fields,
     parse_json,
     to_json_bytes,
 )
@@ -228,20 +229,11 @@ class _BaseClient:
 
     @staticmethod
     def _payment_body(request: PaymentRequest | Mapping[str, Any] | None, fields: dict[str, Any]) -> bytes:
-        return PaymentRequest.build(_merge(request, fields)).to_json()
+        return PaymentRequest.build(merge_fields(request, fields)).to_json()
 
     @staticmethod
     def _product_body(request: ProductRequest | Mapping[str, Any] | None, fields: dict[str, Any]) -> bytes:
-        return ProductRequest.build(_merge(request, fields)).to_json()
-
-
-def _merge(request: BaseModel | Mapping[str, Any] | None, fields: dict[str, Any]) -> Any:
-    """A model as given, or the keyword arguments (with any mapping) as a dict to validate."""
-    if isinstance(request, BaseModel):
-        if fields:
-            return {**request.model_dump(exclude_none=True), **fields}
-        return request
-    return {**(request or {}), **fields}
+        return ProductRequest.build(merge_fields(request, fields)).to_json()
 
 
 class Client(_BaseClient):

@@ -70,9 +70,12 @@ def _objects(values: Sequence[Any]) -> pd.api.extensions.ExtensionArray:
     return pd.array(list(values), dtype=object)
 
 
-def _minor(amounts: Sequence[Decimal | None], currencies: Sequence[str | None],
+def minor_units(amounts: Sequence[Decimal | None], currencies: Sequence[str | None],
            keys: Sequence[str | None]) -> pd.api.extensions.ExtensionArray:
-    """Exact integer minor units; an amount finer than its currency allows is an error, not rounded."""
+    """The money column of every frame: exact integer minor units (Int64), never float.
+
+    An amount finer than its currency allows is an error naming the key, not rounded.
+    """
     out: list[int | None] = []
     digits_of: dict[str, int] = {}
     for amount, currency, key in zip(amounts, currencies, keys, strict=True):
@@ -82,7 +85,7 @@ def _minor(amounts: Sequence[Decimal | None], currencies: Sequence[str | None],
         digits = digits_of.get(currency)
         if digits is None:
             digits = digits_of[currency] = minor_digits(currency)
-        scaled = amount.scaleb(digits)
+        scaled = Decimal(amount).scaleb(digits)  # JSON gives whole amounts (13500 KRW) as int
         whole = int(scaled)
         if whole != scaled:
             raise FrameError(f"{KEY} {key!r}: {amount} {currency} has more decimals than {currency} allows")
@@ -202,7 +205,7 @@ def payments_frame(source: Journal | Iterable[JournalRecord], *,
         "priceId": _strings(asked("priceId")),
         "status": pd.Categorical([_status_name(r) for r in records], categories=PAYMENT_STATUS_NAMES),
         "amount": _objects(amounts),
-        "amountMinor": _minor(amounts, currencies, keys),
+        "amountMinor": minor_units(amounts, currencies, keys),
         "currency": _strings(currencies),
         "pricingAmount": _objects(asked("amount")),
         "pricingCurrency": _strings(asked("currency")),
@@ -314,7 +317,7 @@ def prices_frame(source: Journal | Iterable[JournalRecord]) -> pd.DataFrame:
         "priceSnapshotId": _strings([p.get("priceSnapshotId") for _, p, _, _ in rows]),
         "currency": _strings(currencies),
         "unitAmount": _objects(amounts),
-        "unitAmountMinor": _minor(amounts, currencies, keys),
+        "unitAmountMinor": minor_units(amounts, currencies, keys),
         "priceType": _strings([p.get("priceType") or q.get("priceType") or "one_time"
                                for _, p, q, _ in rows]),
         "interval": _strings([p.get("interval") or d.get("interval")
@@ -417,9 +420,9 @@ def subscriptions_frame(subscriptions: Sequence[Subscription], *, environment: s
         "state": pd.Categorical([_state(s) for s in subs], categories=SUBSCRIPTION_STATES),
         "currency": _strings(currencies),
         "upcomingInvoiceAmount": _objects(upcoming),
-        "upcomingInvoiceAmountMinor": _minor(upcoming, currencies, ids),
+        "upcomingInvoiceAmountMinor": minor_units(upcoming, currencies, ids),
         "recurringInvoiceAmount": _objects(recurring),
-        "recurringInvoiceAmountMinor": _minor(recurring, currencies, ids),
+        "recurringInvoiceAmountMinor": minor_units(recurring, currencies, ids),
         **{name: _times(field(name)) for name in (
             "createTime", "trialStart", "trialEnd", "currentPeriodStart", "currentPeriodEnd",
             "cancelAt", "canceledAt")},
@@ -481,7 +484,7 @@ def invoice_items_frame(subscriptions: Sequence[Subscription]) -> pd.DataFrame:
         "item": _strings([kind for _, kind, _ in rows]),
         "invoiceItemId": _strings([i.invoiceItemId for _, _, i in rows]),
         "amount": _objects(amounts),
-        "amountMinor": _minor(amounts, currencies, [i.invoiceItemId or "" for _, _, i in rows]),
+        "amountMinor": minor_units(amounts, currencies, [i.invoiceItemId or "" for _, _, i in rows]),
         "currency": _strings(currencies),
         "description": _strings([i.description for _, _, i in rows]),
         "periodStart": _times([i.periodStart for _, _, i in rows]),

@@ -10,6 +10,7 @@ missing optional fields are None. Amounts are ``Decimal``; JSON is parsed with
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from decimal import Decimal
 from enum import IntEnum, StrEnum
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
@@ -465,6 +466,13 @@ def parse_json(content: bytes | str) -> Any:
 def to_json_bytes(value: Any) -> bytes:
     """Serialise with Decimals as exact JSON numbers (``12.30``, not ``"12.30"`` or a float)."""
     return simplejson.dumps(value, use_decimal=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def merge_fields(request: BaseModel | Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Any:
+    """A request given as a model, a mapping, keyword arguments, or a model with keyword overrides."""
+    if isinstance(request, BaseModel):
+        return {**request.model_dump(exclude_none=True), **fields} if fields else request
+    return {**(request or {}), **fields}
 
 
 def describe_errors(exc: ValidationError) -> list[tuple[str, str]]:

@@ -1,0 +1,153 @@
+"""Bulk calls against the real sandbox: re-runs send nothing, failures are collected per row."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tests.conftest import exported_payments
+from toolkit import Client, Journal, create_payments, create_products, load_subscriptions
+from toolkit.bulk import acreate_payments
+from toolkit.sandbox.controls import SandboxControls
+from toolkit.sandbox.embedded import RunningSandbox
+
+
+def rows(prefix: str, count: int) -> list[dict[str, Any]]:
+    return [{"merchantReferenceId": f"{prefix}-{i:03d}", "paymentMethodType": "CARD",
+             "paymentInstrumentId": "pi_test_success", "returnUrl": "https://shop/r",
+             "customerEmail": f"{prefix}{i}@example.com", "amount": f"{i + 1}.10", "currency": "USD"}
+            for i in range(count)]
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Journal:
+    return Journal(tmp_path / "journal.sqlite", environment="bulk test")
+
+
+
+def run(batch: Any, sandbox: RunningSandbox, journal: Journal, **extra: Any) -> Any:
+    from toolkit.bulk import run_sync
+    from toolkit.client import AsyncClient
+
+    async def go() -> Any:
+        async with AsyncClient(base_url=sandbox.base_url, api_key=sandbox.api_key) as client:
+            return await acreate_payments(batch, client=client, journal=journal, progress=False, **extra)
+
+    return run_sync(go)
+
+
+def test_rerun_of_100_payments_sends_nothing(sandbox: RunningSandbox, journal: Journal, unique: str) -> None:
+    batch = rows(unique, 100)
+    first = run(batch, sandbox, journal)
+    assert (first.sent, first.reused, len(first.errors)) == (100, 0, 0)
+    at_server = len(exported_payments(sandbox))
+    again = run(batch, sandbox, journal)
+    assert (again.sent, again.reused) == (0, 100)
+    assert len(exported_payments(sandbox)) == at_server
+    assert list(again.frame.index) == [r["merchantReferenceId"] for r in batch]
+    assert again.frame["amountMinor"].sum() == sum(int(Decimal(r["amount"]) * 100) for r in batch)
+
+
+def test_same_key_changed_amount_is_refused_and_nothing_sent(sandbox: RunningSandbox, journal: Journal,
+                                                             unique: str) -> None:
+    batch = rows(unique, 3)
+    run(batch, sandbox, journal)
+    at_server = len(exported_payments(sandbox))
+    batch[1]["amount"] = "999.00"
+    result = run(batch, sandbox, journal)
+    assert result.sent == 0 and len(exported_payments(sandbox)) == at_server
+    assert result.errors.to_dict("records")[0] | {"error": ""} == {
+        "merchantReferenceId": f"{unique}-001", "row": 1, "stage": "journal", "error": ""}
+    assert "different request" in result.errors["error"].iloc[0]
+
+
+def test_failures_are_collected_per_row_and_the_batch_goes_on(sandbox: RunningSandbox, journal: Journal,
+                                                              unique: str) -> None:
+    batch = rows(unique, 4)
+    batch[0]["paymentMethodType"] = "card"
+    batch[1]["paymentInstrumentId"] = "pi_unknown_instrument"
+    batch[2]["merchantReferenceId"] = batch[3]["merchantReferenceId"]
+    batch.append({**rows(unique + "x", 1)[0], "amount": 12.5})
+    result = run(batch, sandbox, journal)
+    by_row = {r["row"]: r for r in result.errors.to_dict("records")}
+    assert by_row[0]["stage"] == "request" and "uppercase" in by_row[0]["error"]
+    assert by_row[1]["stage"] == "rejected" and "paymentInstrumentId" in by_row[1]["error"]
+    assert by_row[3]["stage"] == "input" and "repeats row 2" in by_row[3]["error"]
+    assert by_row[4]["stage"] == "request" and "float" in by_row[4]["error"]
+    assert result.sent == 2 and set(result.frame["outcomeState"]) == {"succeeded", "rejected"}
+
+
+def test_rows_from_a_dataframe_with_extra_columns_ignored(sandbox: RunningSandbox, journal: Journal,
+                                                          unique: str) -> None:
+    frame = pd.DataFrame(rows(unique, 3)).assign(expected="success")
+    result = run(frame, sandbox, journal, ignore_columns=["expected"])
+    assert result.ok and result.sent == 3
+
+
+def test_create_products_from_the_sample_catalog_twice(sandbox: RunningSandbox, tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(
+        "products:\n"
+        "  - merchantReferenceId: SKU-BOOK\n    name: Cookbook\n    taxCategory: ebook\n"
+        "    localizedNames: {de: Kochbuch}\n    priceList:\n"
+        "      - {currency: USD, unitAmount: 9.99, isDefaultPrice: true, currencyOptions: {JPY: 1500}}\n"
+        "      - currency: USD\n        unitAmount: 29.97\n        priceType: recurring\n"
+        "        recurringDetails: {interval: quarter, intervalCount: 1, trialPeriodDays: 14}\n",
+        encoding="utf-8",
+    )
+    with Journal(tmp_path / "j.sqlite", environment="t") as journal:
+        from toolkit.bulk import acreate_products, run_sync
+        from toolkit.client import AsyncClient
+
+        async def go() -> Any:
+            async with AsyncClient(base_url=sandbox.base_url, api_key=sandbox.api_key) as client:
+                return await acreate_products(catalog, client=client, journal=journal, progress=False)
+
+        first, second = run_sync(go), run_sync(go)
+    assert (first.sent, second.sent, second.reused) == (1, 0, 1)
+    prices = first.extra["prices"]
+    assert list(prices["unitAmount"]) == [Decimal("9.99"), Decimal("29.97")]
+    assert list(prices["unitAmountMinor"]) == [999, 2997]
+    assert list(prices["priceType"]) == ["one_time", "recurring"]
+    assert prices["isDefaultPrice"].tolist() == [True, False]
+    assert first.frame.loc["SKU-BOOK", "localizedNames"] == {"de": "Kochbuch"}
+
+
+def test_load_subscriptions_with_errors(sandbox: RunningSandbox, client: Client, unique: str) -> None:
+    product = client.create_product(name="Plan", priceList=[{
+        "currency": "EUR", "unitAmount": "4.50", "priceType": "recurring",
+        "recurringDetails": {"interval": "month", "intervalCount": 1}}])
+    assert product.priceList is not None
+    controls = SandboxControls(client)
+    subscription = controls.create_subscription(
+        customerEmail=f"{unique}@example.com", productId=product.productId,
+        priceId=product.priceList[0].priceId, quantity=3, merchantReference=f"sub-{unique}",
+        paymentInstrumentId="pi_test_success")
+    from toolkit.bulk import aload_subscriptions, run_sync
+    from toolkit.client import AsyncClient
+
+    async def go() -> Any:
+        async with AsyncClient(base_url=sandbox.base_url, api_key=sandbox.api_key) as aclient:
+            return await aload_subscriptions([subscription.subscriptionId or "", "sub_missing"],
+                                             client=aclient, progress=False)
+
+    result = run_sync(go)
+    assert list(result.frame.index) == [f"sub-{unique}"]
+    assert result.frame.loc[f"sub-{unique}", "upcomingInvoiceAmount"] == Decimal("13.50")
+    assert result.frame.loc[f"sub-{unique}", "upcomingInvoiceAmountMinor"] == 1350
+    assert len(result.extra["invoice_items"]) == 2
+    assert result.errors["error"].str.contains("sub_missing").all()
+
+
+def test_plain_functions_use_the_embedded_sandbox_and_its_journal(unique: str) -> None:
+    result = create_payments(rows(unique, 2), progress=False)
+    assert result.sent == 2
+    with Journal.open() as journal:
+        assert journal.environment.startswith("embedded sandbox")
+        assert {r.key for r in journal.records("payment")} == {f"{unique}-000", f"{unique}-001"}
+    assert create_products([], progress=False).sent == 0
+    assert load_subscriptions([], progress=False).frame.empty

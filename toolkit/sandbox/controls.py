@@ -1,0 +1,99 @@
+"""``SandboxControls``: the sandbox-only endpoints, typed, for scripting scenarios without raw HTTP.
+
+It checks ``GET /sandbox/info`` first and refuses anything that is not a sandbox, so a scenario
+script pointed at the live service by mistake stops before it does anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import pandas as pd
+
+from toolkit.client import Client
+from toolkit.errors import APIError, SandboxError
+from toolkit.models import Subscription, merge_fields
+from toolkit.sandbox.routes.payments import EXPORT_COLUMNS
+from toolkit.sandbox.schemas import (
+    CancelRequest,
+    ClockAdvanceRequest,
+    ResolveRequest,
+    SubscriptionCreateRequest,
+)
+
+EXPORT_TIME_COLUMNS = ("createTime", "updateTime")
+
+
+class SandboxControls:
+    """Subscriptions, the clock, payment settlement, the settlement export and reset of a sandbox."""
+
+    def __init__(self, client: Client | None = None) -> None:
+        self.client = client or Client()
+        try:
+            info = self.client.call("GET", "/sandbox/info")
+        except APIError as exc:
+            raise SandboxError(
+                f"{self.client.base_url} is not a sandbox (GET /sandbox/info: HTTP {exc.http_status}); "
+                "sandbox controls refuse to run against it"
+            ) from None
+        if not (isinstance(info, Mapping) and info.get("sandbox") is True):
+            raise SandboxError(f"{self.client.base_url} did not identify itself as a sandbox")
+
+    def now(self) -> datetime:
+        """The sandbox clock (it only moves forward, with ``advance_clock``)."""
+        info = self.client.call("GET", "/sandbox/info")
+        return datetime.fromtimestamp(int(info["now"]) / 1000, tz=UTC)
+
+    def create_subscription(self, request: SubscriptionCreateRequest | Mapping[str, Any] | None = None,
+                            /, **fields: Any) -> Subscription:
+        """Subscribe a customer (given as in POST /payment) to a recurring price."""
+        body = SubscriptionCreateRequest.build(merge_fields(request, fields))
+        data = self.client.call("POST", "/sandbox/subscriptions", json=_wire(body))
+        return Subscription.model_validate(data)
+
+    def cancel_subscription(self, subscription_id: str, *, at_period_end: bool = True,
+                            reason: str | None = None) -> Subscription:
+        """Cancel now, or at the end of the current period (the default)."""
+        body = CancelRequest.build({"atPeriodEnd": at_period_end, "reason": reason})
+        data = self.client.call("POST", f"/sandbox/subscriptions/{subscription_id}/cancel", json=_wire(body))
+        return Subscription.model_validate(data)
+
+    def advance_clock(self, *, days: int = 0, hours: int = 0, minutes: int = 0, seconds: int = 0,
+                      milliseconds: int = 0) -> int:
+        """Move the clock forward; returns how many open payments expired on the way."""
+        body = ClockAdvanceRequest.build({"days": days, "hours": hours, "minutes": minutes,
+                                          "seconds": seconds, "milliseconds": milliseconds})
+        return int(self.client.call("POST", "/sandbox/clock/advance", json=_wire(body))["expiredPayments"])
+
+    def resolve_payment(self, order_id: str, status: Literal["success", "failure"]) -> dict[str, Any]:
+        """Settle a pending or next-action payment; returns its settlement record."""
+        body = ResolveRequest.build({"status": status})
+        data: dict[str, Any] = self.client.call("POST", f"/sandbox/payments/{order_id}/resolve",
+                                                json=_wire(body))
+        return data
+
+    def export_payments(self, merchant_reference_id: str | None = None) -> pd.DataFrame:
+        """The settlement export as a frame keyed by merchantReferenceId (amounts exact Decimals)."""
+        params = {"format": "json"}
+        if merchant_reference_id is not None:
+            params["merchantReferenceId"] = merchant_reference_id
+        records = self.client.call("GET", "/sandbox/payments", params=params)["payments"]
+        frame = pd.DataFrame.from_records(records, columns=list(EXPORT_COLUMNS))
+        for column in EXPORT_TIME_COLUMNS:
+            frame[column] = pd.to_datetime(frame[column].astype("Int64"), unit="ms", utc=True)
+        return frame.set_index("merchantReferenceId")
+
+    def export_csv(self) -> bytes:
+        """The settlement export as the CSV file a processor would send."""
+        return self.client.get_bytes("/sandbox/payments", params={"format": "csv"})
+
+    def reset(self) -> None:
+        """Empty the sandbox (the API key is kept)."""
+        self.client.call("POST", "/sandbox/reset")
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    data: dict[str, Any] = model.model_dump(mode="python", exclude_none=True)
+    return data
