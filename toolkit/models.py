@@ -147,7 +147,7 @@ def _amount_fits(amount: Decimal | None, currency: str | None, field: str) -> No
         )
 
 
-class _Request(BaseModel):
+class RequestModel(BaseModel):
     """Requests: strict, unknown fields refused, so a misspelt field name is caught before sending."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -167,7 +167,7 @@ class _Request(BaseModel):
         return to_json_bytes(self.model_dump(mode="python", exclude_none=True))
 
 
-class _Response(BaseModel):
+class ResponseModel(BaseModel):
     """Responses: tolerant, unknown fields kept, every field optional."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -177,7 +177,7 @@ class _Response(BaseModel):
 # POST /payment
 
 
-class PriceData(_Request):
+class PriceData(RequestModel):
     """A line item of ``priceDataList``."""
 
     name: str
@@ -192,7 +192,7 @@ class PriceData(_Request):
         return self
 
 
-class PaymentRequest(_Request):
+class PaymentRequest(RequestModel):
     """CreatePaymentApiRequest: the body of POST /payment."""
 
     customerId: str | None = None
@@ -239,7 +239,7 @@ class PaymentRequest(_Request):
         return self
 
 
-class WalletHandleRedirectOrDisplayQrCode(_Response):
+class WalletHandleRedirectOrDisplayQrCode(ResponseModel):
     imageUrlPng: str | None = None
     imageUrlSvg: str | None = None
     imageDataUrl: str | None = None
@@ -251,7 +251,7 @@ class WalletHandleRedirectOrDisplayQrCode(_Response):
     expiresSecond: int | None = None
 
 
-class Action(_Response):
+class Action(ResponseModel):
     redirectUrl: str | None = None
     method: str | None = None
     type: str | None = None
@@ -260,7 +260,7 @@ class Action(_Response):
     postData: dict[str, str] | None = None
 
 
-class PaymentResult(_Response):
+class PaymentResult(ResponseModel):
     """CreatePaymentApiVo: the ``data`` of a POST /payment response."""
 
     orderId: str | None = None
@@ -276,14 +276,14 @@ class PaymentResult(_Response):
 # POST /product
 
 
-class RecurringDetails(_Request):
+class RecurringDetails(RequestModel):
     interval: Interval
     intervalCount: int = Field(default=1, ge=1, le=2**31 - 1)
     trialPeriodDays: int | None = Field(default=None, ge=0, le=3650)
     pricingModel: PricingModel | None = None
 
 
-class PriceItem(_Request):
+class PriceItem(RequestModel):
     """A price of ``priceList`` in a product creation request.
 
     ``currencyOptions`` is not in the spec: it carries the fixed multi-currency amounts that spec
@@ -311,7 +311,7 @@ class PriceItem(_Request):
         return self
 
 
-class ProductRequest(_Request):
+class ProductRequest(RequestModel):
     """The body of POST /product."""
 
     name: str = Field(min_length=1)
@@ -330,17 +330,17 @@ class ProductRequest(_Request):
         return self
 
 
-class TransformQuantity(_Response):
+class TransformQuantity(ResponseModel):
     divideBy: int | None = None
 
 
-class PriceRecurring(_Response):
+class PriceRecurring(ResponseModel):
     trialPeriodDays: int | None = None
     intervalCount: int | None = None
     transformQuantity: TransformQuantity | None = None
 
 
-class Price(_Response):
+class Price(ResponseModel):
     """A price record in the ``priceList`` of a Product response."""
 
     priceId: str | None = None
@@ -352,7 +352,7 @@ class Price(_Response):
     createTime: int | None = None
 
 
-class Product(_Response):
+class Product(ResponseModel):
     productId: str | None = None
     name: str | None = None
     active: bool | None = None
@@ -369,12 +369,12 @@ class Product(_Response):
 # GET /subscription/{id}
 
 
-class InvoiceRecurring(_Response):
+class InvoiceRecurring(ResponseModel):
     trialPeriodDays: int | None = None
     intervalCount: int | None = None
 
 
-class InvoicePrice(_Response):
+class InvoicePrice(ResponseModel):
     productId: str | None = None
     productName: str | None = None
     priceId: str | None = None
@@ -384,7 +384,7 @@ class InvoicePrice(_Response):
     recurring: InvoiceRecurring | None = None
 
 
-class InvoiceItem(_Response):
+class InvoiceItem(ResponseModel):
     invoiceItemId: str | None = None
     amount: Amount | None = None
     description: str | None = None
@@ -394,7 +394,7 @@ class InvoiceItem(_Response):
     price: InvoicePrice | None = None
 
 
-class ScheduledPhase(_Response):
+class ScheduledPhase(ResponseModel):
     sequence: int | None = None
     effectiveCycle: int | None = None
     priceSnapshotId: str | None = None
@@ -402,7 +402,7 @@ class ScheduledPhase(_Response):
     metadata: dict[str, Any] | None = None
 
 
-class Subscription(_Response):
+class Subscription(ResponseModel):
     subscriptionId: str | None = None
     customerId: str | None = None
     productId: str | None = None
@@ -435,7 +435,7 @@ class Subscription(_Response):
 DataT = TypeVar("DataT")
 
 
-class Envelope(_Response, Generic[DataT]):
+class Envelope(ResponseModel, Generic[DataT]):
     """``{code, msg, data}``: every JSON response. Success is code 200, msg ``success``."""
 
     code: int

@@ -1,0 +1,111 @@
+"""The sandbox application: routers, error handling, OpenAPI document.
+
+``create_app`` builds it for one database; ``app_from_env`` is the factory uvicorn imports when it
+runs several worker processes (``toolkit sandbox --workers 2``), configured by environment.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError as FastAPIValidationError
+from fastapi.responses import PlainTextResponse, Response
+from pydantic import SecretStr
+from starlette.exceptions import HTTPException
+
+from toolkit.money import MoneyError
+from toolkit.sandbox import openapi, rules, store
+from toolkit.sandbox.deps import SandboxState
+from toolkit.sandbox.http import ApiError, Unauthorized, error_response
+from toolkit.sandbox.routes import controls, payments, products, subscriptions
+
+logger = logging.getLogger("toolkit.sandbox")
+
+DEFAULT_TOLERANCE_S = 300.0
+
+#: Environment read by ``app_from_env`` (set by ``toolkit sandbox`` for its worker processes).
+ENV_DB = "TOOLKIT_SANDBOX_DB"
+ENV_KEY = "TOOLKIT_SANDBOX_API_KEY"
+ENV_TOLERANCE = "TOOLKIT_SANDBOX_TOLERANCE_S"
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.msg)
+
+
+async def _unauthorized(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Unauthorized)
+    return PlainTextResponse(exc.reason, status_code=401)
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    """Path and query parameters FastAPI validated: 400 naming the parameter."""
+    assert isinstance(exc, FastAPIValidationError)
+    parts = []
+    for error in exc.errors():
+        loc = [str(part) for part in error.get("loc", ()) if part not in ("query", "path", "body")]
+        parts.append(f"{'.'.join(loc) or 'request'}: {error.get('msg', 'invalid')}")
+    return error_response(400, "; ".join(parts) or "invalid request")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return error_response(exc.status_code, str(exc.detail))
+
+
+async def _value_error(request: Request, exc: Exception) -> Response:
+    """Amount limits and money rules raised below the routes are bad input, not server errors."""
+    if isinstance(exc, rules.MagnitudeError):
+        return error_response(400, f"{exc.field}: {exc}")
+    return error_response(400, str(exc))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    """Last resort: log it (without headers) and answer a 500 envelope."""
+    logger.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal error in the sandbox")
+
+
+def create_app(
+    *, db_path: Path, api_key: str | SecretStr | None = None,
+    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S,
+) -> FastAPI:
+    """The sandbox for one SQLite file; with no key, the key stored in that file is used."""
+    db = store.Database(db_path)
+    key = api_key if api_key is not None else store.stored_api_key(db)
+    secret = key if isinstance(key, SecretStr) else SecretStr(key)
+    app = FastAPI(
+        title="Payment service sandbox",
+        version="1.0.0",
+        description="Local, stateful implementation of the payment, product and subscription API "
+        "(api-spec.md 1.0.0) plus sandbox-only controls under /sandbox/.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.sandbox = SandboxState(
+        db=db, api_key=secret, timestamp_tolerance_ms=int(timestamp_tolerance_s * 1000)
+    )
+    for router in (payments.router, products.router, subscriptions.router, controls.router):
+        app.include_router(router)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(Unauthorized, _unauthorized)
+    app.add_exception_handler(FastAPIValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(rules.MagnitudeError, _value_error)
+    app.add_exception_handler(MoneyError, _value_error)
+    app.add_exception_handler(Exception, _unexpected)
+    openapi.install(app)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """uvicorn factory for worker processes: database, key and tolerance from the environment."""
+    key = os.environ.get(ENV_KEY) or None
+    return create_app(
+        db_path=Path(os.environ[ENV_DB]), api_key=key,
+        timestamp_tolerance_s=float(os.environ.get(ENV_TOLERANCE, DEFAULT_TOLERANCE_S)),
+    )

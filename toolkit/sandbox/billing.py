@@ -1,0 +1,146 @@
+"""A subscription's periods, cycles and invoice items, computed from its stored state and the clock.
+
+Nothing is renewed by a background job: every read computes where the subscription stands at the
+sandbox time, so advancing the clock (or waiting) renews it, in every process alike.
+
+Cycles: 0 is the trial (if any); 1 is the first paid period, and so on. ``elapsedCycles`` is the
+number of the current cycle (0 in trial, 1 in the first paid period). A scheduled phase with
+``effectiveCycle`` N changes the price snapshot and/or quantity from cycle N on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from typing import Any
+
+from toolkit.money import from_minor
+from toolkit.sandbox import rules, store
+
+
+def invoice_item_id(subscription_id: str, cycle: int) -> str:
+    """Stable id of the invoice item of one cycle (the same on every read, in every process)."""
+    return "ii_" + uuid.uuid5(uuid.NAMESPACE_URL, f"sandbox:{subscription_id}/{cycle}").hex
+
+
+class _Plan:
+    """The subscription's base price and phases, with the price of any cycle."""
+
+    def __init__(self, conn: sqlite3.Connection, row: sqlite3.Row) -> None:
+        self.row = row
+        base = store.get_price(conn, price_id=row["price_id"])
+        product = store.get_product(conn, product_id=row["product_id"])
+        assert base is not None and product is not None
+        self.base = base
+        self.product_name = str(product["name"])
+        self.phases: list[dict[str, Any]] = store.loads(row["phases"]) or []
+        self._prices: dict[str, sqlite3.Row] = {str(base["snapshot_id"]): base}
+        for phase in self.phases:
+            snapshot = phase.get("priceSnapshotId")
+            if snapshot and snapshot not in self._prices:
+                price = store.get_price_by_snapshot(conn, snapshot_id=snapshot)
+                assert price is not None
+                self._prices[snapshot] = price
+
+    def effective(self, cycle: int) -> tuple[sqlite3.Row, int]:
+        """The price row and quantity in force during ``cycle``."""
+        price, quantity = self.base, int(self.row["quantity"])
+        for phase in sorted(self.phases, key=lambda p: (p["effectiveCycle"], p["sequence"])):
+            if phase["effectiveCycle"] <= cycle:
+                if phase.get("priceSnapshotId"):
+                    price = self._prices[phase["priceSnapshotId"]]
+                if phase.get("quantity"):
+                    quantity = int(phase["quantity"])
+        return price, quantity
+
+
+def subscription_view(conn: sqlite3.Connection, row: sqlite3.Row, *, now: int) -> dict[str, Any]:
+    """The Subscription response data at sandbox time ``now``."""
+    plan = _Plan(conn, row)
+    base = plan.base
+    interval, count = str(base["interval"]), int(base["interval_count"])
+    create = int(row["create_time"])
+    trial_days = int(base["trial_days"] or 0)
+    trial_end = create + trial_days * rules.DAY_MS if trial_days else None
+    anchor = trial_end if trial_end is not None else create
+    cancel_at = row["cancel_at"]
+    ended = cancel_at is not None and cancel_at <= now
+    at = max(create, int(cancel_at) - 1) if ended else now
+
+    def period(cycle: int) -> tuple[int, int]:
+        if cycle == 0:
+            assert trial_end is not None
+            return create, trial_end
+        return (rules.period_start(anchor, interval, count, cycle - 1),
+                rules.period_start(anchor, interval, count, cycle))
+
+    if trial_end is not None and at < trial_end:
+        cycle = 0
+    else:
+        cycle = rules.period_index(anchor, interval, count, at) + 1
+    start, end = period(cycle)
+
+    def invoice(item_cycle: int) -> dict[str, Any]:
+        price, quantity = plan.effective(max(item_cycle, 1))
+        item_start, item_end = period(item_cycle)
+        currency = str(price["currency"])
+        unit = from_minor(price["unit_minor"], currency)
+        amount = from_minor(0 if item_cycle == 0 else int(price["unit_minor"]) * quantity, currency)
+        label = "Trial period" if item_cycle == 0 else f"Cycle {item_cycle}"
+        return {
+            "invoiceItemId": invoice_item_id(str(row["id"]), item_cycle),
+            "amount": amount,
+            "currency": currency,
+            "description": f"{label}: {quantity} x {plan.product_name}",
+            "periodStart": item_start,
+            "periodEnd": item_end,
+            "proration": False,
+            "price": {
+                "productId": price["product_id"],
+                "productName": plan.product_name,
+                "priceId": price["id"],
+                "priceSnapshotId": price["snapshot_id"],
+                "unitAmount": unit,
+                "quantity": quantity,
+                "currency": currency,
+                "recurring": {"trialPeriodDays": int(price["trial_days"] or 0),
+                              "intervalCount": int(price["interval_count"])},
+            },
+        }
+
+    stops_at_end = cancel_at is not None and cancel_at <= end
+    current_price, current_quantity = plan.effective(max(cycle, 1))
+    if ended:
+        status = "canceled"
+    elif cycle == 0:
+        status = "trialing"
+    else:
+        status = "active"
+    return {
+        "subscriptionId": row["id"],
+        "status": status,
+        "customerId": row["customer_id"],
+        "productId": row["product_id"],
+        "priceId": current_price["id"],
+        "priceSnapshotId": current_price["snapshot_id"],
+        "currency": current_price["currency"],
+        "createTime": create,
+        "quantity": current_quantity,
+        "paymentMethodType": row["method"],
+        "paymentInstrumentId": row["instrument_id"],
+        "merchantReference": row["merchant_reference"],
+        "trialStart": create if trial_end is not None else None,
+        "trialEnd": trial_end,
+        "currentPeriodStart": start,
+        "currentPeriodEnd": end,
+        "cancelAt": cancel_at,
+        "cancelAtPeriodEnd": bool(row["cancel_at_period_end"]),
+        "canceledAt": int(cancel_at) if ended else None,
+        "cancelReason": row["cancel_reason"],
+        "recurringInvoiceItem": invoice(cycle),
+        "upcomingInvoiceItem": None if ended or stops_at_end else invoice(cycle + 1),
+        "scheduledPhases": plan.phases,
+        "elapsedCycles": cycle,
+        "sessionId": row["session_id"],
+        "metadata": store.loads(row["metadata"]) or {},
+    }

@@ -1,0 +1,141 @@
+"""Envelopes, errors and body reading shared by every route.
+
+Routes read the raw body themselves and answer with ``to_json_bytes`` so that amounts stay exact
+Decimals end to end (FastAPI's encoder would turn them into floats).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from fastapi import Request
+from fastapi.responses import Response
+
+from toolkit.errors import RequestValidationError
+from toolkit.models import SUCCESS_CODE, SUCCESS_MSG, RequestModel, parse_json, to_json_bytes
+
+#: Bodies above this size are refused with 413 before they are parsed.
+MAX_BODY_BYTES = 1024 * 1024
+
+ModelT = TypeVar("ModelT", bound=RequestModel)
+
+#: Fields whose JSON type is checked before pydantic (which would coerce "12.30" or "3" silently).
+_NUMBER_FIELDS = frozenset({"amount", "unitAmount"})
+_INTEGER_FIELDS = frozenset(
+    {"quantity", "intervalCount", "trialPeriodDays", "effectiveCycle", "sequence",
+     "milliseconds", "seconds", "minutes", "hours", "days"}
+)
+_BOOLEAN_FIELDS = frozenset({"isDefaultPrice", "atPeriodEnd"})
+
+
+class ApiError(Exception):
+    """An error answered as an envelope ``{code, msg, data: null}`` with the same HTTP status."""
+
+    def __init__(self, status: int, msg: str) -> None:
+        self.status = status
+        self.msg = msg
+        super().__init__(msg)
+
+
+class BadRequest(ApiError):
+    """HTTP 400 whose msg names the field and the rule."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(400, f"{field}: {rule}" if field else rule)
+
+
+class NotFound(ApiError):
+    def __init__(self, msg: str) -> None:
+        super().__init__(404, msg)
+
+
+class Unauthorized(Exception):
+    """HTTP 401 with a plain-string body; the message never contains the key."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def json_response(value: Any, status: int = 200) -> Response:
+    return Response(to_json_bytes(value), status_code=status, media_type="application/json")
+
+
+def ok(data: Any) -> Response:
+    """The success envelope."""
+    return json_response({"code": SUCCESS_CODE, "msg": SUCCESS_MSG, "data": data})
+
+
+def error_response(status: int, msg: str) -> Response:
+    return json_response({"code": status, "msg": msg, "data": None}, status)
+
+
+async def read_body(request: Request) -> bytes:
+    """The raw body, refusing (413) anything over ``MAX_BODY_BYTES`` without reading it all."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise ApiError(413, f"body: larger than {MAX_BODY_BYTES} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ApiError(413, f"body: larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_object(request: Request, *, required: bool = True) -> dict[str, Any]:
+    """The body as a JSON object with exact Decimals; malformed or non-object bodies are 400."""
+    raw = await read_body(request)
+    if not raw.strip():
+        if required:
+            raise BadRequest("body", "a JSON object is required")
+        return {}
+    try:
+        value = parse_json(raw)
+    except (ValueError, RecursionError):
+        raise BadRequest("body", "malformed JSON") from None
+    if not isinstance(value, dict):
+        raise BadRequest("body", "must be a JSON object")
+    return value
+
+
+def check_types(value: Any, path: str = "") -> None:
+    """Refuse wrong JSON types that pydantic's lax mode would coerce (string amounts, "3", 1 for true)."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            check_types(item, f"{path}.{index}" if path else str(index))
+        return
+    if not isinstance(value, Mapping):
+        return
+    for key, item in value.items():
+        field = f"{path}.{key}" if path else str(key)
+        if item is None:
+            continue
+        if key in _NUMBER_FIELDS and (isinstance(item, bool) or not isinstance(item, int | Decimal)):
+            raise BadRequest(field, "must be a JSON number")
+        if key in _INTEGER_FIELDS and (isinstance(item, bool) or not isinstance(item, int)):
+            raise BadRequest(field, "must be a JSON integer")
+        if key in _BOOLEAN_FIELDS and not isinstance(item, bool):
+            raise BadRequest(field, "must be true or false")
+        if key == "currencyOptions" and isinstance(item, Mapping):
+            for currency, amount in item.items():
+                if isinstance(amount, bool) or not isinstance(amount, int | Decimal):
+                    raise BadRequest(f"{field}.{currency}", "must be a JSON number")
+        check_types(item, field)
+
+
+def build(model: type[ModelT], data: dict[str, Any]) -> ModelT:
+    """Validate a body with the shared model; the first error becomes a 400 naming its field."""
+    try:
+        check_types(data)
+    except RecursionError:
+        raise BadRequest("body", "nested too deeply") from None
+    try:
+        return model.build(data)
+    except RequestValidationError as exc:
+        detail = "; ".join(f"{field}: {message}" if field else message for field, message in exc.errors)
+        raise ApiError(400, detail) from None

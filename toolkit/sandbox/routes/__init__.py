@@ -1,0 +1,1 @@
+"""One router per resource: payments, products, subscriptions, and the sandbox-only controls."""

@@ -1,0 +1,249 @@
+"""Sandbox-only controls under /sandbox/ (same auth): subscriptions, clock, payments, export, reset."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from toolkit.models import Subscription
+from toolkit.sandbox import rules, store
+from toolkit.sandbox.billing import subscription_view
+from toolkit.sandbox.deps import Authenticated, DbDep
+from toolkit.sandbox.http import BadRequest, NotFound, build, ok, read_object
+from toolkit.sandbox.openapi import model_ref, operation
+from toolkit.sandbox.routes.payments import (
+    EXPORT_COLUMNS,
+    export_record,
+    resolve_customer,
+    resolve_instrument,
+)
+from toolkit.sandbox.schemas import (
+    CancelRequest,
+    ClockAdvanceRequest,
+    ResolveRequest,
+    SubscriptionCreateRequest,
+)
+
+router = APIRouter(prefix="/sandbox", tags=["sandbox controls"], dependencies=[Authenticated])
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+_NUM = {"type": "number"}
+_NULLABLE_STR = {"type": ["string", "null"]}
+_EXPORT_RECORD = {
+    "type": "object",
+    "required": list(EXPORT_COLUMNS),
+    "properties": {
+        "orderId": _STR, "merchantReferenceId": _NULLABLE_STR, "customerId": _STR,
+        "paymentMethodType": _STR, "paymentInstrumentId": _STR, "amount": _NUM, "currency": _STR,
+        "pricingAmount": _NUM, "pricingCurrency": _STR,
+        "status": {"type": "string", "enum": list(rules.STATUS_NAMES.values())},
+        "createTime": _INT, "updateTime": _INT,
+    },
+}
+
+
+@router.get(
+    "/info",
+    summary="Prove this is a sandbox",
+    openapi_extra=operation(data={
+        "type": "object", "required": ["sandbox", "now", "database"],
+        "properties": {"sandbox": {"type": "boolean"}, "now": _INT, "database": _STR},
+    }, errors=()),
+)
+async def info(db: DbDep) -> Response:
+    return ok({"sandbox": True, "now": store.now_ms(db.conn), "database": db.path.name})
+
+
+@router.post(
+    "/subscriptions",
+    summary="Create a subscription on a recurring price",
+    openapi_extra=operation(data=model_ref(Subscription), body=SubscriptionCreateRequest,
+                            errors=(400, 413)),
+)
+async def create_subscription(request: Request, db: DbDep) -> Response:
+    req = build(SubscriptionCreateRequest, await read_object(request))
+    with db.write() as conn:
+        now = store.now_ms(conn)
+        product = store.get_product(conn, product_id=req.productId)
+        if product is None:
+            raise BadRequest("productId", f"unknown product {req.productId!r}")
+        price = store.get_price(conn, price_id=req.priceId)
+        if price is None:
+            raise BadRequest("priceId", f"unknown price {req.priceId!r}")
+        if price["product_id"] != req.productId:
+            raise BadRequest("priceId", f"does not belong to product {req.productId!r}")
+        if not price["active"]:
+            raise BadRequest("priceId", "the price is inactive")
+        if price["price_type"] != "recurring":
+            raise BadRequest("priceId", "is a one_time price; a subscription needs a recurring price")
+        phases: list[dict[str, Any]] = []
+        for index, phase in enumerate(req.scheduledPhases or []):
+            if phase.priceSnapshotId is not None:
+                field = f"scheduledPhases.{index}.priceSnapshotId"
+                other = store.get_price_by_snapshot(conn, snapshot_id=phase.priceSnapshotId)
+                if other is None:
+                    raise BadRequest(field, f"unknown price snapshot {phase.priceSnapshotId!r}")
+                same = ("product_id", "price_type", "currency", "interval", "interval_count")
+                if any(other[key] != price[key] for key in same):
+                    raise BadRequest(
+                        field, "must be a recurring price of the same product, currency and interval"
+                    )
+            phases.append({
+                "sequence": phase.sequence if phase.sequence is not None else index + 1,
+                "effectiveCycle": phase.effectiveCycle,
+                "priceSnapshotId": phase.priceSnapshotId,
+                "quantity": phase.quantity,
+                "metadata": phase.metadata or {},
+            })
+        customer_id = resolve_customer(
+            conn, customer_id=req.customerId, email=req.customerEmail,
+            reference_id=req.referenceCustomerId, now=now,
+        )
+        instrument_id, _ = resolve_instrument(
+            conn, instrument_id=req.paymentInstrumentId, customer_id=customer_id,
+            method=req.paymentMethodType, now=now,
+        )
+        subscription_id = store.new_id("sub_")
+        store.insert_subscription(conn, subscription={
+            "id": subscription_id, "customer_id": customer_id, "product_id": req.productId,
+            "price_id": req.priceId, "quantity": req.quantity, "method": req.paymentMethodType.value,
+            "instrument_id": instrument_id, "merchant_reference": req.merchantReference,
+            "metadata": store.dumps(req.metadata), "phases": store.dumps(phases),
+            "session_id": store.insert_session(conn, kind="subscription", now=now),
+            "create_time": now, "cancel_at": None, "cancel_at_period_end": 0,
+            "cancel_requested_at": None, "cancel_reason": None,
+        })
+        row = store.get_subscription(conn, subscription_id=subscription_id)
+        assert row is not None
+        data = subscription_view(conn, row, now=now)
+    return ok(data)
+
+
+@router.post(
+    "/subscriptions/{id}/cancel",
+    summary="Cancel a subscription now or at the end of the current period",
+    openapi_extra=operation(data=model_ref(Subscription), body=CancelRequest, body_required=False,
+                            errors=(400, 404, 413)),
+)
+async def cancel_subscription(id: str, request: Request, db: DbDep) -> Response:
+    req = build(CancelRequest, await read_object(request, required=False))
+    with db.write() as conn:
+        now = store.now_ms(conn)
+        row = store.get_subscription(conn, subscription_id=id)
+        if row is None:
+            raise NotFound(f"id: unknown subscription {id!r}")
+        view = subscription_view(conn, row, now=now)
+        if view["status"] == "canceled":
+            raise BadRequest("id", "the subscription is already canceled")
+        cancel_at = int(view["currentPeriodEnd"]) if req.atPeriodEnd else now
+        store.cancel_subscription(
+            conn, subscription_id=id, cancel_at=cancel_at, at_period_end=req.atPeriodEnd,
+            reason=req.reason, now=now,
+        )
+        row = store.get_subscription(conn, subscription_id=id)
+        assert row is not None
+        data = subscription_view(conn, row, now=now)
+    return ok(data)
+
+
+@router.post(
+    "/clock/advance",
+    summary="Move the sandbox clock forward",
+    openapi_extra=operation(data={
+        "type": "object", "required": ["now", "expiredPayments"],
+        "properties": {"now": _INT, "expiredPayments": _INT},
+    }, body=ClockAdvanceRequest, errors=(400, 413)),
+)
+async def advance_clock(request: Request, db: DbDep) -> Response:
+    """Subscriptions renew on their next read; open payments past their expiry fail now."""
+    req = build(ClockAdvanceRequest, await read_object(request))
+    with db.write() as conn:
+        store.advance_clock(conn, delta_ms=req.total_ms)
+        now = store.now_ms(conn)
+        expired = store.expire_orders(conn, now=now)
+    return ok({"now": now, "expiredPayments": expired})
+
+
+@router.post(
+    "/payments/{orderId}/resolve",
+    summary="Settle a pending or next-action payment",
+    openapi_extra=operation(data=_EXPORT_RECORD, body=ResolveRequest, errors=(400, 404, 413)),
+)
+async def resolve_payment(orderId: str, request: Request, db: DbDep) -> Response:
+    req = build(ResolveRequest, await read_object(request))
+    with db.write() as conn:
+        now = store.now_ms(conn)
+        store.expire_orders(conn, now=now)
+        row = store.get_order(conn, order_id=orderId)
+        if row is None:
+            raise NotFound(f"orderId: unknown order {orderId!r}")
+        if int(row["status"]) not in (rules.PENDING, rules.NEXT_ACTION):
+            reason = " (expired)" if row["failure_reason"] == "expired" else ""
+            raise BadRequest(
+                "orderId", f"the payment is already {rules.STATUS_NAMES[int(row['status'])]}{reason}"
+            )
+        status = rules.SUCCESS if req.status == "success" else rules.FAILURE
+        store.set_order_status(
+            conn, order_id=orderId, status=status,
+            reason=None if status == rules.SUCCESS else "resolved", now=now,
+        )
+        row = store.get_order(conn, order_id=orderId)
+        assert row is not None
+    return ok(export_record(row))
+
+
+@router.get(
+    "/payments",
+    summary="Settlement export of every payment, as JSON or CSV",
+    openapi_extra=operation(
+        data={"type": "object", "required": ["payments"],
+              "properties": {"payments": {"type": "array", "items": _EXPORT_RECORD}}},
+        errors=(400,), extra_200={"text/csv": {"schema": {"type": "string"}}},
+    ),
+)
+async def export_payments(
+    db: DbDep, format: Literal["json", "csv"] = "json",
+    merchantReferenceId: str | None = None,
+) -> Response:
+    with db.write() as conn:
+        store.expire_orders(conn, now=store.now_ms(conn))
+    rows = store.list_orders(db.conn, merchant_reference_id=merchantReferenceId)
+    records = [export_record(row) for row in rows]
+    if format == "json":
+        return ok({"payments": records})
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for record in records:
+        writer.writerow({k: "" if v is None else str(v) for k, v in record.items()})
+    return Response(buffer.getvalue(), media_type="text/csv; charset=utf-8")
+
+
+@router.post(
+    "/prices/{priceId}/deactivate",
+    summary="Make a price inactive (to script the inactive-price rule)",
+    openapi_extra=operation(data={"type": "object"}, errors=(404,)),
+)
+async def deactivate_price(priceId: str, db: DbDep) -> Response:
+    with db.write() as conn:
+        if store.get_price(conn, price_id=priceId) is None:
+            raise NotFound(f"priceId: unknown price {priceId!r}")
+        store.deactivate_price(conn, price_id=priceId)
+    return ok({"priceId": priceId, "active": False})
+
+
+@router.post(
+    "/reset",
+    summary="Empty the store (the API key is kept)",
+    openapi_extra=operation(data={"type": "object"}, errors=()),
+)
+async def reset(db: DbDep) -> Response:
+    with db.write() as conn:
+        store.reset(conn)
+    return ok({})
+

@@ -1,0 +1,396 @@
+"""SQLite storage of the sandbox: one file, WAL, safe with several processes writing at once.
+
+Every money column holds integer minor units; JSON columns hold only strings and integers.
+Each thread gets its own connection (the event loop of a server is one thread), writes run in
+``BEGIN IMMEDIATE`` transactions so two processes never interleave a read-then-write, and ids are
+prefix + uuid4 hex so they are unique across processes without coordination.
+
+Functions take the ``Database`` first and everything else keyword-only, so call sites read like
+records.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_MS = 30_000
+
+#: Seeded payment instruments usable by any customer with any method; value = forced outcome
+#: (None: no forced outcome, the test-amount and method rules decide).
+TEST_INSTRUMENTS: dict[str, int | None] = {
+    "pi_test_success": 1,
+    "pi_test_pending": 2,
+    "pi_test_failure": 3,
+    "pi_test_3ds": 5,
+    "pi_test_default": None,
+}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS customers (
+    id TEXT PRIMARY KEY, email TEXT, reference_id TEXT UNIQUE, create_time INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS customers_email ON customers(email);
+CREATE TABLE IF NOT EXISTS instruments (
+    id TEXT PRIMARY KEY, customer_id TEXT, method TEXT, test_outcome INTEGER,
+    create_time INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS products (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, description TEXT, image TEXT, tax_category TEXT,
+    default_price TEXT, localized_names TEXT, active INTEGER NOT NULL,
+    create_time INTEGER NOT NULL, update_time INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS prices (
+    id TEXT PRIMARY KEY, product_id TEXT NOT NULL, snapshot_id TEXT NOT NULL UNIQUE,
+    currency TEXT NOT NULL, unit_minor INTEGER NOT NULL, price_type TEXT NOT NULL,
+    interval TEXT, interval_count INTEGER, trial_days INTEGER, pricing_model TEXT,
+    currency_options TEXT, is_default INTEGER NOT NULL, active INTEGER NOT NULL,
+    position INTEGER NOT NULL, create_time INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS prices_product ON prices(product_id);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, create_time INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS orders (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL, customer_id TEXT NOT NULL,
+    method TEXT NOT NULL, instrument_id TEXT NOT NULL, merchant_reference_id TEXT,
+    product_id TEXT, price_id TEXT, amount_minor INTEGER NOT NULL, currency TEXT NOT NULL,
+    pricing_minor INTEGER NOT NULL, pricing_currency TEXT NOT NULL, status INTEGER NOT NULL,
+    failure_reason TEXT, metadata TEXT, expires_at INTEGER,
+    create_time INTEGER NOT NULL, update_time INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS orders_reference ON orders(merchant_reference_id);
+CREATE INDEX IF NOT EXISTS orders_open ON orders(status, expires_at);
+CREATE TABLE IF NOT EXISTS subscriptions (
+    id TEXT PRIMARY KEY, customer_id TEXT NOT NULL, product_id TEXT NOT NULL,
+    price_id TEXT NOT NULL, quantity INTEGER NOT NULL, method TEXT, instrument_id TEXT,
+    merchant_reference TEXT, metadata TEXT, phases TEXT, session_id TEXT NOT NULL,
+    create_time INTEGER NOT NULL, cancel_at INTEGER, cancel_at_period_end INTEGER NOT NULL,
+    cancel_requested_at INTEGER, cancel_reason TEXT);
+"""
+
+#: Tables emptied by ``reset`` (meta keeps the API key; seeded instruments are put back).
+_DATA_TABLES = ("customers", "instruments", "products", "prices", "sessions", "orders", "subscriptions")
+
+
+def new_id(prefix: str) -> str:
+    """An id unique across processes: ``prefix`` + uuid4 hex (``ord_9f0c...``)."""
+    return f"{prefix}{uuid.uuid4().hex}"
+
+
+def new_test_key() -> str:
+    """A random sandbox API key, recognisable as a test key."""
+    return f"sk_test_{secrets.token_urlsafe(24)}"
+
+
+def wall_ms() -> int:
+    """Real time in ms since the epoch (the sandbox clock adds its offset to this)."""
+    return time.time_ns() // 1_000_000
+
+
+def dumps(value: Any) -> str | None:
+    """JSON text of a column value holding only strings and integers (None stays NULL)."""
+    return None if value is None else json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _one(cursor: sqlite3.Cursor) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = cursor.fetchone()
+    return row
+
+
+class Database:
+    """One SQLite file; a connection per thread, created on first use."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn.executescript(_SCHEMA)
+        with self.write() as conn:
+            conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('clock_offset_ms', '0')")
+            _seed(conn)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit mode; transactions are explicit)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction taken with BEGIN IMMEDIATE: reads inside it see no other writer."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close this thread's connection (other threads' close with their thread)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def _seed(conn: sqlite3.Connection) -> None:
+    for instrument_id, outcome in TEST_INSTRUMENTS.items():
+        conn.execute(
+            "INSERT OR IGNORE INTO instruments(id, customer_id, method, test_outcome, create_time)"
+            " VALUES (?, NULL, NULL, ?, 0)",
+            (instrument_id, outcome),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# meta: API key and clock
+
+
+def get_meta(conn: sqlite3.Connection, *, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def stored_api_key(db: Database) -> str:
+    """The key kept in the database, generated on first use, so every process agrees on it."""
+    with db.write() as conn:
+        key = get_meta(conn, key="api_key")
+        if key is None:
+            key = new_test_key()
+            conn.execute("INSERT INTO meta(key, value) VALUES ('api_key', ?)", (key,))
+    return key
+
+
+def now_ms(conn: sqlite3.Connection) -> int:
+    """The sandbox clock: wall time plus the offset added by ``/sandbox/clock/advance``."""
+    return wall_ms() + int(get_meta(conn, key="clock_offset_ms") or 0)
+
+
+def advance_clock(conn: sqlite3.Connection, *, delta_ms: int) -> None:
+    conn.execute(
+        "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'clock_offset_ms'",
+        (delta_ms,),
+    )
+
+
+def reset(conn: sqlite3.Connection) -> None:
+    """Empty every table, reset the clock, keep the API key, put the test instruments back."""
+    for table in _DATA_TABLES:
+        conn.execute(f"DELETE FROM {table}")
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'clock_offset_ms'")
+    _seed(conn)
+
+
+# ---------------------------------------------------------------------------------------------
+# customers and instruments
+
+
+def get_customer(conn: sqlite3.Connection, *, customer_id: str) -> sqlite3.Row | None:
+    return _one(conn.execute("SELECT * FROM customers WHERE id = ?", (customer_id,)))
+
+
+def find_customer(
+    conn: sqlite3.Connection, *, email: str | None, reference_id: str | None
+) -> sqlite3.Row | None:
+    """By merchant reference first (it is unique), then by e-mail (oldest customer wins)."""
+    if reference_id is not None:
+        row = _one(conn.execute("SELECT * FROM customers WHERE reference_id = ?", (reference_id,)))
+        if row is not None:
+            return row
+    if email is not None:
+        return _one(conn.execute(
+            "SELECT * FROM customers WHERE email = ? ORDER BY create_time, id LIMIT 1", (email,)
+        ))
+    return None
+
+
+def insert_customer(
+    conn: sqlite3.Connection, *, email: str | None, reference_id: str | None, now: int
+) -> str:
+    customer_id = new_id("cus_")
+    conn.execute(
+        "INSERT INTO customers(id, email, reference_id, create_time) VALUES (?, ?, ?, ?)",
+        (customer_id, email, reference_id, now),
+    )
+    return customer_id
+
+
+def bind_reference(conn: sqlite3.Connection, *, customer_id: str, reference_id: str) -> None:
+    conn.execute(
+        "UPDATE customers SET reference_id = ? WHERE id = ? AND reference_id IS NULL",
+        (reference_id, customer_id),
+    )
+
+
+def get_instrument(conn: sqlite3.Connection, *, instrument_id: str) -> sqlite3.Row | None:
+    return _one(conn.execute("SELECT * FROM instruments WHERE id = ?", (instrument_id,)))
+
+
+def insert_instrument(conn: sqlite3.Connection, *, customer_id: str, method: str, now: int) -> str:
+    instrument_id = new_id("pi_")
+    conn.execute(
+        "INSERT INTO instruments(id, customer_id, method, test_outcome, create_time)"
+        " VALUES (?, ?, ?, NULL, ?)",
+        (instrument_id, customer_id, method, now),
+    )
+    return instrument_id
+
+
+def insert_session(conn: sqlite3.Connection, *, kind: str, now: int) -> str:
+    session_id = new_id("ses_")
+    conn.execute("INSERT INTO sessions(id, kind, create_time) VALUES (?, ?, ?)", (session_id, kind, now))
+    return session_id
+
+
+# ---------------------------------------------------------------------------------------------
+# products and prices
+
+
+def insert_product(
+    conn: sqlite3.Connection, *, name: str, description: str | None, image: str | None,
+    tax_category: str | None, localized_names: dict[str, str] | None, now: int,
+) -> str:
+    product_id = new_id("prod_")
+    conn.execute(
+        "INSERT INTO products(id, name, description, image, tax_category, default_price,"
+        " localized_names, active, create_time, update_time) VALUES (?, ?, ?, ?, ?, NULL, ?, 1, ?, ?)",
+        (product_id, name, description, image, tax_category, dumps(localized_names), now, now),
+    )
+    return product_id
+
+
+def set_default_price(conn: sqlite3.Connection, *, product_id: str, price_id: str) -> None:
+    conn.execute("UPDATE products SET default_price = ? WHERE id = ?", (price_id, product_id))
+
+
+def insert_price(
+    conn: sqlite3.Connection, *, product_id: str, currency: str, unit_minor: int, price_type: str,
+    interval: str | None, interval_count: int | None, trial_days: int | None,
+    pricing_model: str | None, currency_options: dict[str, int] | None, is_default: bool,
+    position: int, now: int,
+) -> tuple[str, str]:
+    """Insert a price and its (only) snapshot; prices are immutable in the sandbox."""
+    price_id, snapshot_id = new_id("price_"), new_id("psnap_")
+    conn.execute(
+        "INSERT INTO prices(id, product_id, snapshot_id, currency, unit_minor, price_type, interval,"
+        " interval_count, trial_days, pricing_model, currency_options, is_default, active, position,"
+        " create_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+        (price_id, product_id, snapshot_id, currency, unit_minor, price_type, interval,
+         interval_count, trial_days, pricing_model, dumps(currency_options), int(is_default),
+         position, now),
+    )
+    return price_id, snapshot_id
+
+
+def get_product(conn: sqlite3.Connection, *, product_id: str) -> sqlite3.Row | None:
+    return _one(conn.execute("SELECT * FROM products WHERE id = ?", (product_id,)))
+
+
+def get_price(conn: sqlite3.Connection, *, price_id: str) -> sqlite3.Row | None:
+    return _one(conn.execute("SELECT * FROM prices WHERE id = ?", (price_id,)))
+
+
+def get_price_by_snapshot(conn: sqlite3.Connection, *, snapshot_id: str) -> sqlite3.Row | None:
+    return _one(conn.execute("SELECT * FROM prices WHERE snapshot_id = ?", (snapshot_id,)))
+
+
+def deactivate_price(conn: sqlite3.Connection, *, price_id: str) -> None:
+    conn.execute("UPDATE prices SET active = 0 WHERE id = ?", (price_id,))
+
+
+def list_prices(conn: sqlite3.Connection, *, product_id: str) -> list[sqlite3.Row]:
+    return conn.execute(
+        "SELECT * FROM prices WHERE product_id = ? ORDER BY position", (product_id,)
+    ).fetchall()
+
+
+# ---------------------------------------------------------------------------------------------
+# orders (payments)
+
+
+def insert_order(conn: sqlite3.Connection, *, order: dict[str, Any]) -> None:
+    """Insert one order; ``order`` holds every column of the orders table except ``seq``."""
+    columns = ", ".join(order)
+    marks = ", ".join("?" for _ in order)
+    conn.execute(f"INSERT INTO orders({columns}) VALUES ({marks})", tuple(order.values()))
+
+
+def get_order(conn: sqlite3.Connection, *, order_id: str) -> sqlite3.Row | None:
+    return _one(conn.execute("SELECT * FROM orders WHERE id = ?", (order_id,)))
+
+
+def set_order_status(
+    conn: sqlite3.Connection, *, order_id: str, status: int, reason: str | None, now: int
+) -> None:
+    conn.execute(
+        "UPDATE orders SET status = ?, failure_reason = ?, expires_at = NULL, update_time = ?"
+        " WHERE id = ?",
+        (status, reason, now, order_id),
+    )
+
+
+def expire_orders(conn: sqlite3.Connection, *, now: int) -> int:
+    """Pending and next-action orders past their expiry become failures (reason ``expired``)."""
+    cursor = conn.execute(
+        "UPDATE orders SET status = 3, failure_reason = 'expired', update_time = expires_at,"
+        " expires_at = NULL WHERE status IN (2, 5) AND expires_at IS NOT NULL AND expires_at <= ?",
+        (now,),
+    )
+    return int(cursor.rowcount)
+
+
+def list_orders(
+    conn: sqlite3.Connection, *, merchant_reference_id: str | None = None
+) -> list[sqlite3.Row]:
+    if merchant_reference_id is None:
+        return conn.execute("SELECT * FROM orders ORDER BY seq").fetchall()
+    return conn.execute(
+        "SELECT * FROM orders WHERE merchant_reference_id = ? ORDER BY seq", (merchant_reference_id,)
+    ).fetchall()
+
+
+# ---------------------------------------------------------------------------------------------
+# subscriptions
+
+
+def insert_subscription(conn: sqlite3.Connection, *, subscription: dict[str, Any]) -> None:
+    columns = ", ".join(subscription)
+    marks = ", ".join("?" for _ in subscription)
+    conn.execute(
+        f"INSERT INTO subscriptions({columns}) VALUES ({marks})", tuple(subscription.values())
+    )
+
+
+def get_subscription(conn: sqlite3.Connection, *, subscription_id: str) -> sqlite3.Row | None:
+    return _one(conn.execute("SELECT * FROM subscriptions WHERE id = ?", (subscription_id,)))
+
+
+def cancel_subscription(
+    conn: sqlite3.Connection, *, subscription_id: str, cancel_at: int, at_period_end: bool,
+    reason: str | None, now: int,
+) -> None:
+    conn.execute(
+        "UPDATE subscriptions SET cancel_at = ?, cancel_at_period_end = ?, cancel_requested_at = ?,"
+        " cancel_reason = ? WHERE id = ?",
+        (cancel_at, int(at_period_end), now, reason, subscription_id),
+    )
