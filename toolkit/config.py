@@ -64,12 +64,19 @@ class Environment:
 
 
 _announced: set[str] = set()
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 
 
 def resolve_environment(settings: Settings, *, base_url: str | None = None,
                         api_key: str | SecretStr | None = None) -> Environment:
     """Arguments win over the environment; with no base URL, start (once) the embedded sandbox."""
     secret = SecretStr(api_key) if isinstance(api_key, str) else api_key
+    candidate = secret if secret is not None else settings.api_key
+    if candidate is not None and not _HEADER_SAFE.fullmatch(candidate.get_secret_value()):
+        raise ConfigurationError(
+            "the API key must be printable ASCII without spaces or line breaks "
+            "(a trailing newline from a file is a common cause)"
+        )
     url = base_url or settings.base_url
     if not url:
         from toolkit.sandbox.embedded import embedded_sandbox

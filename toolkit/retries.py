@@ -58,18 +58,16 @@ def classify_failure(failure: Failure, *, idempotent: bool) -> Verdict:
 
 
 def failure_of(exc: BaseException) -> Failure:
-    """Classify an httpx exception, looking through to aiohttp's own error when one caused it.
+    """Classify an httpx (``Client``) or aiohttp (``AsyncClient``) exception.
 
-    httpx-aiohttp maps every ``aiohttp.ClientConnectionError`` (including a server that hung up
-    after reading the body) to ``httpx.ConnectTimeout``; trusting that would re-send a payment.
-    So a failure counts as NOT_SENT only when it is certain.
+    A failure counts as NOT_SENT only when it is certain the service never saw the request:
+    anything else about a create call is an unknown outcome.
     """
-    cause = exc.__cause__
-    if isinstance(cause, aiohttp.ClientError | TimeoutError):
-        if isinstance(cause, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
-            return Failure.NOT_SENT
-        if isinstance(cause, aiohttp.ServerTimeoutError | TimeoutError):
-            return Failure.TIMEOUT
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
+        return Failure.NOT_SENT
+    if isinstance(exc, aiohttp.ServerTimeoutError | TimeoutError):
+        return Failure.TIMEOUT
+    if isinstance(exc, aiohttp.ClientError):
         return Failure.DROPPED
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
         return Failure.NOT_SENT
@@ -89,6 +87,8 @@ def retry_after_seconds(header: str | None) -> float | None:
             when = parsedate_to_datetime(header)
         except (TypeError, ValueError):
             return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
         seconds = (when - datetime.now(UTC)).total_seconds()
     if seconds != seconds:  # NaN
         return None
