@@ -23,6 +23,7 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/pytest
+	env -u TOOLKIT_BASE_URL -u TOOLKIT_API_KEY TOOLKIT_HOME=$$(mktemp -d) $(BIN)/pytest --nbval-lax -p no:cacheprovider notebooks/
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -124,3 +124,12 @@ def test_subscription_frames() -> None:
 def test_empty_frames_still_have_their_schema() -> None:
     assert list(payments_frame([]).columns) == list(payments_frame([record("a")]).columns)
     assert subscriptions_frame([]).empty and phases_frame([]).empty
+
+
+def test_whole_amounts_sent_as_json_integers_become_decimals() -> None:
+    whole = record("krw", amount="13500", currency="KRW")
+    assert whole.response is not None
+    whole.response["amount"] = 13500
+    frame = payments_frame([whole])
+    assert frame.loc["krw", "amount"] == Decimal(13500) and isinstance(frame.loc["krw", "amount"], Decimal)
+    assert frame.loc["krw", "amountMinor"] == 13500

@@ -70,6 +70,11 @@ def _objects(values: Sequence[Any]) -> pd.api.extensions.ExtensionArray:
     return pd.array(list(values), dtype=object)
 
 
+def _amounts(values: Sequence[Any]) -> list[Decimal | None]:
+    """Amounts as exact Decimals: JSON writes whole amounts (13500 KRW) as integers."""
+    return [None if v is None else v if isinstance(v, Decimal) else Decimal(v) for v in values]
+
+
 def minor_units(amounts: Sequence[Decimal | None], currencies: Sequence[str | None],
            keys: Sequence[str | None]) -> pd.api.extensions.ExtensionArray:
     """The money column of every frame: exact integer minor units (Int64), never float.
@@ -85,7 +90,7 @@ def minor_units(amounts: Sequence[Decimal | None], currencies: Sequence[str | No
         digits = digits_of.get(currency)
         if digits is None:
             digits = digits_of[currency] = minor_digits(currency)
-        scaled = Decimal(amount).scaleb(digits)  # JSON gives whole amounts (13500 KRW) as int
+        scaled = amount.scaleb(digits)
         whole = int(scaled)
         if whole != scaled:
             raise FrameError(f"{KEY} {key!r}: {amount} {currency} has more decimals than {currency} allows")
@@ -181,8 +186,8 @@ def payments_frame(source: Journal | Iterable[JournalRecord], *,
     requests = [r.request for r in records]
     responses = [r.response or {} for r in records]
     actions = [resp.get("action") or {} for resp in responses]
-    amounts = [resp.get("amount", req.get("amount")) if resp else req.get("amount")
-               for req, resp in zip(requests, responses, strict=True)]
+    amounts = _amounts([resp.get("amount", req.get("amount")) if resp else req.get("amount")
+                        for req, resp in zip(requests, responses, strict=True)])
     currencies = [resp.get("currency") or req.get("paymentCurrency") or req.get("currency")
                   for req, resp in zip(requests, responses, strict=True)]
 
@@ -207,7 +212,7 @@ def payments_frame(source: Journal | Iterable[JournalRecord], *,
         "amount": _objects(amounts),
         "amountMinor": minor_units(amounts, currencies, keys),
         "currency": _strings(currencies),
-        "pricingAmount": _objects(asked("amount")),
+        "pricingAmount": _objects(_amounts(asked("amount"))),
         "pricingCurrency": _strings(asked("currency")),
         "actionType": _strings([a.get("type") for a in actions]),
         "actionMethod": _strings([a.get("method") for a in actions]),
@@ -307,7 +312,7 @@ def prices_frame(source: Journal | Iterable[JournalRecord]) -> pd.DataFrame:
             rows.append((record, price, request_price, {"default": default}))
     keys = [r.key for r, _, _, _ in rows]
     currencies = [p.get("currency") or q.get("currency") for _, p, q, _ in rows]
-    amounts = [p.get("unitAmount", q.get("unitAmount")) for _, p, q, _ in rows]
+    amounts = _amounts([p.get("unitAmount", q.get("unitAmount")) for _, p, q, _ in rows])
     details = [q.get("recurringDetails") or {} for _, _, q, _ in rows]
     recurring = [p.get("recurring") or {} for _, p, _, _ in rows]
     columns = {
