@@ -1,0 +1,203 @@
+"""Benchmark: ``toolkit reconcile`` on 1M x 1M CSV rows against datacompy on the same files.
+
+Generates a ledger and a sandbox-style processor export with about 1% of each kind of
+discrepancy in a temporary directory, then measures, in one run:
+
+* the whole command (``python -m toolkit.cli reconcile``) in a subprocess: wall time and peak RSS;
+* datacompy's ``Compare`` (load with pandas + compare + write its text report) in a subprocess;
+* the engine alone (``reconcile`` on already loaded inputs), in process.
+
+Targets (issue 4): >= 3x faster than datacompy end to end, engine <= 0.5 s, peak <= 1.5 GB.
+Run: ``.venv/bin/python benchmarks/reconcile.py [--rows N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+CURRENCIES = ("USD", "EUR", "JPY", "KWD")
+DIGITS = (2, 2, 0, 3)
+STATUSES = ("success", "pending", "failure", "next_action")
+
+
+def _amount_text(minor: npt.NDArray[np.int64], digits: npt.NDArray[np.int64]) -> pd.Series:
+    """Exact major-unit text per row, vectorised by currency."""
+    out = pd.Series([""] * len(minor), dtype=object)
+    for d in sorted(set(digits.tolist())):
+        mask = digits == d
+        values = pd.Series(minor[mask])
+        if d == 0:
+            out[mask] = values.astype(str).to_numpy()
+        else:
+            whole = (values // 10**d).astype(str)
+            frac = (values % 10**d).astype(str).str.zfill(d)
+            out[mask] = (whole + "." + frac).to_numpy()
+    return out
+
+
+def generate(directory: Path, rows: int, seed: int = 7) -> tuple[Path, Path, dict[str, int]]:
+    """Write ledger.csv and processor.csv; return their paths and the planted counts."""
+    rng = np.random.default_rng(seed)
+    pct = max(rows // 100, 1)
+    keys = pd.Series(np.arange(rows)).astype(str).radd("MR")
+    cur = rng.integers(0, len(CURRENCIES), rows)
+    digits = np.array(DIGITS)[cur]
+    minor = rng.integers(1, 10**9, rows)
+    status = rng.integers(0, len(STATUSES), rows)
+    slots = rng.permutation(rows)
+    plan = {name: slots[i * pct:(i + 1) * pct] for i, name in enumerate((
+        "missing_in_processor", "amount_mismatch", "currency_mismatch", "status_mismatch",
+        "duplicate_in_processor", "duplicate_in_ledger", "unknown_outcome", "rejected_row",
+    ))}
+    ledger = pd.DataFrame({
+        "merchantReferenceId": keys, "amount": _amount_text(minor, digits),
+        "currency": np.array(CURRENCIES)[cur], "status": np.array(STATUSES)[status],
+        "orderId": keys.str.replace("MR", "O", regex=False),
+    })
+    p_minor = minor.copy()
+    p_minor[plan["amount_mismatch"]] += 1
+    p_cur = cur.copy()
+    p_cur[plan["currency_mismatch"]] = (cur[plan["currency_mismatch"]] + 1) % 2  # USD <-> EUR
+    p_status = np.array((*STATUSES, "unknown"), dtype=object)[status]
+    p_status[plan["status_mismatch"]] = np.array(STATUSES, dtype=object)[
+        (status[plan["status_mismatch"]] + 1) % len(STATUSES)
+    ]
+    p_status[plan["unknown_outcome"]] = "unknown"
+    processor = pd.DataFrame({
+        "orderId": ledger["orderId"], "merchantReferenceId": keys, "customerId": "cus_1",
+        "paymentMethodType": "CARD", "paymentInstrumentId": "pi_1",
+        "amount": _amount_text(p_minor, np.array(DIGITS)[p_cur]),
+        "currency": np.array(CURRENCIES)[p_cur], "pricingAmount": "", "pricingCurrency": "",
+        "status": p_status, "createTime": "1700000000000", "updateTime": "1700000000000",
+    })
+    extra = processor.iloc[:pct].copy()
+    extra["merchantReferenceId"] = pd.Series(np.arange(rows, rows + pct)).astype(str).radd(
+        "MR").to_numpy()
+    keep = np.ones(rows, dtype=bool)
+    keep[plan["missing_in_processor"]] = False
+    processor = pd.concat(
+        [processor[keep], processor.iloc[plan["duplicate_in_processor"]], extra], ignore_index=True
+    )
+    ledger["amount"] = ledger["amount"].astype(object)
+    ledger.loc[plan["rejected_row"], "amount"] = "12,50"
+    ledger = pd.concat([ledger, ledger.iloc[plan["duplicate_in_ledger"]]], ignore_index=True)
+    ledger_path, processor_path = directory / "ledger.csv", directory / "processor.csv"
+    for frame, path in ((ledger, ledger_path), (processor, processor_path)):
+        table = pa.Table.from_pandas(frame.astype(str), preserve_index=False)
+        pacsv.write_csv(table, path)
+    planted = {name: len(v) for name, v in plan.items()} | {"missing_in_ledger": pct}
+    return ledger_path, processor_path, planted
+
+
+_PEAK = (
+    "import resource; usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print('PEAK_KB', usage.ru_maxrss, file=sys.stderr); "
+    "print('CPU', usage.ru_utime + usage.ru_stime, file=sys.stderr)"
+)
+
+
+def _timed(
+    code: str, cwd: Path, ok: tuple[int, ...] = (0,)
+) -> tuple[float, float, float, str]:
+    """Run ``code`` in a fresh interpreter: wall seconds, CPU seconds, peak RSS (MB), output.
+
+    CPU seconds (user + system) are less sensitive than wall time to other load on the host.
+    """
+    wrapper = textwrap.dedent(f"""
+        import subprocess, sys, time
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", {code!r}], capture_output=True, text=True)
+        print("WALL", time.perf_counter() - start, file=sys.stderr)
+        {_PEAK}
+        print(proc.stdout); print(proc.stderr, file=sys.stderr)
+        sys.exit(proc.returncode)
+    """)
+    proc = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True, cwd=cwd)
+    wall = peak = cpu = 0.0
+    for line in proc.stderr.splitlines():
+        if line.startswith("WALL "):
+            wall = float(line.split()[1])
+        elif line.startswith("CPU "):
+            cpu = float(line.split()[1])
+        elif line.startswith("PEAK_KB "):
+            peak = int(line.split()[1]) / 1024
+    if proc.returncode not in ok:
+        raise RuntimeError(proc.stderr)
+    return wall, cpu, peak, proc.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        start = time.perf_counter()
+        ledger, processor, planted = generate(directory, args.rows)
+        print(f"generated {args.rows:,} x ~{args.rows:,} rows in {time.perf_counter() - start:.1f} s")
+        print(f"planted: {planted}")
+
+        command = (
+            "from toolkit.cli import main; import sys; "
+            f"sys.exit(main(['reconcile', '--ledger', {str(ledger)!r}, '--processor', "
+            f"{str(processor)!r}, '--output-dir', {str(directory / 'ours')!r}]))"
+        )
+        ours_wall, ours_cpu, ours_peak, ours_out = _timed(command, Path.cwd(), ok=(0, 1))
+        reference = textwrap.dedent(f"""
+            import time
+            start = time.perf_counter()
+            import pandas as pd
+            from datacompy.core import Compare
+            a = pd.read_csv({str(ledger)!r}, dtype=str, keep_default_na=False)
+            b = pd.read_csv({str(processor)!r}, dtype=str, keep_default_na=False)
+            loaded = time.perf_counter()
+            compare = Compare(a, b, join_columns="merchantReferenceId")
+            compared = time.perf_counter()
+            open({str(directory / 'datacompy.txt')!r}, "w").write(compare.report())
+            done = time.perf_counter()
+            print(f"STAGES {{loaded - start:.2f}} {{compared - loaded:.2f}} {{done - compared:.2f}}")
+        """)
+        ref_wall, ref_cpu, ref_peak, ref_out = _timed(reference, Path.cwd())
+        stages = next((line.split()[1:] for line in ref_out.splitlines()
+                       if line.startswith("STAGES")), ["?", "?", "?"])
+
+        from toolkit.reconcile import load_ledger, load_processor, reconcile
+
+        start = time.perf_counter()
+        led, pro = load_ledger(ledger), load_processor(processor)
+        load_s = time.perf_counter() - start
+        timings = []
+        for _ in range(3):
+            start = time.perf_counter()
+            result = reconcile(led, pro)
+            timings.append(time.perf_counter() - start)
+        found = result.category_counts
+        print(f"found:   {found}")
+        print(f"toolkit reconcile (end to end, subprocess): {ours_wall:.2f} s wall, "
+              f"{ours_cpu:.2f} s CPU, peak RSS {ours_peak:.0f} MB")
+        print(f"datacompy Compare (load + compare + report): {ref_wall:.2f} s wall, "
+              f"{ref_cpu:.2f} s CPU, peak RSS {ref_peak:.0f} MB")
+        print(f"  datacompy stages: import+load {stages[0]} s, Compare {stages[1]} s, "
+              f"report {stages[2]} s")
+        print(f"speed-up end to end: {ref_wall / ours_wall:.1f}x wall, "
+              f"{ref_cpu / ours_cpu:.1f}x CPU (target >= 3x)")
+        print(f"loading both files in process: {load_s:.2f} s")
+        print(f"engine alone: best {min(timings):.3f} s of 3 (target <= 0.5 s)")
+        print(f"peak memory of the command: {ours_peak:.0f} MB (target <= 1536 MB)")
+        del ours_out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""The engine: every planted discrepancy found, nothing else, counts add up; properties."""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolkit.reconcile import (
+    EXCEPTION_COLUMNS,
+    PAYMENT_CATEGORIES,
+    ReconciliationResult,
+    load_ledger,
+    load_processor,
+    reconcile,
+)
+
+COLUMNS = ["merchantReferenceId", "amount", "currency", "status"]
+
+
+def frame(rows: list[tuple[str, str, str, str]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def run(ledger: list[tuple[str, str, str, str]], processor: list[tuple[str, str, str, str]],
+        **kwargs: int) -> ReconciliationResult:
+    return reconcile(load_ledger(frame(ledger)), load_processor(frame(processor)), **kwargs)
+
+
+def found(result: ReconciliationResult) -> set[tuple[str, str]]:
+    return {(str(k), str(c)) for k, c in zip(result.exceptions["merchantReferenceId"],
+                                             result.exceptions["category"], strict=True)}
+
+
+def assert_adds_up(result: ReconciliationResult) -> None:
+    assert all(c.adds_up for c in result.counts), result.counts
+
+
+PLANTED_LEDGER = [
+    ("ok-usd", "10.1", "USD", "success"),          # written differently from the processor
+    ("ok-jpy", "1200", "jpy", "1"),                # lowercase currency, status as a code
+    ("ok-kwd", "1.250", "KWD", "pending"),
+    ("ok-big", "123456789012.34", "USD", "success"),
+    ("miss-proc", "5.00", "EUR", "success"),
+    ("amount", "10.00", "USD", "success"),
+    ("amount-kwd", "0.001", "KWD", "success"),
+    ("currency", "100", "JPY", "success"),
+    ("status", "7.00", "USD", "success"),
+    ("dup-led", "3.00", "USD", "success"),
+    ("dup-led", "3.00", "USD", "success"),
+    ("dup-proc", "4.00", "USD", "success"),
+    ("unknown", "9.99", "USD", "success"),
+    ("two-problems", "1.00", "USD", "success"),
+    ("bad-amount", "1.234", "USD", "success"),      # rejected: too many decimals
+    ("bad-currency", "1.00", "ZZZ", "success"),     # rejected
+    ("bad-status", "1.00", "USD", "settled"),       # rejected
+    ("", "1.00", "USD", "success"),                 # rejected: no key
+]
+PLANTED_PROCESSOR = [
+    ("ok-usd", "10.10", "USD", "SUCCESS"),
+    ("ok-jpy", "1200", "JPY", "success"),
+    ("ok-kwd", "1.25", "KWD", "2"),
+    ("ok-big", "123456789012.340", "USD", "1"),
+    ("miss-led", "6.00", "EUR", "success"),
+    ("amount", "10.01", "USD", "success"),
+    ("amount-kwd", "0.002", "KWD", "success"),
+    ("currency", "100.00", "USD", "success"),
+    ("status", "7.00", "USD", "failure"),
+    ("dup-led", "3.00", "USD", "success"),
+    ("dup-proc", "4.00", "USD", "success"),
+    ("dup-proc", "4.00", "USD", "success"),
+    ("unknown", "9.99", "USD", "unknown"),
+    ("two-problems", "2.00", "USD", "3"),
+]
+EXPECTED = {
+    ("miss-proc", "missing_in_processor"), ("miss-led", "missing_in_ledger"),
+    ("amount", "amount_mismatch"), ("amount-kwd", "amount_mismatch"),
+    ("currency", "currency_mismatch"), ("status", "status_mismatch"),
+    ("dup-led", "duplicate_in_ledger"), ("dup-proc", "duplicate_in_processor"),
+    ("unknown", "unknown_outcome"), ("two-problems", "amount_mismatch"),
+    ("two-problems", "status_mismatch"), ("bad-amount", "rejected_row"),
+    ("bad-currency", "rejected_row"), ("bad-status", "rejected_row"), ("", "rejected_row"),
+}
+
+
+def test_planted_discrepancies_all_found_nothing_else() -> None:
+    result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    assert found(result) == EXPECTED
+    assert len(result.exceptions) == len(EXPECTED)
+    assert set(result.exceptions["category"].astype(str)) == set(PAYMENT_CATEGORIES)
+    assert list(result.exceptions.columns) == list(EXCEPTION_COLUMNS)
+    assert sorted(result.matched["merchantReferenceId"]) == ["ok-big", "ok-jpy", "ok-kwd", "ok-usd"]
+    assert_adds_up(result)
+    ledger, processor = result.counts
+    assert (ledger.rows, ledger.matched, ledger.rejected) == (18, 4, 4)
+    assert (processor.rows, processor.matched, processor.rejected) == (14, 4, 0)
+
+
+def test_exception_values_side_by_side() -> None:
+    result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    exc = result.exceptions
+    row = exc[(exc["merchantReferenceId"] == "amount-kwd")
+              & (exc["category"] == "amount_mismatch")].iloc[0]
+    assert (row["ledger_amount"], row["processor_amount"]) == (Decimal("0.001"), Decimal("0.002"))
+    assert str(row["ledger_amount"]) == "0.001"
+    assert row["source_row"] == 7  # frames have no header row
+    assert "difference -0.001" in row["detail"]
+    dup = result.exceptions[result.exceptions["category"] == "duplicate_in_processor"].iloc[0]
+    assert dup["source_row"] == 12 and "rows 11, 12" in dup["detail"]
+    rejected = result.exceptions[result.exceptions["merchantReferenceId"] == "bad-amount"].iloc[0]
+    assert rejected["source_row"] == 15 and "more decimals than USD" in rejected["detail"]
+
+
+def test_summary_counts_and_exact_amounts() -> None:
+    result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    summary = result.summary.set_index(["category", "currency"])
+    assert summary.loc[("amount_mismatch", "USD"), "amount"] == Decimal("1.01")  # 0.01 + 1.00
+    assert summary.loc[("amount_mismatch", "KWD"), "amount"] == Decimal("0.001")
+    assert summary.loc[("matched", "USD"), "amount"] == Decimal("123456789022.44")
+    assert summary.loc[("rejected_row", ""), "count"] == 4
+    frame = result.summary
+    assert int(frame.loc[frame["category"] != "matched", "count"].sum()) == len(EXPECTED)
+
+
+def test_amount_tolerance_in_minor_units() -> None:
+    result = run(PLANTED_LEDGER, PLANTED_PROCESSOR, amount_tolerance=1)
+    assert ("amount", "amount_mismatch") not in found(result)
+    assert ("amount-kwd", "amount_mismatch") not in found(result)
+    assert ("two-problems", "amount_mismatch") in found(result)  # 100 minor units apart
+
+
+def test_notebook_html_and_repr() -> None:
+    result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    html = result._repr_html_()
+    assert "amount_mismatch" in html and "<table" in html and "rejected" in html
+    assert "amount_mismatch=3" in repr(result)
+
+
+def test_empty_sides() -> None:
+    result = run([], [("a", "1", "USD", "1")])
+    assert found(result) == {("a", "missing_in_ledger")}
+    assert_adds_up(result)
+    assert run([], []).exceptions.empty
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+
+CURRENCIES = {"USD": 2, "JPY": 0, "KWD": 3, "BHD": 3, "EUR": 2}
+STATUSES = ["success", "pending", "failure", "next_action", "1", "2", "3", "5"]
+
+
+@st.composite
+def payments(draw: st.DrawFn) -> list[tuple[str, str, str, str]]:
+    keys = draw(st.lists(st.text("abcdefghij0123456789", min_size=1, max_size=8), min_size=1,
+                         max_size=25, unique=True))
+    rows = []
+    for key in keys:
+        currency = draw(st.sampled_from(sorted(CURRENCIES)))
+        minor = draw(st.integers(-(10**14), 10**14))
+        digits = CURRENCIES[currency]
+        text = str(Decimal(minor).scaleb(-digits).quantize(Decimal(1).scaleb(-digits)))
+        rows.append((key, text, currency, draw(st.sampled_from(STATUSES))))
+    return rows
+
+
+@settings(max_examples=30, deadline=None)
+@given(payments())
+def test_self_reconciliation_only_matches(rows: list[tuple[str, str, str, str]]) -> None:
+    result = run(rows, rows)
+    assert result.exceptions.empty
+    assert len(result.matched) == len(rows)
+    assert_adds_up(result)
+
+
+@settings(max_examples=30, deadline=None)
+@given(payments(), st.data())
+def test_one_change_gives_exactly_the_expected_exception(
+    rows: list[tuple[str, str, str, str]], data: st.DataObject
+) -> None:
+    index = data.draw(st.integers(0, len(rows) - 1))
+    key, amount, currency, status = rows[index]
+    change = data.draw(st.sampled_from(
+        ["remove_ledger", "remove_processor", "duplicate_processor", "duplicate_ledger",
+         "amount", "currency", "status", "unknown", "malformed"]))
+    ledger, processor = list(rows), list(rows)
+    expected = {
+        "remove_ledger": "missing_in_ledger", "remove_processor": "missing_in_processor",
+        "duplicate_processor": "duplicate_in_processor", "duplicate_ledger": "duplicate_in_ledger",
+        "amount": "amount_mismatch", "currency": "currency_mismatch",
+        "status": "status_mismatch", "unknown": "unknown_outcome",
+    }
+    if change == "remove_ledger":
+        del ledger[index]
+    elif change == "remove_processor":
+        del processor[index]
+    elif change == "duplicate_processor":
+        processor.append(rows[index])
+    elif change == "duplicate_ledger":
+        ledger.insert(0, rows[index])
+    elif change == "amount":
+        processor[index] = (key, str(Decimal(amount) + 1), currency, status)
+    elif change == "currency":
+        other = next(c for c in CURRENCIES if c != currency and CURRENCIES[c] >= CURRENCIES[currency])
+        processor[index] = (key, amount, other, status)
+    elif change == "status":
+        canonical = {"1": "success", "2": "pending", "3": "failure", "5": "next_action"}
+        name = canonical.get(status, status)
+        processor[index] = (key, amount, currency, "failure" if name != "failure" else "success")
+    elif change == "unknown":
+        processor[index] = (key, amount, currency, "unknown")
+    else:
+        ledger[index] = (key, amount + "x", currency, status)
+    result = run(ledger, processor)
+    assert_adds_up(result)
+    if change == "malformed":
+        # The rejected ledger row leaves the processor's row without a partner.
+        assert Counter(found(result)) == Counter({(key, "rejected_row"), (key, "missing_in_ledger")})
+    else:
+        assert found(result) == {(key, expected[change])}
+        assert len(result.exceptions) == 1
+    assert len(result.matched) == len(rows) - 1
+
+
+@pytest.mark.slow
+def test_larger_random_set_adds_up() -> None:
+    rows = [(f"k{i}", f"{i}.{i % 100:02d}", "USD", "success") for i in range(50_000)]
+    processor = rows[1000:] + rows[1000:1010] + [(f"x{i}", "1", "EUR", "unknown") for i in range(500)]
+    result = run(rows, processor)
+    counts = result.category_counts
+    assert counts["missing_in_processor"] == 1000 and counts["duplicate_in_processor"] == 10
+    assert counts["missing_in_ledger"] == 500 and counts["unknown_outcome"] == 500
+    assert_adds_up(result)

@@ -1,0 +1,175 @@
+"""Loading: exact amounts, names and codes, rejected rows with reasons, errors naming file/column."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from toolkit.errors import InputError
+from toolkit.models import PAYMENT_STATUS_NAMES
+from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger
+from toolkit.reconcile.inputs import minor_to_text, parse_minor
+
+SANDBOX_EXPORT = (
+    "orderId,merchantReferenceId,customerId,paymentMethodType,paymentInstrumentId,amount,currency,"
+    "pricingAmount,pricingCurrency,status,createTime,updateTime\n"
+    "o1,m1,c1,CARD,pi1,12.30,USD,12.30,USD,success,1700000000000,1700000000001\n"
+    "o2,m2,c1,WECHAT,pi2,1200,JPY,8.00,USD,pending,1700000000000,1700000000001\n"
+    "o3,m3,c1,CARD,pi1,1.250,KWD,,,next_action,1700000000000,1700000000001\n"
+)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_sandbox_export_loads_without_mapping(tmp_path: Path) -> None:
+    loaded = load_processor(write(tmp_path, "export.csv", SANDBOX_EXPORT))
+    assert loaded.rejected.empty
+    assert loaded.frame["amountMinor"].tolist() == [1230, 1200, 1250]
+    assert loaded.frame["status"].astype(str).tolist() == ["success", "pending", "next_action"]
+    assert loaded.frame["source_row"].tolist() == [2, 3, 4]
+    assert loaded.frame["createTime"].tolist() == ["1700000000000"] * 3  # carried as text
+    lean = load_processor(tmp_path / "export.csv", carry=False)
+    assert "createTime" not in lean.frame.columns
+    assert lean.frame["amountMinor"].tolist() == [1230, 1200, 1250]
+
+
+@pytest.mark.parametrize(
+    ("text", "currency", "minor"),
+    [("10.1", "USD", 1010), ("10.10", "USD", 1010), ("10.100", "USD", 1010), ("1200", "JPY", 1200),
+     ("1.250", "KWD", 1250), ("-0.5", "EUR", -50), (".5", "USD", 50), ("7.", "USD", 700),
+     ("123456789012.34", "USD", 12345678901234), (" 3 ", "usd", 300), ("0", "BHD", 0)],
+)
+def test_amounts_are_exact(text: str, currency: str, minor: int) -> None:
+    loaded = load_ledger(pd.DataFrame({"merchantReferenceId": ["k"], "amount": [text],
+                                       "currency": [currency], "status": ["success"]}))
+    assert loaded.frame["amountMinor"].tolist() == [minor]
+    assert loaded.frame["currency"].astype(str).tolist() == [currency.strip().upper()]
+
+
+@pytest.mark.parametrize(
+    ("amount", "currency", "status", "reason"),
+    [("12.345", "USD", "success", "more decimals than USD allows (2)"),
+     ("1.5", "JPY", "success", "more decimals than JPY allows (0)"),
+     ("1,50", "USD", "success", "is not a number"), ("", "USD", "success", "is not a number"),
+     ("1e3", "USD", "success", "is not a number"), ("12", "ZZZ", "success", "not an ISO 4217"),
+     ("12", "USD", "settled", "status 'settled'"), ("12", "USD", "4", "status '4'"),
+     ("1234567890123456789", "USD", "success", "too many digits")],
+)
+def test_unusable_rows_are_rejected_with_reason(
+    amount: str, currency: str, status: str, reason: str
+) -> None:
+    frame = pd.DataFrame({"merchantReferenceId": ["ok", "bad"], "amount": ["1", amount],
+                          "currency": ["USD", currency], "status": ["1", status]})
+    loaded = load_ledger(frame)
+    assert len(loaded.frame) == 1 and len(loaded.rejected) == 1
+    assert loaded.rejected["source_row"].tolist() == [2]
+    assert reason in loaded.rejected["detail"].iloc[0]
+
+
+def test_status_names_and_codes_case_insensitive() -> None:
+    frame = pd.DataFrame({"merchantReferenceId": list("abcdefg"), "amount": ["1"] * 7,
+                          "currency": ["USD"] * 7,
+                          "status": ["1", "2", "3", "5", "SUCCESS", "Next_Action", "unknown"]})
+    loaded = load_processor(frame)
+    assert loaded.frame["status"].astype(str).tolist() == [
+        "success", "pending", "failure", "next_action", "success", "next_action", "unknown"]
+    assert list(loaded.frame["status"].cat.categories) == list(PAYMENT_STATUS_NAMES)
+
+
+def test_journal_payments_frame_is_accepted() -> None:
+    frame = pd.DataFrame({
+        "orderId": ["o1", "o2"], "paymentMethodType": ["CARD", "CARD"], "customerId": ["c", "c"],
+        "amount": np.array([Decimal("12.30"), Decimal("1.2E+3")], dtype=object),
+        "amountMinor": pd.array([1230, 1200], dtype="Int64"), "currency": ["USD", "JPY"],
+        "status": pd.Categorical(["success", "unknown"], categories=list(PAYMENT_STATUS_NAMES)),
+        "createTime": pd.to_datetime([1, 2], unit="s", utc=True).to_numpy(),
+        "environment": ["sandbox"] * 2, "error": [None, "timeout"],
+    }, index=pd.Index(["m1", "m1"], name="merchantReferenceId"))
+    loaded = load_processor(frame)
+    assert loaded.frame["merchantReferenceId"].tolist() == ["m1", "m1"]
+    assert loaded.frame["amountMinor"].tolist() == [1230, 1200]
+    assert loaded.frame["source_row"].tolist() == [1, 2]
+
+
+def test_float_amounts_are_refused() -> None:
+    frame = pd.DataFrame({"merchantReferenceId": ["a"], "amount": [12.3], "currency": ["USD"],
+                          "status": ["success"]})
+    with pytest.raises(InputError, match="floats"):
+        load_ledger(frame)
+    mapped = frame.rename(columns={"amount": "Total"})
+    with pytest.raises(InputError, match="'Total' holds floats"):
+        load_ledger(mapped, mapping={"amount": "Total"})
+    mixed = frame.assign(amount=np.array([Decimal("1.5")], dtype=object))
+    mixed = pd.concat([mixed, frame.astype({"amount": object})], ignore_index=True)
+    with pytest.raises(InputError, match="floats"):
+        load_ledger(mixed)
+
+
+def test_mapping_renames_user_columns(tmp_path: Path) -> None:
+    path = write(tmp_path, "books.csv", "Ref,Total,Cur,State\nA1,5.00,usd,success\n")
+    loaded = load_ledger(path, mapping={"merchantReferenceId": "Ref", "amount": "Total",
+                                        "currency": "Cur", "status": "State"})
+    assert loaded.frame["amountMinor"].tolist() == [500]
+
+
+def test_missing_file_and_column_are_named(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"nope\.csv: file not found"):
+        load_ledger(tmp_path / "nope.csv")
+    path = write(tmp_path, "books.csv", "merchantReferenceId,amount,status\nA1,5.00,success\n")
+    with pytest.raises(InputError, match=r"books\.csv: required column 'currency'"):
+        load_ledger(path)
+    with pytest.raises(InputError, match=r"column 'Total' \(mapped to 'amount'\) not found"):
+        load_ledger(path, mapping={"amount": "Total"})
+    with pytest.raises(InputError, match="unsupported file type"):
+        load_ledger(write(tmp_path, "books.json", "{}"))
+
+
+def test_excel_and_parquet(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"merchantReferenceId": ["a", "b"], "amount": ["12.30", "7"],
+                          "currency": ["USD", "JPY"], "status": ["success", "1"]})
+    frame.to_excel(tmp_path / "l.xlsx", index=False)
+    loaded = load_ledger(tmp_path / "l.xlsx")
+    assert loaded.frame["amountMinor"].tolist() == [1230, 7]
+    assert loaded.frame["source_row"].tolist() == [2, 3]
+    table = pa.table({"merchantReferenceId": ["a", "b"],
+                      "amount": pa.array([Decimal("12.30"), Decimal("7")], pa.decimal128(12, 2)),
+                      "currency": ["USD", "JPY"], "status": ["success", "1"]})
+    pq.write_table(table, tmp_path / "l.parquet")
+    loaded = load_ledger(tmp_path / "l.parquet")
+    assert loaded.frame["amountMinor"].tolist() == [1230, 7]
+    assert loaded.frame["source_row"].tolist() == [1, 2]
+
+
+def test_vectorised_parse_and_text_round_trip() -> None:
+    values = np.array([0, 1, -1, 99, 100, 123456789012345, -5], dtype=np.int64)
+    for digits in (0, 2, 3):
+        d = np.full(len(values), digits, dtype=np.int64)
+        text = minor_to_text(values, d)
+        minor, errors = parse_minor(pa.chunked_array([pa.array(text)]), d)
+        assert errors.tolist() == [0] * len(values)
+        assert minor.tolist() == values.tolist()
+        assert all(Decimal(t) == Decimal(int(v)).scaleb(-digits) for t, v in zip(text, values,
+                                                                                  strict=True))
+
+
+def test_subscription_ledger(tmp_path: Path) -> None:
+    path = write(tmp_path, "subs.csv",
+                 "subscriptionId,merchantReferenceId,priceId,quantity,amount,currency,state\n"
+                 "s1,m1,p1,2,20.00,USD,active\ns2,m2,p1,x,20.00,USD,active\n"
+                 ",m3,p1,1,1.001,USD,paused\n")
+    loaded = load_subscription_ledger(path)
+    assert loaded.frame["subscriptionId"].tolist() == ["s1"]
+    assert loaded.frame["quantity"].tolist() == [2]
+    assert loaded.rejected["source_row"].tolist() == [3, 4]
+    detail = loaded.rejected["detail"].iloc[1]
+    assert "subscriptionId is empty" in detail and "state 'paused'" in detail

@@ -1,0 +1,309 @@
+"""The notebooks, run by papermill as ``toolkit run`` runs them, and what they produce.
+
+Every run is checked for the API key in every file it wrote (zip members of .xlsx included) and in
+what the command printed: the canary key of a sandbox server started with a known key, a wrong
+canary key that the server refuses, and the embedded sandbox's own key.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pandas as pd
+import pytest
+
+from toolkit import Client, create_payments, create_products, load_subscriptions, prices_frame
+from toolkit.cli import main
+from toolkit.journal import Journal
+from toolkit.notebooks import (
+    NOTEBOOK_DIR,
+    ParameterError,
+    check_parameters,
+    parse_value,
+    resolve_notebook,
+    scrub_file,
+    secrets_in_environment,
+)
+from toolkit.sandbox.controls import SandboxControls
+from toolkit.sandbox.embedded import RunningSandbox, start_server
+
+CANARY = "canary-key-7f3a9c1e5b2d4f60a8e1"
+WRONG_CANARY = "wrong-canary-2b8d6e0f4a1c9e37"
+DATA = NOTEBOOK_DIR / "data"
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _contents(path: Path) -> list[bytes]:
+    """The bytes of a file, and of each member when it is a zip (an .xlsx workbook)."""
+    data = [path.read_bytes()]
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            data += [archive.read(name) for name in archive.namelist()]
+    return data
+
+
+def assert_no_secret(directory: Path, *texts: str, secrets: list[str]) -> None:
+    """No secret in any file under ``directory`` nor in the printed ``texts``."""
+    assert secrets
+    files = [p for p in directory.rglob("*") if p.is_file()]
+    assert files, f"{directory} holds no output"
+    for secret in secrets:
+        for file in files:
+            for blob in _contents(file):
+                assert secret.encode() not in blob, f"{secret[:6]}... found in {file}"
+        for text in texts:
+            assert secret not in text
+
+
+def toolkit_run(capsys: pytest.CaptureFixture[str], output: Path, notebook: str,
+                *parameters: tuple[str, str], secrets: list[str]) -> tuple[int, str, str]:
+    """``toolkit run NOTEBOOK -p ... --output-dir output``; scans everything it produced."""
+    argv = ["run", notebook, "--output-dir", str(output)]
+    for name, value in parameters:
+        argv += ["-p", name, value]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert_no_secret(output, out, err, secrets=secrets)
+    return code, out, err
+
+
+def outputs(notebook: Path) -> list[dict[str, Any]]:
+    book = nbformat.read(str(notebook), as_version=4)  # type: ignore[no-untyped-call]
+    return [o for cell in book.cells for o in cell.get("outputs", [])]
+
+
+def images(notebook: Path) -> int:
+    return sum("image/png" in o.get("data", {}) for o in outputs(notebook))
+
+
+def csv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+@pytest.fixture(scope="module")
+def canary_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSandbox]:
+    """A sandbox server on 127.0.0.1 whose key is the canary."""
+    server = start_server(db_path=tmp_path_factory.mktemp("canary") / "sandbox.sqlite", api_key=CANARY)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def service(canary_server: RunningSandbox, monkeypatch: pytest.MonkeyPatch) -> RunningSandbox:
+    """The environment points at the canary server, as a scheduler's would; the sandbox is emptied."""
+    monkeypatch.setenv("TOOLKIT_BASE_URL", canary_server.base_url)
+    monkeypatch.setenv("TOOLKIT_API_KEY", CANARY)
+    with Client() as client:
+        SandboxControls(client).reset()
+    return canary_server
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast: parameters and scrubbing, nothing executed
+
+
+def test_unknown_parameter_is_refused_before_anything_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "catalog_setup", "-p", "catalog_pth", "x.yaml", "--output-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "unknown parameter 'catalog_pth'; did you mean 'catalog_path'?" in err
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(ParameterError, match="set by the runner"):
+        check_parameters(resolve_notebook("test_payments"), {"output_dir": "x"})
+    with pytest.raises(ParameterError, match="did you mean 'reconciliation_report'"):
+        resolve_notebook("reconcilation_report")
+
+
+def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
+    expected = {
+        "catalog_setup": {"catalog_path", "dry_run", "output_dir"},
+        "test_payments": {"scenario_path", "concurrency", "output_dir"},
+        "reconciliation_report": {"ledger_path", "processor_path", "subscriptions_ledger_path",
+                                  "period_start", "period_end", "amount_tolerance", "max_exceptions",
+                                  "output_dir"},
+    }
+    import papermill
+
+    for name, params in expected.items():
+        path = resolve_notebook(name)
+        assert set(papermill.inspect_notebook(str(path))) == params
+        book = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
+        assert book.cells[0].cell_type == "markdown"
+        assert all(p in book.cells[0].source for p in params)
+        for cell in book.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None
+                assert "API_KEY" not in cell.source
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("5", 5), ("-1", -1), ("0.5", 0.5), ("true", True), ("False", False), ("null", None),
+    ("2024-05-01", "2024-05-01"), ("data/x.csv", "data/x.csv"), ("", ""), ("[1, 2]", "[1, 2]"),
+])
+def test_parameter_values_are_read_like_papermill(text: str, value: Any) -> None:
+    assert parse_value(text) == value
+
+
+def test_scrub_redacts_text_and_workbook_members(tmp_path: Path) -> None:
+    text = tmp_path / "a.csv"
+    text.write_text(f"x,{CANARY}\n")
+    book = tmp_path / "r.xlsx"
+    with zipfile.ZipFile(book, "w") as archive:
+        archive.writestr("xl/sheet1.xml", f"<c>{CANARY}</c>")
+    assert scrub_file(text, [CANARY]) and scrub_file(book, [CANARY])
+    assert not scrub_file(text, [CANARY])
+    assert_no_secret(tmp_path, secrets=[CANARY])
+    assert "[redacted]" in text.read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# Slow: notebooks executed by papermill
+
+
+@pytest.mark.slow
+def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from toolkit.demo import main as demo
+
+    home = tmp_path / "home"
+    assert demo(["--reports", str(tmp_path / "reports"), "--home", str(home)]) == 0
+    out, err = capsys.readouterr()
+    secrets = secrets_in_environment({"TOOLKIT_HOME": str(home)})
+    assert_no_secret(tmp_path / "reports", out, err, secrets=secrets)
+    runs = {p.parent.parent.name: p.parent for p in (tmp_path / "reports").glob("*/*/*.html")
+            if p.stem == p.parent.parent.name}
+    assert set(runs) == {"catalog_setup", "test_payments", "reconciliation_report"}
+    assert len(csv(runs["catalog_setup"] / "products.csv")) == 4
+    assert len(csv(runs["catalog_setup"] / "prices.csv")) == 6
+    outcomes = csv(runs["test_payments"] / "outcomes.csv")
+    assert len(outcomes) == 22 and set(outcomes["ok"]) == {"True"}
+    assert set(outcomes["actual"]) == {"success", "pending", "failure", "next_action"}
+    assert len(set(outcomes["method"])) == 11
+    assert images(runs["test_payments"] / "test_payments.ipynb") >= 10  # 9 wallet QR codes + chart
+    exceptions = csv(runs["reconciliation_report"] / "exceptions.csv")
+    assert dict(zip(exceptions["merchantReferenceId"], exceptions["category"], strict=True)) == {
+        "MAN-0042": "missing_in_processor", "SCN-019": "missing_in_ledger",
+        "SCN-012": "amount_mismatch", "SCN-020": "amount_mismatch", "SCN-002": "currency_mismatch",
+        "SCN-003": "status_mismatch", "SCN-016": "duplicate_in_ledger", "MAN-0043": "rejected_row",
+    }
+    for name in ("report.html", "report.xlsx", "summary.csv"):
+        assert (runs["reconciliation_report"] / name).is_file()
+    assert "embedded sandbox" in (runs["reconciliation_report"] / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_catalog_then_payments_against_a_service(
+        service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    secrets = [CANARY]
+    catalog = str(DATA / "catalog.csv")
+    code, _, _ = toolkit_run(capsys, tmp_path / "dry", "catalog_setup", ("catalog_path", catalog),
+                             ("dry_run", "true"), secrets=secrets)
+    assert code == 0
+    assert list(csv(tmp_path / "dry" / "plan.csv")["action"]) == ["new", "new"]
+    assert len(csv(tmp_path / "dry" / "products.csv")) == 0
+
+    code, _, _ = toolkit_run(capsys, tmp_path / "cat", "catalog_setup", ("catalog_path", catalog),
+                             secrets=secrets)
+    assert code == 0
+    products = csv(tmp_path / "cat" / "products.csv")
+    assert list(products["merchantReferenceId"]) == ["sticker-pack", "newsletter-plus"]
+    assert products["productId"].str.len().min() > 0
+    assert len(csv(tmp_path / "cat" / "prices.csv")) == 3
+
+    scenario = tmp_path / "scenario.csv"
+    scenario.write_text(
+        "merchantReferenceId,customer,method,paymentInstrumentId,price,amount,currency,paymentCurrency,expected\n"
+        "T-1,ana@example.com,CARD,pi_test_success,sticker-pack/USD,,,,success\n"
+        "T-2,chen@example.com,ALIPAY,,sticker-pack/USD,,,JPY,next_action\n"
+        "T-3,maria@example.com,GCASH,,,560.00,PHP,,5\n"
+        "T-4,bo@example.com,CARD,pi_test_failure,,12.00,USD,,success\n"
+    )
+    code, _, err = toolkit_run(capsys, tmp_path / "pay", "test_payments", ("scenario_path", str(scenario)),
+                               ("concurrency", "2"), secrets=secrets)
+    assert code == 1
+    assert "1 of 4 outcomes differ from the scenario: T-4 expected success got failure" in err
+    payments = csv(tmp_path / "pay" / "payments.csv").set_index("merchantReferenceId")
+    assert payments.loc["T-2", "amount"] == "700" and payments.loc["T-2", "currency"] == "JPY"
+    assert list(csv(tmp_path / "pay" / "outcomes.csv")["ok"]) == ["True", "True", "True", "False"]
+    assert images(tmp_path / "pay" / "test_payments.ipynb") == 3  # two QR codes and the chart
+    assert set(csv(tmp_path / "pay" / "next_actions.csv")["merchantReferenceId"]) == {"T-2", "T-3"}
+
+
+@pytest.mark.slow
+def test_reconciliation_with_subscriptions_period_and_threshold(
+        service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    create_products(DATA / "catalog.yaml", progress=False)
+    with Journal.open() as journal:
+        prices = prices_frame(journal)
+    monthly = prices[(prices.index == "analytics-pro") & (prices["interval"] == "month")].iloc[0]
+    created = create_payments([
+        {"merchantReferenceId": "R-1", "customerEmail": "a@example.com", "paymentMethodType": "CARD",
+         "paymentInstrumentId": "pi_test_success", "amount": "10.00", "currency": "USD",
+         "returnUrl": "https://merchant.example/r"},
+        {"merchantReferenceId": "R-2", "customerEmail": "a@example.com", "paymentMethodType": "CARD",
+         "paymentInstrumentId": "pi_test_success", "amount": "20.00", "currency": "EUR",
+         "returnUrl": "https://merchant.example/r"},
+        {"merchantReferenceId": "R-3", "customerEmail": "m@example.com", "paymentMethodType": "GCASH",
+         "amount": "560.00", "currency": "PHP", "returnUrl": "https://merchant.example/r"},
+    ], progress=False)
+    assert created.ok
+    with Client() as client:
+        subscription = SandboxControls(client).create_subscription(
+            customerEmail="s@example.com", productId=monthly["productId"], priceId=monthly["priceId"],
+            quantity=2, merchantReference="SUB-1", paymentInstrumentId="pi_test_success")
+    seen = load_subscriptions([str(subscription.subscriptionId)], progress=False).frame.iloc[0]
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    ledger = tmp_path / "ledger.csv"
+    ledger.write_text(
+        "merchantReferenceId,date,amount,currency,status\n"
+        f"R-1,{today},10.00,USD,success\n"
+        f"R-2,{today},20.01,EUR,success\n"          # 1 minor unit: within amount_tolerance
+        f"R-3,{today},561.00,PHP,next_action\n"     # amount_mismatch
+        f"R-9,{today},5.00,USD,success\n"           # missing_in_processor
+        "OLD-1,2020-01-31,7.00,USD,success\n"       # outside the period: left out
+    )
+    subscriptions = tmp_path / "subscriptions.csv"
+    subscriptions.write_text(
+        "subscriptionId,merchantReferenceId,priceId,quantity,amount,currency,state\n"
+        f"{subscription.subscriptionId},SUB-1,{monthly['priceId']},3,{seen['upcomingInvoiceAmount']},"
+        f"{seen['currency']},active\n"
+    )
+    code, _, err = toolkit_run(
+        capsys, tmp_path / "rec", "reconciliation_report", ("ledger_path", str(ledger)),
+        ("subscriptions_ledger_path", str(subscriptions)), ("period_start", today), ("period_end", today),
+        ("amount_tolerance", "1"), ("max_exceptions", "0"), secrets=[CANARY])
+    assert code == 1, err
+    assert "3 exceptions, more than max_exceptions=0" in err
+    exceptions = csv(tmp_path / "rec" / "exceptions.csv")
+    assert sorted(zip(exceptions["merchantReferenceId"], exceptions["category"], strict=True)) == [
+        ("R-3", "amount_mismatch"), ("R-9", "missing_in_processor"),
+        ("SUB-1", "subscription_quantity_mismatch"),
+    ]
+    for name in ("report.html", "report.xlsx", "summary.csv"):
+        assert (tmp_path / "rec" / name).is_file()
+    text = "".join(str(o.get("text", "")) for o in outputs(tmp_path / "rec" / "reconciliation_report.ipynb"))
+    assert "ledger: 1 row(s) outside" in text
+    assert images(tmp_path / "rec" / "reconciliation_report.ipynb") == 2
+    html = (tmp_path / "rec" / "reconciliation_report.html").read_text()
+    assert "restrict_period(" not in html and service.base_url in html  # code hidden, environment shown
+
+
+@pytest.mark.slow
+def test_a_refused_key_is_exit_2_and_appears_nowhere(
+        service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLKIT_API_KEY", WRONG_CANARY)
+    code, _, err = toolkit_run(capsys, tmp_path / "rec", "reconciliation_report",
+                               ("ledger_path", str(DATA / "ledger.csv")), secrets=[WRONG_CANARY, CANARY])
+    assert code == 2
+    assert "cell [" in err and "AuthenticationError" in err
+    assert (tmp_path / "rec" / "reconciliation_report.html").is_file()

@@ -1,0 +1,78 @@
+"""``python -m toolkit.demo``: the three notebooks in order on the embedded sandbox, then the reports.
+
+Catalog setup creates the sample products, test payments creates the sample scenario's payments
+(every method, every status), and the reconciliation report compares the sample ledger (with its
+planted discrepancies) against the sandbox's settlement export. Everything goes through the
+journal, so a second run sends nothing new to the sandbox and still writes fresh reports.
+
+The demo never talks to a live service: ``TOOLKIT_BASE_URL`` and ``TOOLKIT_API_KEY`` are ignored,
+and the sandbox lives under ``TOOLKIT_HOME`` (default ``.toolkit`` in the working directory). The
+reconciliation runs with ``max_exceptions=-1`` (no threshold), since the sample ledger is meant to
+disagree; a scheduler would pass ``-p max_exceptions 0``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from toolkit.notebooks import DEFAULT_REPORTS, EXIT_OK, RunResult, run_notebook
+
+#: The demo's runs, in order, with the parameters that differ from the notebooks' defaults.
+DEMO_RUNS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("catalog_setup", {}),
+    ("test_payments", {}),
+    ("reconciliation_report", {"max_exceptions": -1}),
+)
+
+
+def run_demo(*, reports_root: Path = DEFAULT_REPORTS, home: Path | None = None) -> list[RunResult]:
+    """Run the demo's notebooks in order; stop at the first that does not succeed."""
+    for name in ("TOOLKIT_BASE_URL", "TOOLKIT_API_KEY"):
+        if os.environ.pop(name, None) is not None:
+            print(f"demo: ignoring {name}; the demo runs on the embedded sandbox only")
+    os.environ["TOOLKIT_HOME"] = str((home or Path(os.environ.get("TOOLKIT_HOME") or ".toolkit")).resolve())
+    print(f"demo: embedded sandbox under {os.environ['TOOLKIT_HOME']}")
+    results = []
+    for notebook, parameters in DEMO_RUNS:
+        print(f"demo: running {notebook} ...", flush=True)
+        result = run_notebook(notebook, parameters, reports_root=reports_root)
+        results.append(result)
+        state = "ok" if result.ok else f"exit {result.exit_code}: {result.message}"
+        print(f"demo:   {state}; report in {result.output_dir}")
+        if not result.ok:
+            break
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry: returns 0 when all three notebooks succeeded, else the failing run's code."""
+    parser = argparse.ArgumentParser(prog="python -m toolkit.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,
+                        help="where the report folders go (default reports/)")
+    parser.add_argument("--home", type=Path, default=None,
+                        help="TOOLKIT_HOME for the sandbox and journal (default $TOOLKIT_HOME or .toolkit)")
+    args = parser.parse_args(argv)
+    results = run_demo(reports_root=args.reports, home=args.home)
+    print()
+    for result in results:
+        shown = result.html or result.output_dir
+        print(f"{result.notebook:<22} {'ok' if result.ok else 'FAILED':<7} {shown}")
+        for file in result.files:
+            if file.name == "report.html":
+                print(f"{'':<22} {'':<7} {file}")
+    failed = [r for r in results if not r.ok]
+    if failed or len(results) != len(DEMO_RUNS):
+        print(f"demo failed: {failed[0].notebook if failed else 'incomplete'}", file=sys.stderr)
+        return failed[0].exit_code if failed else 2
+    print(f"\nreports are in {args.reports.resolve()}/<notebook>/<UTC time>/ "
+          "(open the .html files; the .ipynb files are the executed notebooks)")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""Reconciliation: load a ledger and a processor side, compare them exactly, report the exceptions.
+
+    load_ledger / load_processor / load_subscription_ledger  ->  LoadedInput
+    reconcile(ledger, processor)                              ->  ReconciliationResult
+    reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
+    write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
+"""
+
+from toolkit.reconcile.engine import (
+    CATEGORIES,
+    EXCEPTION_COLUMNS,
+    PAYMENT_CATEGORIES,
+    SUBSCRIPTION_CATEGORIES,
+    SUMMARY_COLUMNS,
+    ReconciliationResult,
+    RowCounts,
+    reconcile,
+)
+from toolkit.reconcile.inputs import (
+    LoadedInput,
+    load_ledger,
+    load_processor,
+    load_subscription_ledger,
+)
+from toolkit.reconcile.report import render_html, summary_text, write_report
+from toolkit.reconcile.subscriptions import reconcile_subscriptions
+
+__all__ = [
+    "CATEGORIES",
+    "EXCEPTION_COLUMNS",
+    "PAYMENT_CATEGORIES",
+    "SUBSCRIPTION_CATEGORIES",
+    "SUMMARY_COLUMNS",
+    "LoadedInput",
+    "ReconciliationResult",
+    "RowCounts",
+    "load_ledger",
+    "load_processor",
+    "load_subscription_ledger",
+    "reconcile",
+    "reconcile_subscriptions",
+    "render_html",
+    "summary_text",
+    "write_report",
+]
