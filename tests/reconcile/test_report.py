@@ -9,6 +9,7 @@ from pathlib import Path
 
 import openpyxl
 import pandas as pd
+import pytest
 
 from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.reconcile import EXCEPTION_COLUMNS, render_html, write_report
@@ -75,3 +76,20 @@ def test_html_shows_only_first_rows(tmp_path: Path) -> None:
     html = render_html(result, title="t", environment="live", generated_at=WHEN, rows=5)
     assert "First 5 of 30" in html
     assert html.count("not found at the processor") == 5
+
+
+def test_workbook_survives_control_characters_and_splits_at_the_row_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key with a control character (XML cannot hold it) must not break the workbook, and a
+    category longer than a sheet continues on the next sheet, so every exception is in Excel."""
+    import toolkit.reconcile.report as report
+
+    monkeypatch.setattr(report, "MAX_SHEET_ROWS", 3)
+    ledger = [(f"only-ledger-{i}\x07", "1.00", "USD", "success") for i in range(5)]
+    result = run(ledger, [("other", "1.00", "USD", "success")])
+    paths = write_report(result, tmp_path, environment=ENVIRONMENT, generated_at=WHEN)
+    workbook = openpyxl.load_workbook(paths["report.xlsx"], read_only=True)
+    parts = [name for name in workbook.sheetnames if name.startswith("missing_in_processor")]
+    assert parts == ["missing_in_processor", "missing_in_processor (2)", "missing_in_processor (3)"]
+    keys = [row[0] for name in parts for row in workbook[name].iter_rows(min_row=2, values_only=True)]
+    assert sorted(keys) == [f"only-ledger-{i}" for i in range(5)]

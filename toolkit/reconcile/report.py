@@ -230,8 +230,20 @@ _SHEET_HEAD = (
 )
 
 
+#: Excel's limits: rows per sheet (one is the header) and characters per cell.
+MAX_SHEET_ROWS = 1_048_576
+MAX_CELL_CHARS = 32_767
+_XML_ILLEGAL = "[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]"
+
+
 def _xml_text(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    """Text escaped for XML with pyarrow's vectorised string kernels."""
+    """Text made safe for a cell, with pyarrow's vectorised string kernels.
+
+    Characters XML cannot hold (control characters from a malformed input row) are dropped, text
+    is cut at Excel's cell limit, then escaped; otherwise Excel would refuse the whole workbook.
+    """
+    array = pc.replace_substring_regex(array, _XML_ILLEGAL, "")
+    array = pc.utf8_slice_codeunits(array, 0, MAX_CELL_CHARS)
     for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
         array = pc.replace_substring(array, char, entity)
     return array
@@ -306,9 +318,12 @@ def write_xlsx(
     table = exceptions_text_table(result) if table is None else table
     rows = _row_xml(table, {"source_row"})
     categories = table.column("category").to_numpy(zero_copy_only=False)
+    per_sheet = MAX_SHEET_ROWS - 1
     for category, count in result.category_counts.items():
         part = rows.filter(pa.array(categories == category)).to_pylist() if count else []
-        sheets.append((category[:31], _header(EXCEPTION_COLUMNS) + "".join(part)))
+        for number, start in enumerate(range(0, max(len(part), 1), per_sheet), start=1):
+            name = category[:31] if number == 1 else f"{category[:25]} ({number})"
+            sheets.append((name, _header(EXCEPTION_COLUMNS) + "".join(part[start:start + per_sheet])))
     overrides = "".join(
         f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="application/'
         f'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
