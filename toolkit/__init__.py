@@ -2,65 +2,148 @@
 
 Start with ``Client()`` (the embedded sandbox when ``TOOLKIT_BASE_URL`` is unset), ``create_payments``
 for many at once, and ``payments_frame(Journal.open())`` to see what was created.
+
+Names are imported on first use, so ``toolkit reconcile`` or ``toolkit sandbox`` do not pay for
+the client, pandas and pandera stacks they do not need.
 """
 
-from toolkit.bulk import (
-    BulkResult,
-    acreate_payments,
-    acreate_products,
-    aload_subscriptions,
-    create_payments,
-    create_products,
-    load_subscriptions,
-)
-from toolkit.catalog import CatalogEntry, load_catalog, plan_catalog
-from toolkit.client import AsyncClient, Client
-from toolkit.config import Environment, Settings
-from toolkit.errors import (
-    APIError,
-    AuthenticationError,
-    ConfigurationError,
-    InputError,
-    JournalConflictError,
-    JournalError,
-    NotFoundError,
-    OutcomeUnknownError,
-    RequestValidationError,
-    SandboxError,
-    ToolkitError,
-    TransportError,
-)
-from toolkit.frames import (
-    invoice_items_frame,
-    payments_frame,
-    phases_frame,
-    prices_frame,
-    products_frame,
-    subscriptions_frame,
-)
-from toolkit.journal import Journal, JournalRecord
-from toolkit.models import (
-    Action,
-    DeviceType,
-    Envelope,
-    InvoiceItem,
-    PaymentMethodType,
-    PaymentRequest,
-    PaymentResult,
-    PaymentStatus,
-    PlatformType,
-    Price,
-    PriceData,
-    PriceItem,
-    Product,
-    ProductRequest,
-    RecurringDetails,
-    ScheduledPhase,
-    Subscription,
-    TaxCategory,
-    WalletHandleRedirectOrDisplayQrCode,
-)
-from toolkit.money import format_money, from_minor, minor_digits, to_minor
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "BulkResult": "toolkit.bulk",
+    "acreate_payments": "toolkit.bulk",
+    "acreate_products": "toolkit.bulk",
+    "aload_subscriptions": "toolkit.bulk",
+    "create_payments": "toolkit.bulk",
+    "create_products": "toolkit.bulk",
+    "load_subscriptions": "toolkit.bulk",
+    "CatalogEntry": "toolkit.catalog",
+    "load_catalog": "toolkit.catalog",
+    "plan_catalog": "toolkit.catalog",
+    "AsyncClient": "toolkit.client",
+    "Client": "toolkit.client",
+    "Environment": "toolkit.config",
+    "Settings": "toolkit.config",
+    "APIError": "toolkit.errors",
+    "AuthenticationError": "toolkit.errors",
+    "ConfigurationError": "toolkit.errors",
+    "InputError": "toolkit.errors",
+    "JournalConflictError": "toolkit.errors",
+    "JournalError": "toolkit.errors",
+    "NotFoundError": "toolkit.errors",
+    "OutcomeUnknownError": "toolkit.errors",
+    "RequestValidationError": "toolkit.errors",
+    "SandboxError": "toolkit.errors",
+    "ToolkitError": "toolkit.errors",
+    "TransportError": "toolkit.errors",
+    "invoice_items_frame": "toolkit.frames",
+    "payments_frame": "toolkit.frames",
+    "phases_frame": "toolkit.frames",
+    "prices_frame": "toolkit.frames",
+    "products_frame": "toolkit.frames",
+    "subscriptions_frame": "toolkit.frames",
+    "Journal": "toolkit.journal",
+    "JournalRecord": "toolkit.journal",
+    "Action": "toolkit.models",
+    "DeviceType": "toolkit.models",
+    "Envelope": "toolkit.models",
+    "InvoiceItem": "toolkit.models",
+    "PaymentMethodType": "toolkit.models",
+    "PaymentRequest": "toolkit.models",
+    "PaymentResult": "toolkit.models",
+    "PaymentStatus": "toolkit.models",
+    "PlatformType": "toolkit.models",
+    "Price": "toolkit.models",
+    "PriceData": "toolkit.models",
+    "PriceItem": "toolkit.models",
+    "Product": "toolkit.models",
+    "ProductRequest": "toolkit.models",
+    "RecurringDetails": "toolkit.models",
+    "ScheduledPhase": "toolkit.models",
+    "Subscription": "toolkit.models",
+    "TaxCategory": "toolkit.models",
+    "WalletHandleRedirectOrDisplayQrCode": "toolkit.models",
+    "format_money": "toolkit.money",
+    "from_minor": "toolkit.money",
+    "minor_digits": "toolkit.money",
+    "to_minor": "toolkit.money",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from toolkit.bulk import (
+        BulkResult,
+        acreate_payments,
+        acreate_products,
+        aload_subscriptions,
+        create_payments,
+        create_products,
+        load_subscriptions,
+    )
+    from toolkit.catalog import CatalogEntry, load_catalog, plan_catalog
+    from toolkit.client import AsyncClient, Client
+    from toolkit.config import Environment, Settings
+    from toolkit.errors import (
+        APIError,
+        AuthenticationError,
+        ConfigurationError,
+        InputError,
+        JournalConflictError,
+        JournalError,
+        NotFoundError,
+        OutcomeUnknownError,
+        RequestValidationError,
+        SandboxError,
+        ToolkitError,
+        TransportError,
+    )
+    from toolkit.frames import (
+        invoice_items_frame,
+        payments_frame,
+        phases_frame,
+        prices_frame,
+        products_frame,
+        subscriptions_frame,
+    )
+    from toolkit.journal import Journal, JournalRecord
+    from toolkit.models import (
+        Action,
+        DeviceType,
+        Envelope,
+        InvoiceItem,
+        PaymentMethodType,
+        PaymentRequest,
+        PaymentResult,
+        PaymentStatus,
+        PlatformType,
+        Price,
+        PriceData,
+        PriceItem,
+        Product,
+        ProductRequest,
+        RecurringDetails,
+        ScheduledPhase,
+        Subscription,
+        TaxCategory,
+        WalletHandleRedirectOrDisplayQrCode,
+    )
+    from toolkit.money import format_money, from_minor, minor_digits, to_minor
 
 __all__ = [
     "APIError",
