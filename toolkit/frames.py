@@ -12,17 +12,27 @@ Each frame is checked against its pandera schema when it is built.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pandera.pandas as pa
+import pyarrow as pa_arrow
+import pyarrow.compute as pc
 from pandera.typing import Index, Series
 
 from toolkit.errors import ToolkitError
 from toolkit.journal import UNKNOWN_STATES, Journal, JournalRecord
-from toolkit.models import PAYMENT_STATUS_NAMES, PaymentStatus, Subscription
+from toolkit.models import (
+    PAYMENT_STATUS_NAMES,
+    InvoicePrice,
+    InvoiceRecurring,
+    PaymentStatus,
+    Subscription,
+)
 from toolkit.money import minor_digits
 
 STRING = pd.StringDtype("pyarrow")
@@ -49,38 +59,76 @@ class FrameError(ToolkitError):
 
 
 def _strings(values: Sequence[Any]) -> pd.api.extensions.ExtensionArray:
-    return pd.array(values, dtype=STRING)  # type: ignore[no-any-return]
+    """Arrow-backed text, built by pyarrow straight from the Python strings (None -> NA)."""
+    return pd.arrays.ArrowStringArray(pa_arrow.array(values, type=pa_arrow.large_string()))
+
+
+def _nullable(values: Any, kind: Any, fill: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Values and missing-mask as numpy arrays, converted by pyarrow (None -> masked)."""
+    array = values if isinstance(values, pa_arrow.Array) else pa_arrow.array(values, type=kind)
+    mask = array.is_null().to_numpy(zero_copy_only=False)
+    return array.fill_null(fill).to_numpy(zero_copy_only=False, writable=True), mask
 
 
 def _ints(values: Sequence[Any]) -> pd.api.extensions.ExtensionArray:
-    return pd.array(values, dtype="Int64")
+    data, mask = _nullable(values, pa_arrow.int64(), 0)
+    return pd.arrays.IntegerArray(data, mask)
 
 
 def _bools(values: Sequence[Any]) -> pd.api.extensions.ExtensionArray:
-    return pd.array(values, dtype="boolean")
+    data, mask = _nullable(values, pa_arrow.bool_(), False)
+    return pd.arrays.BooleanArray(data, mask)
 
 
 def _times(values: Sequence[Any]) -> pd.DatetimeIndex:
     """Milliseconds since the epoch -> UTC datetimes (None -> NaT)."""
-    return pd.to_datetime(pd.array(values, dtype="Int64"), unit="ms", utc=True)
+    data, mask = _nullable(values, pa_arrow.int64(), 0)
+    data[mask] = np.iinfo(np.int64).min  # NaT
+    return pd.DatetimeIndex(data.view("datetime64[ms]")).tz_localize("UTC")
 
 
-def _objects(values: Sequence[Any]) -> pd.api.extensions.ExtensionArray:
+def _objects(values: Sequence[Any]) -> np.ndarray[Any, Any]:
     """Python objects kept as they are: Decimals (exact amounts), dicts (actions, localized names)."""
-    return pd.array(list(values), dtype=object)
-
-
-def _amounts(values: Sequence[Any]) -> list[Decimal | None]:
-    """Amounts as exact Decimals: JSON writes whole amounts (13500 KRW) as integers."""
-    return [None if v is None else v if isinstance(v, Decimal) else Decimal(v) for v in values]
+    return np.fromiter(values, dtype=object, count=len(values))
 
 
 def minor_units(amounts: Sequence[Decimal | None], currencies: Sequence[str | None],
            keys: Sequence[str | None]) -> pd.api.extensions.ExtensionArray:
     """The money column of every frame: exact integer minor units (Int64), never float.
 
-    An amount finer than its currency allows is an error naming the key, not rounded.
+    An amount finer than its currency allows is an error naming the key, not rounded. The common
+    case is vectorised in pyarrow; anything it refuses goes through the exact row-by-row path.
     """
+    try:
+        return _minor_arrow(amounts, currencies)
+    except (pa_arrow.ArrowException, TypeError, ValueError, OverflowError):
+        return _minor_exact(amounts, currencies, keys)  # names the offending key, or copes with size
+
+
+def _minor_arrow(amounts: Sequence[Decimal | None],
+                 currencies: Sequence[str | None]) -> pd.api.extensions.ExtensionArray:
+    """Vectorised: every amount as decimal128 at the finest scale present, then divided per row.
+
+    Raises (the caller then takes the row-by-row path) if an amount has more decimals than the
+    finest currency present allows, does not fit, or is not whole in its own currency's minor unit.
+    """
+    codes = pa_arrow.array(currencies, type=pa_arrow.string()).dictionary_encode()
+    digits_of = np.array([minor_digits(c) for c in codes.dictionary.to_pylist()] or [0], dtype=np.int64)
+    finest = int(digits_of.max())
+    scaled = pc.multiply(pa_arrow.array(amounts, type=pa_arrow.decimal128(30, finest)),
+                         pa_arrow.scalar(Decimal(10**finest), type=pa_arrow.decimal128(finest + 1, 0)))
+    data, mask = _nullable(pc.cast(scaled, pa_arrow.int64()), None, 0)
+    mask |= codes.is_null().to_numpy(zero_copy_only=False)
+    divisor = 10 ** (finest - digits_of[codes.indices.fill_null(0).to_numpy(zero_copy_only=False)])
+    if np.any((data % divisor != 0) & ~mask):
+        raise ValueError("an amount is finer than its currency allows")
+    data //= divisor
+    data[mask] = 0
+    return pd.arrays.IntegerArray(data, mask)
+
+
+def _minor_exact(amounts: Sequence[Decimal | None], currencies: Sequence[str | None],
+                 keys: Sequence[str | None]) -> pd.api.extensions.ExtensionArray:
     out: list[int | None] = []
     digits_of: dict[str, int] = {}
     for amount, currency, key in zip(amounts, currencies, keys, strict=True):
@@ -96,6 +144,11 @@ def minor_units(amounts: Sequence[Decimal | None], currencies: Sequence[str | No
             raise FrameError(f"{KEY} {key!r}: {amount} {currency} has more decimals than {currency} allows")
         out.append(whole)
     return _ints(out)
+
+
+def _amounts(values: Sequence[Any]) -> list[Decimal | None]:
+    """Amounts as exact Decimals: JSON writes whole amounts (13500 KRW) as integers."""
+    return [None if v is None else v if isinstance(v, Decimal) else Decimal(v) for v in values]
 
 
 def _frame(columns: dict[str, Any], keys: Sequence[str | None]) -> pd.DataFrame:
@@ -401,41 +454,67 @@ def _currency(subscription: Subscription) -> str | None:
     return None
 
 
+_CHUNK = 2048
+
+
+def _fields(models: Sequence[Any], names: tuple[str, ...]) -> dict[str, list[Any]]:
+    """Fields of many models, one list per name.
+
+    Each model is visited once (one C-level ``attrgetter`` call fetching all names) instead of once
+    per field: with 100,000 models spread over memory, the visits, not the work, are the cost. The
+    per-model tuples are transposed a chunk at a time so that few of them are alive at once (else
+    they push the garbage collector into full collections over all the models).
+    """
+    get = operator.attrgetter(*names)  # two names or more: always a tuple
+    columns: list[list[Any]] = [[] for _ in names]
+    for start in range(0, len(models), _CHUNK):
+        rows = zip(*map(get, models[start:start + _CHUNK]), strict=True)
+        for column, values in zip(columns, rows, strict=True):
+            column.extend(values)
+    return dict(zip(names, columns, strict=True))
+
+
+_SUBSCRIPTION_FIELDS = (
+    "merchantReference", "subscriptionId", "customerId", "productId", "priceId", "priceSnapshotId",
+    "quantity", "paymentMethodType", "paymentInstrumentId", "createTime", "trialStart", "trialEnd",
+    "currentPeriodStart", "currentPeriodEnd", "cancelAt", "canceledAt", "cancelAtPeriodEnd",
+    "cancelReason", "elapsedCycles", "sessionId", "metadata", "upcomingInvoiceItem",
+    "recurringInvoiceItem",
+)
+
+
 def subscriptions_frame(subscriptions: Sequence[Subscription], *, environment: str = "") -> pd.DataFrame:
     """Subscriptions as the client returned them; cancelAt and canceledAt are read as milliseconds."""
     subs = list(subscriptions)
-    keys = [s.merchantReference for s in subs]
+    field = _fields(subs, _SUBSCRIPTION_FIELDS)
+    keys = field["merchantReference"]
     currencies = [_currency(s) for s in subs]
-    upcoming = [s.upcomingInvoiceItem.amount if s.upcomingInvoiceItem else None for s in subs]
-    recurring = [s.recurringInvoiceItem.amount if s.recurringInvoiceItem else None for s in subs]
-    ids = [s.subscriptionId or "" for s in subs]
-
-    def field(name: str) -> list[Any]:
-        return [getattr(s, name) for s in subs]
-
+    upcoming = [i.amount if i else None for i in field["upcomingInvoiceItem"]]
+    recurring = [i.amount if i else None for i in field["recurringInvoiceItem"]]
+    ids = [i or "" for i in field["subscriptionId"]]
     columns = {
-        "subscriptionId": _strings(field("subscriptionId")),
-        "customerId": _strings(field("customerId")),
-        "productId": _strings(field("productId")),
-        "priceId": _strings(field("priceId")),
-        "priceSnapshotId": _strings(field("priceSnapshotId")),
-        "quantity": _ints(field("quantity")),
-        "paymentMethodType": _strings(field("paymentMethodType")),
-        "paymentInstrumentId": _strings(field("paymentInstrumentId")),
+        "subscriptionId": _strings(field["subscriptionId"]),
+        "customerId": _strings(field["customerId"]),
+        "productId": _strings(field["productId"]),
+        "priceId": _strings(field["priceId"]),
+        "priceSnapshotId": _strings(field["priceSnapshotId"]),
+        "quantity": _ints(field["quantity"]),
+        "paymentMethodType": _strings(field["paymentMethodType"]),
+        "paymentInstrumentId": _strings(field["paymentInstrumentId"]),
         "state": pd.Categorical([_state(s) for s in subs], categories=SUBSCRIPTION_STATES),
         "currency": _strings(currencies),
         "upcomingInvoiceAmount": _objects(upcoming),
         "upcomingInvoiceAmountMinor": minor_units(upcoming, currencies, ids),
         "recurringInvoiceAmount": _objects(recurring),
         "recurringInvoiceAmountMinor": minor_units(recurring, currencies, ids),
-        **{name: _times(field(name)) for name in (
+        **{name: _times(field[name]) for name in (
             "createTime", "trialStart", "trialEnd", "currentPeriodStart", "currentPeriodEnd",
             "cancelAt", "canceledAt")},
-        "cancelAtPeriodEnd": _bools(field("cancelAtPeriodEnd")),
-        "cancelReason": _strings(field("cancelReason")),
-        "elapsedCycles": _ints(field("elapsedCycles")),
-        "sessionId": _strings(field("sessionId")),
-        "metadata": _objects(field("metadata")),
+        "cancelAtPeriodEnd": _bools(field["cancelAtPeriodEnd"]),
+        "cancelReason": _strings(field["cancelReason"]),
+        "elapsedCycles": _ints(field["elapsedCycles"]),
+        "sessionId": _strings(field["sessionId"]),
+        "metadata": _objects(field["metadata"]),
         "environment": _strings([environment] * len(subs)),
     }
     return SubscriptionsSchema.validate(_frame(columns, keys))
@@ -470,43 +549,61 @@ class InvoiceItemsSchema(pa.DataFrameModel):
         ordered = False
 
 
+_NO_PRICE = InvoicePrice()
+_NO_RECURRING = InvoiceRecurring()
+
+
 def invoice_items_frame(subscriptions: Sequence[Subscription]) -> pd.DataFrame:
     """Both invoice items of each subscription (``item`` says which), keyed like the subscription."""
-    rows = [(s, kind, item) for s in subscriptions
-            for kind, item in (("recurring", s.recurringInvoiceItem), ("upcoming", s.upcomingInvoiceItem))
-            if item is not None]
-    keys = [s.merchantReference for s, _, _ in rows]
-    currencies = [(i.model_extra or {}).get("currency") or _currency(s) for s, _, i in rows]
-    prices = [i.price for _, _, i in rows]
-    recur = [p.recurring if p else None for p in prices]
-    amounts = [i.amount for _, _, i in rows]
-
-    def price(name: str) -> list[Any]:
-        return [getattr(p, name) if p else None for p in prices]
-
+    subs = list(subscriptions)
+    sub = _fields(subs, ("merchantReference", "subscriptionId", "recurringInvoiceItem",
+                         "upcomingInvoiceItem"))
+    owners: list[Subscription] = []
+    keys: list[str | None] = []
+    ids: list[str | None] = []
+    kinds: list[str] = []
+    items: list[Any] = []
+    for s, key, sid, recurring_item, upcoming_item in zip(
+            subs, sub["merchantReference"], sub["subscriptionId"], sub["recurringInvoiceItem"],
+            sub["upcomingInvoiceItem"], strict=True):
+        for kind, found in (("recurring", recurring_item), ("upcoming", upcoming_item)):
+            if found is not None:
+                owners.append(s)
+                keys.append(key)
+                ids.append(sid)
+                kinds.append(kind)
+                items.append(found)
+    item = _fields(items, ("invoiceItemId", "amount", "description", "periodStart", "periodEnd",
+                           "proration", "price", "model_extra"))
+    currencies = [(extra or {}).get("currency") or _currency(s)
+                  for extra, s in zip(item["model_extra"], owners, strict=True)]
+    prices = [_NO_PRICE if p is None else p for p in item["price"]]
+    price = _fields(prices, ("productId", "productName", "priceId", "priceSnapshotId", "unitAmount",
+                             "quantity", "recurring"))
+    recur = _fields([_NO_RECURRING if r is None else r for r in price["recurring"]],
+                    ("trialPeriodDays", "intervalCount"))
+    amounts = item["amount"]
     columns = {
-        "subscriptionId": _strings([s.subscriptionId for s, _, _ in rows]),
-        "item": _strings([kind for _, kind, _ in rows]),
-        "invoiceItemId": _strings([i.invoiceItemId for _, _, i in rows]),
+        "subscriptionId": _strings(ids),
+        "item": _strings(kinds),
+        "invoiceItemId": _strings(item["invoiceItemId"]),
         "amount": _objects(amounts),
-        "amountMinor": minor_units(amounts, currencies, [i.invoiceItemId or "" for _, _, i in rows]),
+        "amountMinor": minor_units(amounts, currencies, [i or "" for i in item["invoiceItemId"]]),
         "currency": _strings(currencies),
-        "description": _strings([i.description for _, _, i in rows]),
-        "periodStart": _times([i.periodStart for _, _, i in rows]),
-        "periodEnd": _times([i.periodEnd for _, _, i in rows]),
-        "proration": _bools([i.proration for _, _, i in rows]),
-        "productId": _strings(price("productId")),
-        "productName": _strings(price("productName")),
-        "priceId": _strings(price("priceId")),
-        "priceSnapshotId": _strings(price("priceSnapshotId")),
-        "unitAmount": _objects(price("unitAmount")),
-        "quantity": _ints(price("quantity")),
-        "trialPeriodDays": _ints([r.trialPeriodDays if r else None for r in recur]),
-        "intervalCount": _ints([r.intervalCount if r else None for r in recur]),
+        "description": _strings(item["description"]),
+        "periodStart": _times(item["periodStart"]),
+        "periodEnd": _times(item["periodEnd"]),
+        "proration": _bools(item["proration"]),
+        "productId": _strings(price["productId"]),
+        "productName": _strings(price["productName"]),
+        "priceId": _strings(price["priceId"]),
+        "priceSnapshotId": _strings(price["priceSnapshotId"]),
+        "unitAmount": _objects(price["unitAmount"]),
+        "quantity": _ints(price["quantity"]),
+        "trialPeriodDays": _ints(recur["trialPeriodDays"]),
+        "intervalCount": _ints(recur["intervalCount"]),
     }
     return InvoiceItemsSchema.validate(_frame(columns, keys))
-
-
 class PhasesSchema(pa.DataFrameModel):
     merchantReferenceId: Index[pd.StringDtype] = _text()
     subscriptionId: Series[pd.StringDtype] = _text()
@@ -523,13 +620,24 @@ class PhasesSchema(pa.DataFrameModel):
 
 def phases_frame(subscriptions: Sequence[Subscription]) -> pd.DataFrame:
     """The scheduled phases of each subscription, one row each."""
-    rows = [(s, phase) for s in subscriptions for phase in s.scheduledPhases or []]
+    subs = list(subscriptions)
+    sub = _fields(subs, ("merchantReference", "subscriptionId", "scheduledPhases"))
+    keys: list[str | None] = []
+    ids: list[str | None] = []
+    phases: list[Any] = []
+    for key, sid, scheduled in zip(sub["merchantReference"], sub["subscriptionId"], sub["scheduledPhases"],
+                                   strict=True):
+        if scheduled:
+            keys.extend([key] * len(scheduled))
+            ids.extend([sid] * len(scheduled))
+            phases.extend(scheduled)
+    phase = _fields(phases, ("sequence", "effectiveCycle", "priceSnapshotId", "quantity", "metadata"))
     columns = {
-        "subscriptionId": _strings([s.subscriptionId for s, _ in rows]),
-        "sequence": _ints([p.sequence for _, p in rows]),
-        "effectiveCycle": _ints([p.effectiveCycle for _, p in rows]),
-        "priceSnapshotId": _strings([p.priceSnapshotId for _, p in rows]),
-        "quantity": _ints([p.quantity for _, p in rows]),
-        "metadata": _objects([p.metadata for _, p in rows]),
+        "subscriptionId": _strings(ids),
+        "sequence": _ints(phase["sequence"]),
+        "effectiveCycle": _ints(phase["effectiveCycle"]),
+        "priceSnapshotId": _strings(phase["priceSnapshotId"]),
+        "quantity": _ints(phase["quantity"]),
+        "metadata": _objects(phase["metadata"]),
     }
-    return PhasesSchema.validate(_frame(columns, [s.merchantReference for s, _ in rows]))
+    return PhasesSchema.validate(_frame(columns, keys))
