@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import math
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -99,8 +100,10 @@ def _rows(rows: pd.DataFrame | Iterable[Mapping[str, Any] | BaseModel]) -> list[
     return list(rows)
 
 
-def _clean(row: Mapping[str, Any], ignore: frozenset[str]) -> dict[str, Any]:
+def _clean(row: Mapping[str, Any] | BaseModel, ignore: frozenset[str]) -> dict[str, Any] | BaseModel:
     """Drop empty cells and ignored columns; refuse floats, which cannot hold money exactly."""
+    if isinstance(row, BaseModel):
+        return row
     cleaned = {}
     for name, value in row.items():
         if name in ignore or value is None or (isinstance(value, float) and math.isnan(value)):
@@ -142,10 +145,35 @@ def _note_outcome(record: JournalRecord, position: int, errors: _Errors) -> None
     errors.add(record.key, position, stage, record.error or f"outcome {record.state}")
 
 
-def _open(journal: Journal | None, client: AsyncClient) -> tuple[Journal, bool]:
-    if journal is not None:
-        return journal, False
-    return Journal.for_environment(client.environment, load_settings().home), True
+@asynccontextmanager
+async def _connected(client: AsyncClient | None) -> AsyncIterator[AsyncClient]:
+    """The caller's client, or one made (and closed) here for the configured environment."""
+    if client is not None:
+        yield client
+        return
+    async with AsyncClient() as made:
+        yield made
+
+
+@asynccontextmanager
+async def _journaled(client: AsyncClient | None,
+                     journal: Journal | None) -> AsyncIterator[tuple[AsyncClient, Journal]]:
+    """A client and the journal of its environment; what is made here is closed here."""
+    async with _connected(client) as active:
+        if journal is not None:
+            yield active, journal
+            return
+        with Journal.for_environment(active.environment, load_settings().home) as opened:
+            yield active, opened
+
+
+def _result(records: dict[int, JournalRecord], errors: _Errors, frame: Callable[[list[JournalRecord]],
+            pd.DataFrame], **extra: Callable[[list[JournalRecord]], pd.DataFrame]) -> BulkResult:
+    """The batch's records in input order, as frames, with what was sent and what was reused."""
+    done = [records[p] for p in sorted(records)]
+    return BulkResult(frame=frame(done), errors=errors.frame(), sent=sum(r.sent for r in done),
+                      reused=sum(not r.sent for r in done),
+                      extra={name: build(done) for name, build in extra.items()})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,38 +190,25 @@ async def acreate_payments(
     ignore = frozenset(ignore_columns)
     errors = _Errors()
     refused = _duplicates([_key_of(r) for r in items], errors)
-    own_client = client is None
-    client = client or AsyncClient()
-    journal, own_journal = _open(journal, client)
     records: dict[int, JournalRecord] = {}
-    active_client = client
+    async with _journaled(client, journal) as (active, book):
 
-    async def one(position: int, row: Mapping[str, Any] | PaymentRequest) -> None:
-        if position in refused:
-            return
-        key = _key_of(row)
-        try:
-            request = row if isinstance(row, PaymentRequest) else PaymentRequest.build(_clean(row, ignore))
-            key, body = payment_body(request)
-            record = await journal.arun("payment", key, body, lambda: active_client.create_payment(request))
-        except ToolkitError as exc:
-            errors.add(key, position, "journal" if isinstance(exc, JournalError) else "request", str(exc))
-            return
-        records[position] = record
-        _note_outcome(record, position, errors)
+        async def one(position: int, row: Mapping[str, Any] | PaymentRequest) -> None:
+            if position in refused:
+                return
+            key = _key_of(row)
+            try:
+                request = PaymentRequest.build(_clean(row, ignore))
+                key, body = payment_body(request)
+                record = await book.arun("payment", key, body, lambda: active.create_payment(request))
+            except ToolkitError as exc:
+                errors.add(key, position, "journal" if isinstance(exc, JournalError) else "request", str(exc))
+                return
+            records[position] = record
+            _note_outcome(record, position, errors)
 
-    try:
         await _bounded(items, one, concurrency=concurrency, description="payments", progress=progress)
-    finally:
-        if own_client:
-            await client.aclose()
-        if own_journal:
-            journal.close()
-    done = [records[p] for p in sorted(records)]
-    return BulkResult(
-        frame=payments_frame(done, include_failed_calls=True), errors=errors.frame(),
-        sent=sum(r.sent for r in done), reused=sum(not r.sent for r in done),
-    )
+    return _result(records, errors, lambda done: payments_frame(done, include_failed_calls=True))
 
 
 def create_payments(rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest],
@@ -220,33 +235,21 @@ async def acreate_products(
     else:
         entries = load_catalog(catalog)  # type: ignore[arg-type]
     errors = _Errors()
-    own_client = client is None
-    client = client or AsyncClient()
-    journal, own_journal = _open(journal, client)
     records: dict[int, JournalRecord] = {}
-    active_client = client
+    async with _journaled(client, journal) as (active, book):
 
-    async def one(position: int, entry: CatalogEntry) -> None:
-        try:
-            record = await journal.arun("product", entry.merchantReferenceId, entry.request.to_json(),
-                                        lambda: active_client.create_product(entry.request))
-        except ToolkitError as exc:
-            errors.add(entry.merchantReferenceId, position, "journal", str(exc))
-            return
-        records[position] = record
-        _note_outcome(record, position, errors)
+        async def one(position: int, entry: CatalogEntry) -> None:
+            try:
+                record = await book.arun("product", entry.merchantReferenceId, entry.request.to_json(),
+                                         lambda: active.create_product(entry.request))
+            except ToolkitError as exc:
+                errors.add(entry.merchantReferenceId, position, "journal", str(exc))
+                return
+            records[position] = record
+            _note_outcome(record, position, errors)
 
-    try:
         await _bounded(entries, one, concurrency=concurrency, description="products", progress=progress)
-    finally:
-        if own_client:
-            await client.aclose()
-        if own_journal:
-            journal.close()
-    done = [records[p] for p in sorted(records)]
-    return BulkResult(frame=products_frame(done), errors=errors.frame(),
-                      sent=sum(r.sent for r in done), reused=sum(not r.sent for r in done),
-                      extra={"prices": prices_frame(done)})
+    return _result(records, errors, products_frame, prices=prices_frame)
 
 
 def create_products(catalog: Any, **options: Any) -> BulkResult:
@@ -266,25 +269,20 @@ async def aload_subscriptions(
     ``invoice_items`` and ``phases``; ids that fail are rows of ``errors``."""
     wanted = [str(i) for i in ids]
     errors = _Errors()
-    own_client = client is None
-    client = client or AsyncClient()
     found: dict[int, Subscription] = {}
-    active_client = client
+    async with _connected(client) as active:
 
-    async def one(position: int, subscription_id: str) -> None:
-        try:
-            found[position] = await active_client.get_subscription(subscription_id)
-        except ToolkitError as exc:
-            errors.add(None, position, "request", f"{subscription_id}: {exc}")
+        async def one(position: int, subscription_id: str) -> None:
+            try:
+                found[position] = await active.get_subscription(subscription_id)
+            except ToolkitError as exc:
+                errors.add(None, position, "request", f"{subscription_id}: {exc}")
 
-    try:
         await _bounded(wanted, one, concurrency=concurrency, description="subscriptions", progress=progress)
-    finally:
-        if own_client:
-            await client.aclose()
+        environment = active.environment.label
     subscriptions = [found[p] for p in sorted(found)]
     return BulkResult(
-        frame=subscriptions_frame(subscriptions, environment=client.environment.label),
+        frame=subscriptions_frame(subscriptions, environment=environment),
         errors=errors.frame(), sent=len(wanted), reused=0,
         extra={"invoice_items": invoice_items_frame(subscriptions), "phases": phases_frame(subscriptions)},
     )
