@@ -30,7 +30,7 @@ from toolkit.errors import InputError, RequestValidationError
 from toolkit.frames import prices_frame
 from toolkit.journal import Journal
 from toolkit.models import PAYMENT_STATUS_NAMES, PaymentRequest
-from toolkit.notebooks import Chart
+from toolkit.views import Chart
 
 SCENARIO_COLUMNS: tuple[str, ...] = ("merchantReferenceId", "customer", "method", "expected")
 DEFAULT_RETURN_URL = "https://merchant.example/return"
