@@ -10,6 +10,7 @@ number of the current cycle (0 in trial, 1 in the first paid period). A schedule
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import uuid
 from typing import Any
@@ -18,13 +19,19 @@ from toolkit.money import from_minor
 from toolkit.sandbox import rules, store
 
 
+@functools.lru_cache(maxsize=4096)
 def invoice_item_id(subscription_id: str, cycle: int) -> str:
     """Stable id of the invoice item of one cycle (the same on every read, in every process)."""
     return "ii_" + uuid.uuid5(uuid.NAMESPACE_URL, f"sandbox:{subscription_id}/{cycle}").hex
 
 
-class _Plan:
-    """The subscription's base price and phases, with the price of any cycle."""
+class Plan:
+    """A subscription row with its base price, product name and phases, read once.
+
+    Built from rows only, so a ``Plan`` can be kept in the store's read cache between requests
+    (``Database.read_cache`` drops it when anything is committed). ``bodies`` holds the encoded
+    responses already rendered from it, by (cycle, ended): see ``subscription_position``.
+    """
 
     def __init__(self, conn: sqlite3.Connection, row: sqlite3.Row) -> None:
         self.row = row
@@ -34,6 +41,8 @@ class _Plan:
         self.base = base
         self.product_name = str(product["name"])
         self.phases: list[dict[str, Any]] = store.loads(row["phases"]) or []
+        self.ordered_phases = sorted(self.phases, key=lambda p: (p["effectiveCycle"], p["sequence"]))
+        self.metadata: dict[str, str] = store.loads(row["metadata"]) or {}
         self._prices: dict[str, sqlite3.Row] = {str(base["snapshot_id"]): base}
         for phase in self.phases:
             snapshot = phase.get("priceSnapshotId")
@@ -41,11 +50,12 @@ class _Plan:
                 price = store.get_price_by_snapshot(conn, snapshot_id=snapshot)
                 assert price is not None
                 self._prices[snapshot] = price
+        self.bodies: dict[tuple[int, bool], bytes] = {}
 
     def effective(self, cycle: int) -> tuple[sqlite3.Row, int]:
         """The price row and quantity in force during ``cycle``."""
         price, quantity = self.base, int(self.row["quantity"])
-        for phase in sorted(self.phases, key=lambda p: (p["effectiveCycle"], p["sequence"])):
+        for phase in self.ordered_phases:
             if phase["effectiveCycle"] <= cycle:
                 if phase.get("priceSnapshotId"):
                     price = self._prices[phase["priceSnapshotId"]]
@@ -56,16 +66,42 @@ class _Plan:
 
 def subscription_view(conn: sqlite3.Connection, row: sqlite3.Row, *, now: int) -> dict[str, Any]:
     """The Subscription response data at sandbox time ``now``."""
-    plan = _Plan(conn, row)
-    base = plan.base
-    interval, count = str(base["interval"]), int(base["interval_count"])
+    plan = Plan(conn, row)
+    cycle, ended = subscription_position(plan, now=now)
+    return render_subscription(plan, cycle=cycle, ended=ended)
+
+
+def _trial_end(plan: Plan) -> int | None:
+    trial_days = int(plan.base["trial_days"] or 0)
+    return int(plan.row["create_time"]) + trial_days * rules.DAY_MS if trial_days else None
+
+
+def subscription_position(plan: Plan, *, now: int) -> tuple[int, bool]:
+    """Where the subscription stands at ``now``: its current cycle, and whether it has ended.
+
+    The view depends on the clock through these two values only, which is why a rendered view can
+    be reused for as long as they stay the same.
+    """
+    base, row = plan.base, plan.row
     create = int(row["create_time"])
-    trial_days = int(base["trial_days"] or 0)
-    trial_end = create + trial_days * rules.DAY_MS if trial_days else None
+    trial_end = _trial_end(plan)
     anchor = trial_end if trial_end is not None else create
     cancel_at = row["cancel_at"]
     ended = cancel_at is not None and cancel_at <= now
     at = max(create, int(cancel_at) - 1) if ended else now
+    if trial_end is not None and at < trial_end:
+        return 0, ended
+    return rules.period_index(anchor, str(base["interval"]), int(base["interval_count"]), at) + 1, ended
+
+
+def render_subscription(plan: Plan, *, cycle: int, ended: bool) -> dict[str, Any]:
+    """The Subscription response data in ``cycle`` (see ``subscription_position``)."""
+    base, row = plan.base, plan.row
+    interval, count = str(base["interval"]), int(base["interval_count"])
+    create = int(row["create_time"])
+    trial_end = _trial_end(plan)
+    anchor = trial_end if trial_end is not None else create
+    cancel_at = row["cancel_at"]
 
     def period(cycle: int) -> tuple[int, int]:
         if cycle == 0:
@@ -74,10 +110,6 @@ def subscription_view(conn: sqlite3.Connection, row: sqlite3.Row, *, now: int) -
         return (rules.period_start(anchor, interval, count, cycle - 1),
                 rules.period_start(anchor, interval, count, cycle))
 
-    if trial_end is not None and at < trial_end:
-        cycle = 0
-    else:
-        cycle = rules.period_index(anchor, interval, count, at) + 1
     start, end = period(cycle)
 
     def invoice(item_cycle: int) -> dict[str, Any]:
@@ -142,5 +174,5 @@ def subscription_view(conn: sqlite3.Connection, row: sqlite3.Row, *, now: int) -
         "scheduledPhases": plan.phases,
         "elapsedCycles": cycle,
         "sessionId": row["session_id"],
-        "metadata": store.loads(row["metadata"]) or {},
+        "metadata": plan.metadata,
     }

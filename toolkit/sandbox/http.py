@@ -1,20 +1,22 @@
 """Envelopes, errors and body reading shared by every route.
 
-Routes read the raw body themselves and answer with ``to_json_bytes`` so that amounts stay exact
-Decimals end to end (FastAPI's encoder would turn them into floats).
+Routes read the raw body themselves and answer with ``encode`` (``to_json_bytes``'s encoding) so
+that amounts stay exact Decimals end to end (FastAPI's encoder would turn them into floats).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, TypeVar
 
+import simplejson
 from fastapi import Request
 from fastapi.responses import Response
 
 from toolkit.errors import RequestValidationError
-from toolkit.models import SUCCESS_CODE, SUCCESS_MSG, RequestModel, parse_json, to_json_bytes
+from toolkit.models import SUCCESS_CODE, SUCCESS_MSG, RequestModel
 
 #: Bodies above this size are refused with 413 before they are parsed.
 MAX_BODY_BYTES = 1024 * 1024
@@ -59,13 +61,43 @@ class Unauthorized(Exception):
         super().__init__(reason)
 
 
+#: ``toolkit.models.to_json_bytes`` with its encoder built once: ``simplejson.dumps`` with these
+#: options builds a new ``JSONEncoder`` on every call. Same options, so the same bytes.
+_ENCODER = simplejson.JSONEncoder(use_decimal=True, separators=(",", ":"), ensure_ascii=False)
+
+
+#: ``toolkit.models.parse_json``'s decoder, built once (``json.loads`` with ``parse_float`` builds one
+#: per call).
+_DECODER = json.JSONDecoder(parse_float=Decimal)
+
+
+def decode(raw: bytes) -> Any:
+    """JSON with non-integer numbers as exact Decimals: what ``parse_json`` (``json.loads``) does."""
+    return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+
+
+def encode(value: Any) -> bytes:
+    """JSON with Decimals as exact numbers, byte for byte what ``to_json_bytes`` writes."""
+    return _ENCODER.encode(value).encode()
+
+
 def json_response(value: Any, status: int = 200) -> Response:
-    return Response(to_json_bytes(value), status_code=status, media_type="application/json")
+    return Response(encode(value), status_code=status, media_type="application/json")
+
+
+def ok_body(data: Any) -> bytes:
+    """The encoded success envelope (for responses kept and served again)."""
+    return encode({"code": SUCCESS_CODE, "msg": SUCCESS_MSG, "data": data})
+
+
+def ok_bytes(body: bytes) -> Response:
+    """A success response with an envelope already encoded by ``ok_body``."""
+    return Response(body, media_type="application/json")
 
 
 def ok(data: Any) -> Response:
     """The success envelope."""
-    return json_response({"code": SUCCESS_CODE, "msg": SUCCESS_MSG, "data": data})
+    return ok_bytes(ok_body(data))
 
 
 def error_response(status: int, msg: str) -> Response:
@@ -95,7 +127,7 @@ async def read_object(request: Request, *, required: bool = True) -> dict[str, A
             raise BadRequest("body", "a JSON object is required")
         return {}
     try:
-        value = parse_json(raw)
+        value = decode(raw)
     except (ValueError, RecursionError):
         raise BadRequest("body", "malformed JSON") from None
     if not isinstance(value, dict):

@@ -7,6 +7,7 @@ README_SANDBOX.md from the same names.
 from __future__ import annotations
 
 import calendar
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, localcontext
@@ -179,8 +180,12 @@ def _add_months(start: datetime, months: int) -> datetime:
     return start.replace(year=year, month=month, day=day)
 
 
+@functools.lru_cache(maxsize=4096)
 def period_start(anchor_ms: int, interval: str, count: int, index: int) -> int:
     """Start of billing period ``index`` (0-based) counted from ``anchor_ms``, in ms.
+
+    Memoised (a pure function of its arguments): every read of a subscription asks for the same
+    few period starts, and the calendar arithmetic is most of a read's own work.
 
     Calendar intervals are computed from the anchor each time (day clamped to the month's
     length), so a subscription started on the 31st bills on the 30th in April and the 31st in May.

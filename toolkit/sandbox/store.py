@@ -24,6 +24,8 @@ from typing import Any
 
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 30_000
+#: ``Database.read_cache`` starts over beyond this many entries (a bound, not a tuning knob).
+READ_CACHE_MAX_ENTRIES = 10_000
 
 #: Seeded payment instruments usable by any customer with any method; value = forced outcome
 #: (None: no forced outcome, the test-amount and method rules decide).
@@ -108,7 +110,11 @@ def _one(cursor: sqlite3.Cursor) -> sqlite3.Row | None:
 
 
 class Database:
-    """One SQLite file; a connection per thread, created on first use."""
+    """One SQLite file; a connection per thread, created on first use.
+
+    Each connection also has a read cache (``read_cache``) for the read-only routes, so a GET does
+    not re-read rows nothing has changed since the last request.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -129,9 +135,32 @@ class Database:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
+            # Durability: in WAL mode NORMAL fsyncs only at checkpoints, not at every COMMIT. A
+            # committed transaction survives the process being killed (it is in the WAL file, in the
+            # OS page cache); only a power loss or OS crash may lose the last commits. That is the
+            # right trade for a test service, and what the benchmark's reference uses too.
             conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
+            self._local.cache = {}
+            self._local.cache_version = None
         return conn
+
+    def read_cache(self) -> dict[Any, Any]:
+        """This thread's cache of rows and values read outside write transactions, still valid.
+
+        ``PRAGMA data_version`` (one cheap statement) changes when another connection, in this
+        process or another one, has committed since the last call; then the cache is emptied. Commits
+        through this connection do not change it, so ``write`` empties the cache itself. Use it only
+        outside ``write`` (inside, read the rows: the transaction's snapshot is what counts).
+        """
+        conn = self.conn
+        local = self._local
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != local.cache_version or len(local.cache) > READ_CACHE_MAX_ENTRIES:
+            local.cache.clear()
+            local.cache_version = version
+        cache: dict[Any, Any] = local.cache
+        return cache
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -143,6 +172,10 @@ class Database:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        finally:
+            # Whatever this transaction wrote (or read before rolling back) must not be served from
+            # the cache: data_version does not see this connection's own commits.
+            self._local.cache.clear()
         conn.execute("COMMIT")
 
     def close(self) -> None:
@@ -151,6 +184,8 @@ class Database:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            self._local.cache = {}
+            self._local.cache_version = None
 
 
 def _seed(conn: sqlite3.Connection) -> None:
@@ -181,9 +216,22 @@ def stored_api_key(db: Database) -> str:
     return key
 
 
+def clock_offset_ms(conn: sqlite3.Connection) -> int:
+    """How far ``/sandbox/clock/advance`` has moved the sandbox clock ahead of wall time."""
+    return int(get_meta(conn, key="clock_offset_ms") or 0)
+
+
 def now_ms(conn: sqlite3.Connection) -> int:
     """The sandbox clock: wall time plus the offset added by ``/sandbox/clock/advance``."""
-    return wall_ms() + int(get_meta(conn, key="clock_offset_ms") or 0)
+    return wall_ms() + clock_offset_ms(conn)
+
+
+def cached_now_ms(db: Database, cache: dict[Any, Any]) -> int:
+    """``now_ms`` with the offset from ``cache`` (a ``Database.read_cache``) when it is there."""
+    offset = cache.get("clock_offset_ms")
+    if offset is None:
+        offset = cache["clock_offset_ms"] = clock_offset_ms(db.conn)
+    return wall_ms() + int(offset)
 
 
 def advance_clock(conn: sqlite3.Connection, *, delta_ms: int) -> None:

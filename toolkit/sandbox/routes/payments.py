@@ -14,12 +14,13 @@ from starlette.concurrency import run_in_threadpool
 from toolkit.models import AUTO_INSTRUMENT_METHODS, PaymentMethodType, PaymentRequest, PaymentResult
 from toolkit.money import from_minor, to_minor
 from toolkit.sandbox import rules, store
-from toolkit.sandbox.deps import Authenticated, DbDep
+from toolkit.sandbox.deps import authenticate
 from toolkit.sandbox.http import BadRequest, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
 from toolkit.sandbox.qr import qr_data_urls
 
-router = APIRouter(tags=["payments"], dependencies=[Authenticated])
+#: No router-level auth dependency: the route authenticates itself (see ``deps.authenticate``).
+router = APIRouter(tags=["payments"])
 
 
 @dataclass(frozen=True)
@@ -183,8 +184,9 @@ def wallet_action(
     summary="Create a one-time payment",
     openapi_extra=operation(data=model_ref(PaymentResult), body=PaymentRequest, errors=(400, 413)),
 )
-async def create_payment(request: Request, db: DbDep) -> Response:
+async def create_payment(request: Request) -> Response:
     """Everything is decided and written in one BEGIN IMMEDIATE transaction; the QR comes after."""
+    db = authenticate(request).db
     req = build(PaymentRequest, await read_object(request))
     method = req.paymentMethodType
     with db.write() as conn:
