@@ -17,6 +17,7 @@ from toolkit.sandbox.http import BadRequest, NotFound, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
 from toolkit.sandbox.routes.payments import (
     EXPORT_COLUMNS,
+    active_price,
     export_record,
     resolve_customer,
     resolve_instrument,
@@ -69,16 +70,7 @@ async def create_subscription(request: Request, db: DbDep) -> Response:
     req = build(SubscriptionCreateRequest, await read_object(request))
     with db.write() as conn:
         now = store.now_ms(conn)
-        product = store.get_product(conn, product_id=req.productId)
-        if product is None:
-            raise BadRequest("productId", f"unknown product {req.productId!r}")
-        price = store.get_price(conn, price_id=req.priceId)
-        if price is None:
-            raise BadRequest("priceId", f"unknown price {req.priceId!r}")
-        if price["product_id"] != req.productId:
-            raise BadRequest("priceId", f"does not belong to product {req.productId!r}")
-        if not price["active"]:
-            raise BadRequest("priceId", "the price is inactive")
+        price = active_price(conn, product_id=req.productId, price_id=req.priceId)
         if price["price_type"] != "recurring":
             raise BadRequest("priceId", "is a one_time price; a subscription needs a recurring price")
         phases: list[dict[str, Any]] = []

@@ -79,22 +79,27 @@ def resolve_instrument(
     return instrument_id, None if outcome is None else int(outcome)
 
 
+def active_price(conn: sqlite3.Connection, *, product_id: str, price_id: str) -> sqlite3.Row:
+    """The price, after checking the product exists, the price is the product's, and it is active."""
+    if store.get_product(conn, product_id=product_id) is None:
+        raise BadRequest("productId", f"unknown product {product_id!r}")
+    price = store.get_price(conn, price_id=price_id)
+    if price is None:
+        raise BadRequest("priceId", f"unknown price {price_id!r}")
+    if price["product_id"] != product_id:
+        raise BadRequest("priceId", f"does not belong to product {product_id!r}")
+    if not price["active"]:
+        raise BadRequest("priceId", "the price is inactive")
+    return price
+
+
 def resolve_charge(conn: sqlite3.Connection, *, req: PaymentRequest) -> Charge:
     """Spec rules 1 and 2: what is charged, in which currency, and whether the method allows it."""
     fixed: dict[str, int] = {}
     if req.priceId is not None:
         if req.amount is not None:
             raise BadRequest("amount", "not allowed together with priceId (the price sets the amount)")
-        product = store.get_product(conn, product_id=str(req.productId))
-        if product is None:
-            raise BadRequest("productId", f"unknown product {req.productId!r}")
-        price = store.get_price(conn, price_id=req.priceId)
-        if price is None:
-            raise BadRequest("priceId", f"unknown price {req.priceId!r}")
-        if price["product_id"] != req.productId:
-            raise BadRequest("priceId", f"does not belong to product {req.productId!r}")
-        if not price["active"]:
-            raise BadRequest("priceId", "the price is inactive")
+        price = active_price(conn, product_id=str(req.productId), price_id=req.priceId)
         if price["price_type"] == "recurring":
             raise BadRequest("priceId", "is a recurring price; a one-time payment needs a one_time price")
         if req.currency is not None and req.currency != price["currency"]:
