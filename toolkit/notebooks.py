@@ -287,6 +287,23 @@ def _finish_notebook(executed: Path, target: Path, secrets: Sequence[str]) -> An
     return notebook
 
 
+def _local_kernel_manager() -> type:
+    """A kernel manager that talks to the kernel over IPC sockets instead of TCP on loopback.
+
+    No port is opened, and the kernel does not print its warning about unencrypted TCP into
+    every scheduled run's log.
+    """
+    from jupyter_client.manager import KernelManager
+    from traitlets import default
+
+    class LocalKernelManager(KernelManager):
+        @default("transport")
+        def _default_transport(self) -> str:
+            return "ipc"
+
+    return LocalKernelManager
+
+
 def run_notebook(
     name_or_path: str | Path, parameters: Mapping[str, Any] | None = None,
     output_dir: str | Path | None = None, *, reports_root: str | Path = DEFAULT_REPORTS,
@@ -314,6 +331,7 @@ def run_notebook(
                 str(path), str(scratch), parameters=values, kernel_name=kernel_name,
                 cwd=str(path.parent), progress_bar=False, log_output=False,
                 start_timeout=START_TIMEOUT_S, execution_timeout=cell_timeout,
+                kernel_manager_class=_local_kernel_manager(),
             )
         except PapermillExecutionError as exc:
             failed_cell = exc.exec_count
