@@ -185,6 +185,7 @@ class Chart:
 def category_chart(result: Any, title: str = "Exceptions by category") -> Chart:
     """A horizontal bar chart of the exceptions per category (categories with none left out)."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     counts = {name: count for name, count in result.category_counts.items() if count}
     figure = Figure(figsize=(7, 0.45 * max(len(counts), 1) + 1.2))
@@ -193,6 +194,7 @@ def category_chart(result: Any, title: str = "Exceptions by category") -> Chart:
     bars = axes.barh(names, [counts[n] for n in names], color="#b36b00")
     axes.bar_label(bars, padding=3)
     axes.set_xlabel("exceptions")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.25 ticks
     axes.set_title(title if counts else f"{title}: none")
     figure.tight_layout()
     return Chart(figure)

@@ -116,6 +116,7 @@ def _charts(result: ReconciliationResult) -> list[_Chart]:
     """Exceptions by category, and amounts at risk by currency (each in its own unit)."""
     # A bare Figure renders with Agg without touching pyplot's global backend (notebooks keep theirs).
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     counts = {k: v for k, v in result.category_counts.items() if v}
     charts: list[_Chart] = []
@@ -123,6 +124,7 @@ def _charts(result: ReconciliationResult) -> list[_Chart]:
     axes = figure.subplots()
     axes.barh(list(counts)[::-1], list(counts.values())[::-1], color="#b36b00")
     axes.set_xlabel("exceptions")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.25 ticks
     charts.append(_Chart("Exceptions by category", _png(figure)))
 
     # Currencies cannot share one axis of amounts, so each bar is the share of that currency's
