@@ -351,6 +351,8 @@ class AsyncClient(_BaseClient):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._sessions = _SessionHolder()
+        self._timeout_for: tuple[float, float] | None = None
+        self._timeout = aiohttp.ClientTimeout()
 
     async def __aenter__(self) -> Self:
         return self
@@ -363,9 +365,17 @@ class AsyncClient(_BaseClient):
         if self._owns_http:
             await self._sessions.close()
 
+    def _aiohttp_timeout(self) -> aiohttp.ClientTimeout:
+        """aiohttp's timeouts for this client's options (made once per value: it is on every request)."""
+        wanted = (self.connect_timeout, self.timeout)
+        if self._timeout_for != wanted:
+            self._timeout_for = wanted
+            self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(wanted),
+                                                  sock_read=self.timeout)
+        return self._timeout
+
     async def _send(self, step: _Send) -> _Answer | retries.Failure:
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(self.connect_timeout, self.timeout),
-                                        sock_read=self.timeout)
+        timeout = self._aiohttp_timeout()
         try:
             async with self._sessions.get().request(step.method, step.url, data=step.body,
                                                     headers=step.headers, timeout=timeout,

@@ -458,14 +458,22 @@ CreatePaymentApiVo = PaymentResult
 # JSON
 
 
+#: Built once: ``json.loads(parse_float=...)`` and ``simplejson.dumps(...)`` with options build a
+#: new decoder or encoder on every call, which costs more than a small response's parsing.
+_DECODER = json.JSONDecoder(parse_float=Decimal)
+_ENCODER = simplejson.JSONEncoder(use_decimal=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def parse_json(content: bytes | str) -> Any:
     """Parse JSON with every non-integer number as an exact ``Decimal`` (never through float)."""
-    return json.loads(content, parse_float=Decimal)
+    if isinstance(content, bytes | bytearray):
+        content = content.decode(json.detect_encoding(content), "surrogatepass")
+    return _DECODER.decode(content)
 
 
 def to_json_bytes(value: Any) -> bytes:
     """Serialise with Decimals as exact JSON numbers (``12.30``, not ``"12.30"`` or a float)."""
-    return simplejson.dumps(value, use_decimal=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODER.encode(value).encode()
 
 
 def merge_fields(request: BaseModel | Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Any:
