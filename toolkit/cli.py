@@ -20,7 +20,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="toolkit", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="toolkit",
+        description="The payment API toolkit: local sandbox, reconciliation, notebooks and the journal.",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = (list(argv) if argv is not None else sys.argv[1:])[:1]
     for name, (module_name, help_text) in SUBCOMMANDS.items():
