@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -18,6 +19,7 @@ from toolkit.reconcile import (
     load_processor,
     reconcile,
 )
+from toolkit.reconcile.engine import _decimals
 
 COLUMNS = ["merchantReferenceId", "amount", "currency", "status"]
 
@@ -113,6 +115,27 @@ def test_exception_values_side_by_side() -> None:
     assert dup["source_row"] == 12 and "rows 11, 12" in dup["detail"]
     rejected = result.exceptions[result.exceptions["merchantReferenceId"] == "bad-amount"].iloc[0]
     assert rejected["source_row"] == 15 and "more decimals than USD" in rejected["detail"]
+
+
+def test_exception_amounts_are_exact_with_the_currency_exponent() -> None:
+    ledger = [("a", "123456789012.30", "USD", "success"), ("b", "1200", "JPY", "success"),
+              ("c", "-0.050", "KWD", "success"), ("d", "0.00", "EUR", "success")]
+    processor = [(k, a, c, "failure") for k, a, c, _ in ledger]
+    exc = run(ledger, processor).exceptions
+    texts = dict(zip(exc["merchantReferenceId"], exc["ledger_amount"].map(str), strict=True))
+    assert texts == {"a": "123456789012.30", "b": "1200", "c": "-0.050", "d": "0.00"}
+    assert list(exc["ledger_amount"]) == list(exc["processor_amount"])
+
+
+def test_exception_decimals_ignore_the_callers_context() -> None:
+    # Built as 1E-digits * minor: exact even when the caller lowered the context's precision.
+    minor = np.array([12345678901230, -50, 1200, 0], dtype=np.int64)
+    with localcontext() as context:
+        context.prec = 3
+        (amounts,) = _decimals([minor], [np.array([2, 3, 0, -1], dtype=np.int64)])
+    assert [None if a is None else str(a) for a in amounts] == [
+        "123456789012.30", "-0.050", "1200", None,
+    ]
 
 
 def test_summary_counts_and_exact_amounts() -> None:
