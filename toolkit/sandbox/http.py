@@ -135,29 +135,51 @@ async def read_object(request: Request, *, required: bool = True) -> dict[str, A
     return value
 
 
+#: The JSON type each typed field must have (keys of the three sets above), looked up once per key.
+_FIELD_TYPES: dict[str, str] = {
+    **dict.fromkeys(_NUMBER_FIELDS, "number"),
+    **dict.fromkeys(_INTEGER_FIELDS, "integer"),
+    **dict.fromkeys(_BOOLEAN_FIELDS, "boolean"),
+}
+
+
+#: What ``decode`` gives besides lists and dicts: nothing below them to check (and cheaper to rule out
+#: by exact type than by ``isinstance`` against the ``Mapping`` ABC).
+_SCALARS = frozenset({str, int, bool, float, Decimal})
+
+
 def check_types(value: Any, path: str = "") -> None:
-    """Refuse wrong JSON types that pydantic's lax mode would coerce (string amounts, "3", 1 for true)."""
+    """Refuse wrong JSON types that pydantic's lax mode would coerce (string amounts, "3", 1 for true).
+
+    Only containers are descended into (a scalar has nothing below it), and a field's path is
+    spelled out only when it is needed.
+    """
     if isinstance(value, list):
         for index, item in enumerate(value):
-            check_types(item, f"{path}.{index}" if path else str(index))
+            if isinstance(item, list | Mapping):
+                check_types(item, f"{path}.{index}" if path else str(index))
         return
     if not isinstance(value, Mapping):
         return
     for key, item in value.items():
-        field = f"{path}.{key}" if path else str(key)
         if item is None:
             continue
-        if key in _NUMBER_FIELDS and (isinstance(item, bool) or not isinstance(item, int | Decimal)):
-            raise BadRequest(field, "must be a JSON number")
-        if key in _INTEGER_FIELDS and (isinstance(item, bool) or not isinstance(item, int)):
-            raise BadRequest(field, "must be a JSON integer")
-        if key in _BOOLEAN_FIELDS and not isinstance(item, bool):
-            raise BadRequest(field, "must be true or false")
-        if key == "currencyOptions" and isinstance(item, Mapping):
-            for currency, amount in item.items():
-                if isinstance(amount, bool) or not isinstance(amount, int | Decimal):
-                    raise BadRequest(f"{field}.{currency}", "must be a JSON number")
-        check_types(item, field)
+        kind = _FIELD_TYPES.get(key)
+        if kind == "number" and (isinstance(item, bool) or not isinstance(item, int | Decimal)):
+            raise BadRequest(f"{path}.{key}" if path else str(key), "must be a JSON number")
+        if kind == "integer" and (isinstance(item, bool) or not isinstance(item, int)):
+            raise BadRequest(f"{path}.{key}" if path else str(key), "must be a JSON integer")
+        if kind == "boolean" and not isinstance(item, bool):
+            raise BadRequest(f"{path}.{key}" if path else str(key), "must be true or false")
+        if type(item) in _SCALARS:
+            continue
+        if isinstance(item, list | Mapping):
+            field = f"{path}.{key}" if path else str(key)
+            if key == "currencyOptions" and isinstance(item, Mapping):
+                for currency, amount in item.items():
+                    if isinstance(amount, bool) or not isinstance(amount, int | Decimal):
+                        raise BadRequest(f"{field}.{currency}", "must be a JSON number")
+            check_types(item, field)
 
 
 def build(model: type[ModelT], data: dict[str, Any]) -> ModelT:
