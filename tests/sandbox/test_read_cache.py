@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.sandbox.conftest import TEST_KEY, Api, recurring
-from toolkit.models import parse_json, to_json_bytes
 from toolkit.sandbox import store
 from toolkit.sandbox.embedded import start_server
-from toolkit.sandbox.http import decode, encode
 from toolkit.sandbox.rules import DAY_MS
 
 
@@ -95,23 +92,3 @@ def test_rolled_back_reads_are_not_cached(tmp_path: Path) -> None:
     assert store.clock_offset_ms(db.conn) == 0
 
 
-@pytest.mark.parametrize("raw", [
-    b'{"amount": 12.30, "n": 3, "s": "caf\\u00e9", "x": [1e2, -0.0]}',
-    '{"name": "Café"}'.encode("utf-16"), b"\xef\xbb\xbf{}", b"[1, 2", b"\xff\xfe\x00",
-])
-def test_decode_matches_parse_json(raw: bytes) -> None:
-    try:
-        expected: Any = parse_json(raw)
-    except ValueError as exc:
-        expected = type(exc)
-    try:
-        got: Any = decode(raw)
-    except ValueError as exc:
-        got = type(exc)
-    assert got == expected and repr(got) == repr(expected)
-
-
-def test_encode_matches_to_json_bytes() -> None:
-    value = {"amount": Decimal("12.30"), "yen": Decimal("1200"), "name": "Café ☕", "n": None,
-             "list": [1, True, {"x": Decimal("0.001")}]}
-    assert encode(value) == to_json_bytes(value)

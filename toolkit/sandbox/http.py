@@ -6,17 +6,15 @@ that amounts stay exact Decimals end to end (FastAPI's encoder would turn them i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, TypeVar
 
-import simplejson
 from fastapi import Request
 from fastapi.responses import Response
 
 from toolkit.errors import RequestValidationError
-from toolkit.models import SUCCESS_CODE, SUCCESS_MSG, RequestModel
+from toolkit.models import SUCCESS_CODE, SUCCESS_MSG, RequestModel, parse_json, to_json_bytes
 
 #: Bodies above this size are refused with 413 before they are parsed.
 MAX_BODY_BYTES = 1024 * 1024
@@ -61,24 +59,9 @@ class Unauthorized(Exception):
         super().__init__(reason)
 
 
-#: ``toolkit.models.to_json_bytes`` with its encoder built once: ``simplejson.dumps`` with these
-#: options builds a new ``JSONEncoder`` on every call. Same options, so the same bytes.
-_ENCODER = simplejson.JSONEncoder(use_decimal=True, separators=(",", ":"), ensure_ascii=False)
-
-
-#: ``toolkit.models.parse_json``'s decoder, built once (``json.loads`` with ``parse_float`` builds one
-#: per call).
-_DECODER = json.JSONDecoder(parse_float=Decimal)
-
-
-def decode(raw: bytes) -> Any:
-    """JSON with non-integer numbers as exact Decimals: what ``parse_json`` (``json.loads``) does."""
-    return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
-
-
-def encode(value: Any) -> bytes:
-    """JSON with Decimals as exact numbers, byte for byte what ``to_json_bytes`` writes."""
-    return _ENCODER.encode(value).encode()
+#: The shared JSON of client and sandbox: Decimals exact both ways, encoder and decoder built once.
+decode = parse_json
+encode = to_json_bytes
 
 
 def json_response(value: Any, status: int = 200) -> Response:
