@@ -63,3 +63,26 @@ def exported_payments(sandbox: RunningSandbox) -> list[dict[str, object]]:
     response.raise_for_status()
     payments: list[dict[str, object]] = response.json()["data"]["payments"]
     return payments
+
+
+def wait_until_answering(url: str, *, seconds: float = 30) -> None:
+    """Block until an HTTP server at ``url`` answers at all (a sandbox started as a subprocess)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {seconds} s")
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

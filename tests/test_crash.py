@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,19 +16,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import free_port, wait_until_answering
 from toolkit.journal import UNKNOWN_STATES, Journal
 
 pytestmark = pytest.mark.slow
 
 KEY = "sk_test_crash_harness"
 WORKER = str(Path(__file__).with_name("crash_worker.py"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture
@@ -42,14 +35,8 @@ def sandbox_process(tmp_path: Path) -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url + "/openapi.json", timeout=1)
-            break
-        except httpx.TransportError:
-            time.sleep(0.1)
     try:
+        wait_until_answering(url + "/openapi.json")
         yield url
     finally:
         server.terminate()

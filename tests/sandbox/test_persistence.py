@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.conftest import free_port, wait_until_answering
 from tests.sandbox.conftest import Api, now_ms
 from toolkit.sandbox.embedded import embedded_sandbox, start_server
 
@@ -61,19 +60,13 @@ def test_embedded_sandbox_is_started_once(tmp_path: Path) -> None:
         first.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_two_processes_write_the_same_database(tmp_path: Path) -> None:
     """A ``toolkit sandbox`` process and an embedded server interleave writes on one file."""
     db = tmp_path / "shared.sqlite"
     local = start_server(db_path=db)
     key = local.api_key.get_secret_value()
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLKIT_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "toolkit.cli", "sandbox", "--port", str(port), "--db", str(db)],
@@ -81,13 +74,7 @@ def test_two_processes_write_the_same_database(tmp_path: Path) -> None:
     )
     try:
         remote = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(remote + "/sandbox/info", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        wait_until_answering(remote + "/sandbox/info", seconds=20)
         body = {"customerEmail": "m@example.com", "paymentMethodType": "CARD", "amount": 1,
                 "currency": "USD", "paymentInstrumentId": "pi_test_default", "returnUrl": "https://r"}
         ids = []
