@@ -175,18 +175,12 @@ def _as_table(
 
 
 def _strings(table: pa.Table, column: str, name: str) -> pa.ChunkedArray:
-    """A column as trimmed strings; non-text Parquet columns are cast exactly, floats refused."""
-    array = table.column(column)
-    if pa.types.is_floating(array.type) and column in ("amount", "quantity"):
-        raise InputError(f"{name}: column {column!r} holds floats; write amounts as text or decimal")
-    if not pa.types.is_string(array.type):
-        array = pc.cast(array, pa.string())
-    array = pc.fill_null(array, "")
-    return pc.utf8_trim_whitespace(array)
+    """A column as trimmed strings, missing cells empty."""
+    return pc.utf8_trim_whitespace(pc.fill_null(_raw_strings(table, column, name), ""))
 
 
 def _raw_strings(table: pa.Table, column: str, name: str) -> pa.ChunkedArray:
-    """A column as strings, untrimmed (callers trim what they need, where it is cheap)."""
+    """A column as strings, untrimmed; non-text Parquet columns are cast exactly, floats refused."""
     array = table.column(column)
     if pa.types.is_floating(array.type) and column in ("amount", "quantity"):
         raise InputError(f"{name}: column {column!r} holds floats; write amounts as text or decimal")
