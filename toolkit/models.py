@@ -443,6 +443,9 @@ class Envelope(ResponseModel, Generic[DataT]):
     data: DataT | None = None
 
 
+#: The API's status codes and their names, from ``PaymentStatus`` (the one place they are written).
+PAYMENT_STATUS_LABELS: dict[int, str] = {status.value: status.label for status in PaymentStatus}
+
 #: Status names used in frames, exports and reports; ``unknown`` is the journal's own (no outcome known).
 PAYMENT_STATUS_NAMES: tuple[str, ...] = ("success", "pending", "failure", "next_action", "unknown")
 

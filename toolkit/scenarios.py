@@ -29,12 +29,12 @@ import pandas as pd
 from toolkit.errors import InputError, RequestValidationError
 from toolkit.frames import prices_frame
 from toolkit.journal import Journal
-from toolkit.models import PAYMENT_STATUS_NAMES, PaymentRequest
+from toolkit.models import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES, PaymentRequest
 from toolkit.views import Chart
 
 SCENARIO_COLUMNS: tuple[str, ...] = ("merchantReferenceId", "customer", "method", "expected")
 DEFAULT_RETURN_URL = "https://merchant.example/return"
-_STATUS_ALIASES = {"1": "success", "2": "pending", "3": "failure", "5": "next_action"}
+_STATUS_ALIASES = {str(code): name for code, name in PAYMENT_STATUS_LABELS.items()}
 #: Scenario columns that are not PaymentRequest fields.
 _OWN_COLUMNS = frozenset({"customer", "method", "price", "expected", "note"})
 #: At most this many QR codes are drawn in a notebook (the table lists them all).

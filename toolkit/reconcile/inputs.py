@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.errors import InputError
-from toolkit.models import PAYMENT_STATUS_NAMES
+from toolkit.models import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES
 from toolkit.money import MoneyError, minor_digits
 
 #: Columns every payments input must have (after the mapping is applied).
@@ -43,7 +43,7 @@ REJECTED_COLUMNS: tuple[str, ...] = (
 )
 
 # The payment status codes of the API (1/2/3/5) and the journal's own ``unknown`` (no code).
-_STATUS_CODES: dict[str, str] = {"1": "success", "2": "pending", "3": "failure", "5": "next_action"}
+_STATUS_CODES: dict[str, str] = {str(code): name for code, name in PAYMENT_STATUS_LABELS.items()}
 # int64 holds 18 full decimal digits: integer digits + minor digits may not exceed that.
 _MAX_DIGITS = 18
 _POW10 = np.array([10**i for i in range(_MAX_DIGITS + 1)], dtype=np.int64)

@@ -12,11 +12,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, localcontext
 
+from toolkit.models import PAYMENT_STATUS_LABELS, PaymentStatus
 from toolkit.models import PaymentMethodType as M
 from toolkit.money import round_to_currency
 
-SUCCESS, PENDING, FAILURE, NEXT_ACTION = 1, 2, 3, 5
-STATUS_NAMES: dict[int, str] = {1: "success", 2: "pending", 3: "failure", 5: "next_action"}
+SUCCESS, PENDING, FAILURE, NEXT_ACTION = (
+    PaymentStatus.SUCCESS.value, PaymentStatus.PENDING.value, PaymentStatus.FAILURE.value,
+    PaymentStatus.NEXT_ACTION.value,
+)
+STATUS_NAMES: dict[int, str] = PAYMENT_STATUS_LABELS
 
 #: Test amounts: amount in minor units modulo 1000 -> status, for any method.
 TEST_AMOUNT_OUTCOMES: dict[int, int] = {901: SUCCESS, 902: PENDING, 903: FAILURE, 905: NEXT_ACTION}
