@@ -7,8 +7,9 @@ from decimal import Decimal
 import pytest
 
 from tests.faults import Mode, fault_server
-from toolkit import Client, PaymentStatus, SandboxError
+from toolkit import AuthenticationError, Client, PaymentStatus, SandboxError
 from toolkit.sandbox.controls import SandboxControls
+from toolkit.sandbox.embedded import RunningSandbox
 
 
 def test_scenario_subscription_clock_resolve_export(client: Client, unique: str) -> None:
@@ -47,3 +48,8 @@ def test_refuses_a_service_that_is_not_a_sandbox() -> None:
             Client(base_url=f"http://127.0.0.1:{server.port}", api_key="k") as not_a_sandbox, \
             pytest.raises(SandboxError):
         SandboxControls(not_a_sandbox)
+
+
+def test_a_refused_key_is_an_authentication_error_not_a_verdict_on_the_service(sandbox: RunningSandbox) -> None:
+    with Client(base_url=sandbox.base_url, api_key="sk_wrong") as wrong, pytest.raises(AuthenticationError):
+        SandboxControls(wrong)

@@ -72,25 +72,20 @@ def processor_side(processor_path: str | Path | None) -> tuple[Any, str]:
     payments frame (what this toolkit created at the live service, with its recorded outcomes).
     """
     from toolkit.client import Client
-    from toolkit.errors import APIError, AuthenticationError
+    from toolkit.errors import SandboxError
     from toolkit.frames import payments_frame
     from toolkit.journal import Journal
+    from toolkit.sandbox.controls import SandboxControls
 
     if processor_path is not None and str(processor_path).strip():
         return str(processor_path), f"processor file {processor_path}"
     with Client() as client:
         label = client.environment.label
         try:
-            # A refused key raises here (AuthenticationError): a broken run, not "not a sandbox".
-            info = client.call("GET", "/sandbox/info")
-        except AuthenticationError:
-            raise
-        except APIError:  # the live service has no /sandbox/info
-            info = None
-        if isinstance(info, dict) and info.get("sandbox") is True:
-            from toolkit.sandbox.controls import SandboxControls
-
-            export = SandboxControls(client).export_payments()
+            export = SandboxControls(client).export_payments()  # a refused key raises: a broken run
+        except SandboxError:  # the live service has no /sandbox/info
+            pass
+        else:
             return export, f"settlement export of the {label}"
     with Journal.open() as journal:
         return payments_frame(journal), f"journal of payments created at the {label}"

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from toolkit.client import Client
-from toolkit.errors import APIError, SandboxError
+from toolkit.errors import APIError, AuthenticationError, SandboxError
 from toolkit.models import Subscription, merge_fields
 from toolkit.sandbox.routes.payments import EXPORT_COLUMNS
 from toolkit.sandbox.schemas import (
@@ -33,6 +33,8 @@ class SandboxControls:
         self.client = client or Client()
         try:
             info = self.client.call("GET", "/sandbox/info")
+        except AuthenticationError:
+            raise  # a refused key says nothing about what the service is
         except APIError as exc:
             raise SandboxError(
                 f"{self.client.base_url} is not a sandbox (GET /sandbox/info: HTTP {exc.http_status}); "
