@@ -1,7 +1,8 @@
 """A tiny misbehaving HTTP/1.1 server on 127.0.0.1 for fault-injection tests (threads and sockets).
 
-``FaultServer(mode)`` listens on a free port, counts every request once its full body has been read,
-records it (method, path, headers, body, time) and then behaves per ``Mode``:
+``FaultServer(mode)`` listens on a free port, counts the connections it accepts (``connections``) and
+every request once its full body has been read, records it (method, path, headers, body, time) and then
+behaves per ``Mode``:
 
 - ``HANG``: read the body, then never answer (until the server is closed at the end of the test);
 - ``CLOSE``: read the body, then close the connection without a byte of answer;
@@ -10,7 +11,14 @@ records it (method, path, headers, body, time) and then behaves per ``Mode``:
 - ``RATE_LIMITED_429``: HTTP 429 with ``Retry-After`` (and an envelope) on the first request, then as ``OK``;
 - ``BROKEN_BODY``: HTTP 200 whose JSON body is cut off half-way (valid HTTP framing, invalid JSON);
 - ``UNAUTHORIZED_401``: HTTP 401 with a plain-string body (``unauthorized_body``);
+- ``ERROR_THEN_CLOSE``: ``POST /payment`` as ``OK``; every other request gets HTTP ``error_status``
+  (an envelope) *without* ``Connection: close``, then the server waits ``close_delay`` seconds without
+  reading and closes the connection, as uvicorn does after an exception in the application. A request
+  the client sends on that connection meanwhile is never read nor counted (the close resets it);
 - ``OK``: HTTP 200 with a valid envelope for the path asked (payment result, product, subscription).
+
+With ``body_delay`` the server sends each answer's head, waits that long, then sends its body (the
+client sees the status before the body has arrived).
 
 ``refused_url()`` is an address with nothing listening (a port bound, then closed).
 """
@@ -40,6 +48,7 @@ class Mode(Enum):
     RATE_LIMITED_429 = "429"
     BROKEN_BODY = "broken-body"
     UNAUTHORIZED_401 = "401"
+    ERROR_THEN_CLOSE = "error-then-close"
     OK = "ok"
 
 
@@ -55,22 +64,48 @@ class Received:
 
 
 def payment_data() -> dict[str, Any]:
-    return {"orderId": "ord_fault_1", "sessionId": "ses_fault_1", "paymentInstrumentId": "pi_fault_1",
-            "status": 1, "amount": 12.30, "currency": "USD"}
+    return {
+        "orderId": "ord_fault_1",
+        "sessionId": "ses_fault_1",
+        "paymentInstrumentId": "pi_fault_1",
+        "status": 1,
+        "amount": 12.30,
+        "currency": "USD",
+    }
 
 
 def product_data() -> dict[str, Any]:
-    return {"productId": "prod_fault_1", "name": "Fault product", "active": True,
-            "priceList": [{"priceId": "price_fault_1", "productId": "prod_fault_1", "unitAmount": 9.99,
-                           "active": True, "createTime": 1_700_000_000_000}],
-            "createTime": 1_700_000_000_000, "updateTime": 1_700_000_000_000}
+    return {
+        "productId": "prod_fault_1",
+        "name": "Fault product",
+        "active": True,
+        "priceList": [
+            {
+                "priceId": "price_fault_1",
+                "productId": "prod_fault_1",
+                "unitAmount": 9.99,
+                "active": True,
+                "createTime": 1_700_000_000_000,
+            }
+        ],
+        "createTime": 1_700_000_000_000,
+        "updateTime": 1_700_000_000_000,
+    }
 
 
 def subscription_data(subscription_id: str) -> dict[str, Any]:
-    return {"subscriptionId": subscription_id, "customerId": "cus_fault_1", "productId": "prod_fault_1",
-            "priceId": "price_fault_1", "quantity": 1, "createTime": 1_700_000_000_000,
-            "paymentMethodType": "CARD", "cancelAtPeriodEnd": False, "elapsedCycles": 2,
-            "recurringInvoiceItem": {"invoiceItemId": "ii_1", "amount": 9.99, "proration": False}}
+    return {
+        "subscriptionId": subscription_id,
+        "customerId": "cus_fault_1",
+        "productId": "prod_fault_1",
+        "priceId": "price_fault_1",
+        "quantity": 1,
+        "createTime": 1_700_000_000_000,
+        "paymentMethodType": "CARD",
+        "cancelAtPeriodEnd": False,
+        "elapsedCycles": 2,
+        "recurringInvoiceItem": {"invoiceItemId": "ii_1", "amount": 9.99, "proration": False},
+    }
 
 
 def envelope(data: Any, *, code: int = 200, msg: str = "success") -> bytes:
@@ -86,7 +121,11 @@ class FaultServer:
     unauthorized_body: str = "Unauthorized: invalid API key"
     error_msg: str = "internal error"
     unavailable_body: str = "Service Unavailable"
+    error_status: int = 500
+    close_delay: float = 0.05
+    body_delay: float = 0.0
     received: list[Received] = field(default_factory=list, init=False)
+    accepted: int = field(default=0, init=False)
     port: int = field(default=0, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
@@ -122,8 +161,9 @@ class FaultServer:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     @property
@@ -134,6 +174,12 @@ class FaultServer:
     def count(self) -> int:
         with self._lock:
             return len(self.received)
+
+    @property
+    def connections(self) -> int:
+        """Connections accepted so far."""
+        with self._lock:
+            return self.accepted
 
     def requests(self) -> list[Received]:
         with self._lock:
@@ -158,6 +204,7 @@ class FaultServer:
             conn.settimeout(_POLL)
             with self._lock:
                 self._conns.append(conn)
+                self.accepted += 1
             self._spawn(self._serve, conn)
 
     def _recv(self, conn: socket.socket) -> bytes | None:
@@ -208,11 +255,25 @@ class FaultServer:
                     return
                 if self.mode is Mode.CLOSE:
                     return
-                conn.sendall(self._answer(request))
+                if self.mode is Mode.ERROR_THEN_CLOSE and not _is_payment(request):
+                    status = self.error_status
+                    self._send(conn, _response(status, envelope(None, code=status, msg=self.error_msg)))
+                    self._stop.wait(self.close_delay)
+                    return
+                self._send(conn, self._answer(request))
         except OSError:
             return
         finally:
             _close_quietly(conn)
+
+    def _send(self, conn: socket.socket, answer: bytes) -> None:
+        if self.body_delay <= 0:
+            conn.sendall(answer)
+            return
+        head, _, body = answer.partition(b"\r\n\r\n")
+        conn.sendall(head + b"\r\n\r\n")
+        self._stop.wait(self.body_delay)
+        conn.sendall(body)
 
     def _answer(self, request: Received) -> bytes:
         mode = self.mode
@@ -220,8 +281,11 @@ class FaultServer:
             with self._lock:
                 first, self._answered_429 = not self._answered_429, True
             if first:
-                return _response(429, envelope(None, code=429, msg="too many requests"),
-                                 extra={"Retry-After": self.retry_after})
+                return _response(
+                    429,
+                    envelope(None, code=429, msg="too many requests"),
+                    extra={"Retry-After": self.retry_after},
+                )
             mode = Mode.OK
         if mode is Mode.ERROR_500:
             return _response(500, envelope(None, code=500, msg=self.error_msg))
@@ -246,12 +310,24 @@ class FaultServer:
         return envelope(None, code=404, msg="not found")
 
 
-_REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+def _is_payment(request: Received) -> bool:
+    return request.method == "POST" and request.path.split("?", 1)[0] == "/payment"
 
 
-def _response(status: int, body: bytes, *, content_type: str = "application/json",
-              extra: dict[str, str] | None = None) -> bytes:
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+def _response(
+    status: int, body: bytes, *, content_type: str = "application/json", extra: dict[str, str] | None = None
+) -> bytes:
     headers = {"Content-Type": content_type, "Content-Length": str(len(body)), **(extra or {})}
     head = f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\n"
     head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())

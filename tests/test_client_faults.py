@@ -40,11 +40,15 @@ POSTS: list[Call] = ["create_payment", "create_product"]
 CALLS: list[Call] = ["create_payment", "create_product", "get_subscription"]
 
 PAYMENT: dict[str, Any] = {
-    "paymentMethodType": "ALIPAY", "returnUrl": "https://shop.example/return",
-    "customerId": "cus_1", "amount": Decimal("12.30"), "currency": "USD",
+    "paymentMethodType": "ALIPAY",
+    "returnUrl": "https://shop.example/return",
+    "customerId": "cus_1",
+    "amount": Decimal("12.30"),
+    "currency": "USD",
 }
 PRODUCT: dict[str, Any] = {
-    "name": "Fault product", "priceList": [{"currency": "USD", "unitAmount": Decimal("9.99")}],
+    "name": "Fault product",
+    "priceList": [{"currency": "USD", "unitAmount": Decimal("9.99")}],
 }
 SUBSCRIPTION_ID = "sub_fault_1"
 PATHS: dict[Call, tuple[str, str]] = {
@@ -96,11 +100,16 @@ async def _call_async(client: AsyncClient, call: Call) -> Any:
     return await client.get_subscription(SUBSCRIPTION_ID)
 
 
-def invoke(flavor: Flavor, call: Call, url: str, *, timeout: float = 2.0,
-           max_retries: int = MAX_RETRIES) -> Any:
+def invoke(
+    flavor: Flavor, call: Call, url: str, *, timeout: float = 2.0, max_retries: int = MAX_RETRIES
+) -> Any:
     """The call's result, or the ToolkitError it raised (anything else propagates)."""
-    options: dict[str, Any] = {"base_url": url, "api_key": KEY, "timeout": timeout,
-                               "max_retries": max_retries}
+    options: dict[str, Any] = {
+        "base_url": url,
+        "api_key": KEY,
+        "timeout": timeout,
+        "max_retries": max_retries,
+    }
     if flavor == "sync":
         with Client(**options) as client:
             try:
@@ -147,8 +156,9 @@ def settle() -> None:
 @pytest.mark.parametrize("server", [Mode.HANG], indirect=True)
 @pytest.mark.parametrize("call", POSTS)
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_hang_post_is_outcome_unknown_sent_once(server: FaultServer, flavor: Flavor, call: Call,
-                                                attempts: list[float]) -> None:
+def test_hang_post_is_outcome_unknown_sent_once(
+    server: FaultServer, flavor: Flavor, call: Call, attempts: list[float]
+) -> None:
     error = invoke(flavor, call, server.url, timeout=HANG_TIMEOUT)
     settle()
     assert isinstance(error, OutcomeUnknownError), error
@@ -160,8 +170,9 @@ def test_hang_post_is_outcome_unknown_sent_once(server: FaultServer, flavor: Fla
 
 @pytest.mark.parametrize("server", [Mode.HANG], indirect=True)
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_hang_get_is_retried_then_transport_error(server: FaultServer, flavor: Flavor,
-                                                  attempts: list[float]) -> None:
+def test_hang_get_is_retried_then_transport_error(
+    server: FaultServer, flavor: Flavor, attempts: list[float]
+) -> None:
     error = invoke(flavor, "get_subscription", server.url, timeout=HANG_TIMEOUT)
     settle()
     assert isinstance(error, TransportError), error
@@ -177,8 +188,9 @@ def test_hang_get_is_retried_then_transport_error(server: FaultServer, flavor: F
 @pytest.mark.parametrize("server", [Mode.CLOSE], indirect=True)
 @pytest.mark.parametrize("call", POSTS)
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_close_post_is_outcome_unknown_sent_once(server: FaultServer, flavor: Flavor, call: Call,
-                                                 attempts: list[float]) -> None:
+def test_close_post_is_outcome_unknown_sent_once(
+    server: FaultServer, flavor: Flavor, call: Call, attempts: list[float]
+) -> None:
     error = invoke(flavor, call, server.url)
     settle()
     assert isinstance(error, OutcomeUnknownError), error
@@ -189,8 +201,9 @@ def test_close_post_is_outcome_unknown_sent_once(server: FaultServer, flavor: Fl
 
 @pytest.mark.parametrize("server", [Mode.CLOSE], indirect=True)
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_close_get_is_retried_exactly_max_retries(server: FaultServer, flavor: Flavor,
-                                                   attempts: list[float]) -> None:
+def test_close_get_is_retried_exactly_max_retries(
+    server: FaultServer, flavor: Flavor, attempts: list[float]
+) -> None:
     """max_retries bounds what reaches the server: no hidden retry below the client.
 
     Fails for AsyncClient today: aiohttp's ClientSession re-sends an idempotent request once by
@@ -243,6 +256,7 @@ def test_with_options_max_retries_zero_sends_once(server: FaultServer, flavor: F
         with Client(base_url=server.url, api_key=KEY) as client, pytest.raises(APIError):
             client.with_options(max_retries=0).get_subscription(SUBSCRIPTION_ID)
     else:
+
         async def main() -> None:
             async with AsyncClient(base_url=server.url, api_key=KEY) as client:
                 with pytest.raises(APIError):
@@ -258,8 +272,9 @@ def test_with_options_max_retries_zero_sends_once(server: FaultServer, flavor: F
 
 @pytest.mark.parametrize("call", CALLS)
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_refused_is_retried_then_transport_error_not_reached(flavor: Flavor, call: Call,
-                                                             attempts: list[float]) -> None:
+def test_refused_is_retried_then_transport_error_not_reached(
+    flavor: Flavor, call: Call, attempts: list[float]
+) -> None:
     error = invoke(flavor, call, refused_url())
     assert isinstance(error, TransportError), error
     assert error.may_have_reached_server is False
@@ -324,8 +339,9 @@ def test_broken_body_get_is_api_error(server: FaultServer, flavor: Flavor) -> No
 @pytest.mark.parametrize("server", [Mode.UNAUTHORIZED_401], indirect=True)
 @pytest.mark.parametrize("call", CALLS)
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_401_is_authentication_error_with_body_never_retried(server: FaultServer, flavor: Flavor,
-                                                             call: Call) -> None:
+def test_401_is_authentication_error_with_body_never_retried(
+    server: FaultServer, flavor: Flavor, call: Call
+) -> None:
     error = invoke(flavor, call, server.url)
     settle()
     assert isinstance(error, AuthenticationError), error
@@ -371,3 +387,68 @@ async def test_async_client_many_concurrent_calls_in_running_loop(server: FaultS
     assert server.count == 20
     stamps = [r.headers["x-timestamp"] for r in server.requests()]
     assert all(s.isdigit() for s in stamps)
+
+
+# -- an error status, then the server closes the connection (without Connection: close) -------------
+
+ROUNDS = 10
+FIRSTS: list[Call] = ["get_subscription", "create_product"]
+
+
+def _rounds(flavor: Flavor, first: Call, url: str) -> list[tuple[Any, Any]]:
+    """``ROUNDS`` times on one client: ``first`` (answered with the error, then closed), then a payment."""
+    options: dict[str, Any] = {"base_url": url, "api_key": KEY, "timeout": 2.0, "max_retries": MAX_RETRIES}
+
+    def outcome_sync(client: Client, call: Call) -> Any:
+        try:
+            return _call_sync(client, call)
+        except ToolkitError as exc:
+            return exc
+
+    async def outcome_async(client: AsyncClient, call: Call) -> Any:
+        try:
+            return await _call_async(client, call)
+        except ToolkitError as exc:
+            return exc
+
+    if flavor == "sync":
+        with Client(**options) as client:
+            return [
+                (outcome_sync(client, first), outcome_sync(client, "create_payment")) for _ in range(ROUNDS)
+            ]
+
+    async def main() -> list[tuple[Any, Any]]:
+        async with AsyncClient(**options) as client:
+            return [
+                (await outcome_async(client, first), await outcome_async(client, "create_payment"))
+                for _ in range(ROUNDS)
+            ]
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("status", [500, 400])
+@pytest.mark.parametrize("first", FIRSTS)
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_post_after_an_error_and_a_close_reaches_the_server(flavor: Flavor, first: Call, status: int) -> None:
+    """A connection that answered an error is not reused: the next POST goes out on a live one.
+
+    The server answers ``first`` with ``status`` and closes the connection a moment later without
+    having said ``Connection: close``; a POST sent on it meanwhile never reaches the server and was
+    reported as an unknown outcome.
+    """
+    with FaultServer(Mode.ERROR_THEN_CLOSE, error_status=status) as server:
+        outcomes = _rounds(flavor, first, server.url)
+        settle()
+        received = server.requests()
+    unknown = sum(isinstance(payment, OutcomeUnknownError) for _, payment in outcomes)
+    paid = sum(isinstance(payment, PaymentResult) for _, payment in outcomes)
+    assert (paid, unknown) == (ROUNDS, 0), f"{unknown} of {ROUNDS} payments unknown"
+    # a create call answered 5xx may have taken effect; a GET or a 4xx is an answer
+    expected = OutcomeUnknownError if first != "get_subscription" and status >= 500 else APIError
+    for error, _ in outcomes:
+        assert isinstance(error, expected), error
+        assert error.http_status == status
+    tries = MAX_RETRIES + 1 if first == "get_subscription" and status >= 500 else 1
+    one_round = [PATHS[first]] * tries + [PATHS["create_payment"]]
+    assert [(r.method, r.path) for r in received] == one_round * ROUNDS

@@ -7,6 +7,23 @@ receives plain answers; ``Client`` drives it with httpx, ``AsyncClient`` with ai
 pool directly (httpx's async pool, or httpx on top of aiohttp, costs several times aiohttp's own
 throughput). The loop is written once.
 
+Connections: a POST that may have reached the service is never sent again, so it must go out on a
+connection that is alive, or "unknown outcome" would also cover requests the service never saw.
+Servers close connections without warning in two cases, and both drivers avoid them:
+
+- after an error: uvicorn, for one, answers 500 after an exception and then closes the connection
+  without having said ``Connection: close``; many servers do the same after 4xx answers. A request
+  sent on that connection in the moment before the close arrives is lost. So a connection whose
+  response had an error status (``keeps_connection``) is closed, never returned to the pool.
+- when idle: a server closes a kept-alive connection after its keep-alive timeout (5 s for
+  uvicorn, Node.js and Apache httpd; 2 s for gunicorn's async workers), and a request sent just
+  before the close arrives is lost the same way. The pools keep an idle connection for at most
+  ``KEEPALIVE_EXPIRY``, well below those (httpx's default is 5 s, aiohttp's 15 s), so no request
+  leaves on a connection the server may be closing. Under load a connection is reused within
+  milliseconds; only a pause longer than that costs one new connection.
+
+A success leaves its connection in the pool, so the normal path's throughput is unchanged.
+
 The API key never leaves the headers of the outgoing request: not in a repr, an error, a log line
 or an exception's context. The drivers hand the loop a ``Failure``, never the library's exception
 (whose request object holds the headers in clear), and any text from the service is redacted.
@@ -25,6 +42,7 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 import httpx
+from aiohttp.connector import Connection
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from toolkit import retries
@@ -56,6 +74,18 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 USER_AGENT = "toolkit/0.1"
 MAX_CONNECTIONS = 100
+MAX_KEEPALIVE_CONNECTIONS = 20  # Client's idle connections (httpx's default)
+#: Seconds an idle connection stays in the pool: below common server keep-alive timeouts (module docstring).
+KEEPALIVE_EXPIRY = 1.0
+
+
+def keeps_connection(status: int) -> bool:
+    """Whether a connection goes back to the pool after a response with ``status``: only after a success.
+
+    After an error status the server may close the connection without saying so; the next request,
+    perhaps a POST that cannot be sent again, must not be the one that finds out.
+    """
+    return status < 400
 
 
 @dataclass(frozen=True)
@@ -137,8 +167,7 @@ class _BaseClient:
     def _timeouts(self) -> httpx.Timeout:
         return httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout))
 
-    def _request(self, method: str, path: str, body: bytes | None,
-                 params: Mapping[str, str] | None) -> _Send:
+    def _request(self, method: str, path: str, body: bytes | None, params: Mapping[str, str] | None) -> _Send:
         """One attempt, with a fresh X-Timestamp (ms since the epoch, as a string)."""
         headers = {
             "X-API-KEY": self._api_key.get_secret_value(),
@@ -151,8 +180,9 @@ class _BaseClient:
         url = self.base_url + path + ("?" + urlencode(params) if params else "")
         return _Send(method, url, headers, body)
 
-    def _exchange(self, method: str, path: str, *, body: bytes | None = None,
-                  params: Mapping[str, str] | None = None) -> _Exchange:
+    def _exchange(
+        self, method: str, path: str, *, body: bytes | None = None, params: Mapping[str, str] | None = None
+    ) -> _Exchange:
         """The attempt loop: yields sends and sleeps, returns the final answer or raises."""
         idempotent = method == "GET"
         retries_done = 0
@@ -179,14 +209,16 @@ class _BaseClient:
         secret = self._api_key.get_secret_value()
         return text.replace(secret, "**********") if secret else text
 
-    def _transport_error(self, method: str, path: str, failure: retries.Failure,
-                         verdict: retries.Verdict) -> TransportError | OutcomeUnknownError:
+    def _transport_error(
+        self, method: str, path: str, failure: retries.Failure, verdict: retries.Verdict
+    ) -> TransportError | OutcomeUnknownError:
         where = f"{method} {path}"
         if verdict is retries.Verdict.UNKNOWN:
             return OutcomeUnknownError(
                 f"{where}: the outcome is unknown ({failure.value} after the request was sent); "
                 "it was not sent again, because the service may have acted on it",
-                method=method, path=path,
+                method=method,
+                path=path,
             )
         reached = failure is not retries.Failure.NOT_SENT
         return TransportError(
@@ -209,17 +241,25 @@ class _BaseClient:
         if creating and (status >= 500 or (200 <= status < 300 and not is_envelope)):
             raise OutcomeUnknownError(
                 f"{method} {path}: HTTP {status} {msg or '(no envelope)'}; the call may have taken "
-                "effect and was not sent again", method=method, path=path, http_status=status,
+                "effect and was not sent again",
+                method=method,
+                path=path,
+                http_status=status,
             )
         if not is_envelope:
-            raise APIError(f"{method} {path}: HTTP {status}, body is not an envelope",
-                           http_status=status, code=None, msg=self._redact(response.text)[:200])
+            raise APIError(
+                f"{method} {path}: HTTP {status}, body is not an envelope",
+                http_status=status,
+                code=None,
+                msg=self._redact(response.text)[:200],
+            )
         assert isinstance(envelope, dict)
         code: int = envelope["code"]
         if not 200 <= status < 300 or code != SUCCESS_CODE:
             error = NotFoundError if status == 404 else APIError
-            raise error(f"{method} {path}: HTTP {status}, code {code}: {msg}",
-                        http_status=status, code=code, msg=msg)
+            raise error(
+                f"{method} {path}: HTTP {status}, code {code}: {msg}", http_status=status, code=code, msg=msg
+            )
         return envelope.get("data")
 
     def _model(self, model: type[ModelT], response: _Answer, method: str, path: str) -> ModelT:
@@ -231,11 +271,17 @@ class _BaseClient:
             if method != "GET":
                 raise OutcomeUnknownError(
                     f"{method} {path}: the response does not match {model.__name__} ({fields}); "
-                    "the call may have taken effect", method=method, path=path,
+                    "the call may have taken effect",
+                    method=method,
+                    path=path,
                     http_status=response.status,
                 ) from None
-            raise APIError(f"{method} {path}: response does not match {model.__name__}: {fields}",
-                           http_status=response.status, code=SUCCESS_CODE, msg=None) from None
+            raise APIError(
+                f"{method} {path}: response does not match {model.__name__}: {fields}",
+                http_status=response.status,
+                code=SUCCESS_CODE,
+                msg=None,
+            ) from None
 
     @staticmethod
     def _subscription_path(subscription_id: str) -> str:
@@ -257,7 +303,12 @@ class Client(_BaseClient):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self._http = httpx.Client(timeout=self._timeouts(), follow_redirects=False)
+        limits = httpx.Limits(
+            max_connections=MAX_CONNECTIONS,
+            max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS,
+            keepalive_expiry=KEEPALIVE_EXPIRY,
+        )
+        self._http = httpx.Client(timeout=self._timeouts(), follow_redirects=False, limits=limits)
 
     def __enter__(self) -> Self:
         return self
@@ -272,11 +323,19 @@ class Client(_BaseClient):
 
     def _send(self, step: _Send) -> _Answer | retries.Failure:
         try:
-            response = self._http.request(step.method, step.url, content=step.body, headers=step.headers,
-                                          timeout=self._timeouts())
+            request = self._http.build_request(
+                step.method, step.url, content=step.body, headers=step.headers, timeout=self._timeouts()
+            )
+            response = self._http.send(request, stream=True)
+            try:
+                content = response.read()
+                if not keeps_connection(response.status_code):
+                    _close_connection(response)
+            finally:
+                response.close()
         except httpx.HTTPError as exc:
             return retries.failure_of(exc)
-        return _Answer(response.status_code, response.headers.get("retry-after"), response.content)
+        return _Answer(response.status_code, response.headers.get("retry-after"), content)
 
     def _drive(self, exchange: _Exchange) -> _Answer:
         step: _Step = next(exchange)
@@ -291,8 +350,9 @@ class Client(_BaseClient):
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
 
-    def call(self, method: str, path: str, *, json: Any = None,
-             params: Mapping[str, str] | None = None) -> Any:
+    def call(
+        self, method: str, path: str, *, json: Any = None, params: Mapping[str, str] | None = None
+    ) -> Any:
         """Any call on the service (used by the sandbox controls): returns the envelope's ``data``."""
         body = None if json is None else to_json_bytes(json)
         response = self._drive(self._exchange(method, path, body=body, params=params))
@@ -305,15 +365,17 @@ class Client(_BaseClient):
             self._data(response, "GET", path)
         return response.content
 
-    def create_payment(self, request: PaymentRequest | Mapping[str, Any] | None = None, /,
-                       **fields: Any) -> PaymentResult:
+    def create_payment(
+        self, request: PaymentRequest | Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> PaymentResult:
         """POST /payment. Never re-sent once it may have reached the service."""
         body = self._payment_body(request, fields)
         response = self._drive(self._exchange("POST", "/payment", body=body))
         return self._model(PaymentResult, response, "POST", "/payment")
 
-    def create_product(self, request: ProductRequest | Mapping[str, Any] | None = None, /,
-                       **fields: Any) -> Product:
+    def create_product(
+        self, request: ProductRequest | Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Product:
         """POST /product, with its prices."""
         body = self._product_body(request, fields)
         response = self._drive(self._exchange("POST", "/product", body=body))
@@ -326,6 +388,39 @@ class Client(_BaseClient):
         return self._model(Subscription, response, "GET", path)
 
 
+def _close_connection(response: httpx.Response) -> None:
+    """Close the connection under ``response`` while the response still holds it (streamed, not closed).
+
+    httpcore's documented ``network_stream`` response extension is the connection's socket. When the
+    response is then closed, the pool checks its connections (``has_expired``) and drops this one,
+    whose socket it sees as closed by the server (httpcore treats a socket without a file descriptor
+    as readable, that is at end of stream). Closing the socket while the response holds the
+    connection means no other thread can have taken it from the pool in between.
+    """
+    network_stream = response.extensions.get("network_stream")
+    if network_stream is not None:
+        network_stream.close()
+
+
+class _ClosingOnError(aiohttp.ClientResponse):
+    """aiohttp's response, except that a connection whose status is an error is closed, not pooled.
+
+    aiohttp gives the connection back to the pool the moment the body has been read, which for a
+    small body can be inside ``start``, before the caller sees the status; so the status is checked
+    here, as soon as it is known, with no ``await`` in between.
+    """
+
+    async def start(self, connection: Connection) -> aiohttp.ClientResponse:
+        protocol = connection.protocol
+        response = await super().start(connection)
+        if protocol is not None and not keeps_connection(self.status):
+            if self.connection is None:  # the whole body came with the headers: already pooled
+                protocol.close()  # the pool skips a closed connection
+            else:
+                protocol.force_close()  # closed instead of pooled once the body is read
+        return response
+
+
 class _SessionHolder:
     """aiohttp's session, made on first use inside the running loop and shared by ``with_options`` copies."""
 
@@ -334,7 +429,8 @@ class _SessionHolder:
 
     def get(self) -> aiohttp.ClientSession:
         if self.session is None or self.session.closed:
-            self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS))
+            connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_EXPIRY)
+            self.session = aiohttp.ClientSession(connector=connector, response_class=_ClosingOnError)
             # aiohttp re-sends an idempotent request once by itself when a kept-alive connection
             # drops; the toolkit counts and bounds its own attempts (as aiohttp's TestClient does).
             self.session._retry_connection = False  # type: ignore[attr-defined]
@@ -370,16 +466,22 @@ class AsyncClient(_BaseClient):
         wanted = (self.connect_timeout, self.timeout)
         if self._timeout_for != wanted:
             self._timeout_for = wanted
-            self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(wanted),
-                                                  sock_read=self.timeout)
+            self._timeout = aiohttp.ClientTimeout(
+                total=None, sock_connect=min(wanted), sock_read=self.timeout
+            )
         return self._timeout
 
     async def _send(self, step: _Send) -> _Answer | retries.Failure:
         timeout = self._aiohttp_timeout()
         try:
-            async with self._sessions.get().request(step.method, step.url, data=step.body,
-                                                    headers=step.headers, timeout=timeout,
-                                                    allow_redirects=False) as response:
+            async with self._sessions.get().request(
+                step.method,
+                step.url,
+                data=step.body,
+                headers=step.headers,
+                timeout=timeout,
+                allow_redirects=False,
+            ) as response:
                 content = await response.read()
                 return _Answer(response.status, response.headers.get("Retry-After"), content)
         except (aiohttp.ClientError, TimeoutError) as exc:
@@ -398,22 +500,25 @@ class AsyncClient(_BaseClient):
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
 
-    async def call(self, method: str, path: str, *, json: Any = None,
-                   params: Mapping[str, str] | None = None) -> Any:
+    async def call(
+        self, method: str, path: str, *, json: Any = None, params: Mapping[str, str] | None = None
+    ) -> Any:
         """Any call on the service (used by the sandbox controls): returns the envelope's ``data``."""
         body = None if json is None else to_json_bytes(json)
         response = await self._drive(self._exchange(method, path, body=body, params=params))
         return self._data(response, method, path)
 
-    async def create_payment(self, request: PaymentRequest | Mapping[str, Any] | None = None, /,
-                             **fields: Any) -> PaymentResult:
+    async def create_payment(
+        self, request: PaymentRequest | Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> PaymentResult:
         """POST /payment. Never re-sent once it may have reached the service."""
         body = self._payment_body(request, fields)
         response = await self._drive(self._exchange("POST", "/payment", body=body))
         return self._model(PaymentResult, response, "POST", "/payment")
 
-    async def create_product(self, request: ProductRequest | Mapping[str, Any] | None = None, /,
-                             **fields: Any) -> Product:
+    async def create_product(
+        self, request: ProductRequest | Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Product:
         """POST /product, with its prices."""
         body = self._product_body(request, fields)
         response = await self._drive(self._exchange("POST", "/product", body=body))
