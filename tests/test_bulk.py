@@ -151,3 +151,19 @@ def test_plain_functions_use_the_embedded_sandbox_and_its_journal(unique: str) -
         assert {r.key for r in journal.records("payment")} == {f"{unique}-000", f"{unique}-001"}
     assert create_products([], progress=False).sent == 0
     assert load_subscriptions([], progress=False).frame.empty
+
+
+@pytest.mark.parametrize("bad", [{"amount": "1e999999999"}, {"merchantReferenceId": "bad-\ud800"},
+                                 {"amount": "0.000000000000000000000000000001"}])
+def test_one_bad_row_does_not_stop_the_batch(
+    bad: dict[str, Any], sandbox: RunningSandbox, journal: Journal, unique: str,
+) -> None:
+    batch = rows(unique, 20)
+    batch[7] = {**batch[7], **bad}
+    result = run(batch, sandbox, journal, concurrency=4)
+    assert result.sent == 19
+    (error,) = result.errors.to_dict("records")
+    assert error["row"] == 7 and error["stage"] == "request"
+    exported = {p["merchantReferenceId"] for p in exported_payments(sandbox)}
+    assert {r["merchantReferenceId"] for i, r in enumerate(batch) if i != 7} <= exported
+    assert journal.unknown() == []  # nothing left in flight

@@ -7,6 +7,9 @@ canary key that the server refuses, and the embedded sandbox's own key.
 
 from __future__ import annotations
 
+import html
+import json
+import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -17,6 +20,7 @@ import nbformat
 import pandas as pd
 import pytest
 
+from tests.test_run_outputs import KEY, encodings, leaks
 from toolkit import Client, create_payments, create_products, load_subscriptions, prices_frame
 from toolkit.cli import main
 from toolkit.journal import Journal
@@ -27,6 +31,7 @@ from toolkit.notebooks import (
     parse_value,
     resolve_notebook,
     scrub_file,
+    scrub_text,
     secrets_in_environment,
 )
 from toolkit.sandbox.controls import SandboxControls
@@ -63,8 +68,13 @@ def assert_no_secret(directory: Path, *texts: str, secrets: list[str]) -> None:
             assert secret not in text
 
 
-def toolkit_run(capsys: pytest.CaptureFixture[str], output: Path, notebook: str,
-                *parameters: tuple[str, str], secrets: list[str]) -> tuple[int, str, str]:
+def toolkit_run(
+    capsys: pytest.CaptureFixture[str],
+    output: Path,
+    notebook: str,
+    *parameters: tuple[str, str],
+    secrets: list[str],
+) -> tuple[int, str, str]:
     """``toolkit run NOTEBOOK -p ... --output-dir output``; scans everything it produced."""
     argv = ["run", notebook, "--output-dir", str(output)]
     for name, value in parameters:
@@ -111,7 +121,8 @@ def service(canary_server: RunningSandbox, monkeypatch: pytest.MonkeyPatch) -> R
 
 
 def test_unknown_parameter_is_refused_before_anything_runs(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["run", "catalog_setup", "-p", "catalog_pth", "x.yaml", "--output-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 2
@@ -127,9 +138,16 @@ def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
     expected = {
         "catalog_setup": {"catalog_path", "dry_run", "output_dir"},
         "test_payments": {"scenario_path", "concurrency", "output_dir"},
-        "reconciliation_report": {"ledger_path", "processor_path", "subscriptions_ledger_path",
-                                  "period_start", "period_end", "amount_tolerance", "max_exceptions",
-                                  "output_dir"},
+        "reconciliation_report": {
+            "ledger_path",
+            "processor_path",
+            "subscriptions_ledger_path",
+            "period_start",
+            "period_end",
+            "amount_tolerance",
+            "max_exceptions",
+            "output_dir",
+        },
     }
     import papermill
 
@@ -145,10 +163,21 @@ def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
                 assert "API_KEY" not in cell.source
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("5", 5), ("-1", -1), ("0.5", 0.5), ("true", True), ("False", False), ("null", None),
-    ("2024-05-01", "2024-05-01"), ("data/x.csv", "data/x.csv"), ("", ""), ("[1, 2]", "[1, 2]"),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("5", 5),
+        ("-1", -1),
+        ("0.5", 0.5),
+        ("true", True),
+        ("False", False),
+        ("null", None),
+        ("2024-05-01", "2024-05-01"),
+        ("data/x.csv", "data/x.csv"),
+        ("", ""),
+        ("[1, 2]", "[1, 2]"),
+    ],
+)
 def test_parameter_values_are_read_like_papermill(text: str, value: Any) -> None:
     assert parse_value(text) == value
 
@@ -165,13 +194,62 @@ def test_scrub_redacts_text_and_workbook_members(tmp_path: Path) -> None:
     assert "[redacted]" in text.read_text()
 
 
+def test_scrub_finds_the_key_in_every_encoding() -> None:
+    """A key with characters JSON and HTML escape, as nbconvert, json, html, markupsafe, repr show it."""
+    forms = encodings(KEY) | {
+        "".join(f"\\u{ord(c):04x}" for c in KEY),  # JSON with every character escaped
+        "".join({'"': "&#34;", "&": "&#X26;", "<": "&LT;", "'": "&apos;"}.get(c, c) for c in KEY),
+        urllib.parse.quote(KEY, safe=""),
+    }
+    for form in forms:
+        assert scrub_text(f"<p>{form}</p>", [KEY]) == "<p>[redacted]</p>", form
+
+
+@pytest.mark.parametrize(
+    "value",
+    [KEY, "\\" + KEY, KEY + "\\", f'"{KEY}"', f"'\\{KEY}\\'", f"{KEY}{KEY}"],
+    ids=["alone", "after-backslash", "before-backslash", "quoted", "between-backslashes", "twice"],
+)
+def test_scrubbed_json_stays_valid_json(value: str) -> None:
+    """A redaction never cuts a backslash escape in two, even with backslashes around the key."""
+    document = json.dumps({"a": value, "b": [json.dumps(value)], value: html.escape(value)})
+    scrubbed = scrub_text(document, [KEY])
+    assert "[redacted]" in json.loads(scrubbed)["a"]
+    assert not [form for form in encodings(KEY) if form in scrubbed]
+
+
+def test_scrub_file_never_follows_a_symlink_and_keeps_the_mode(tmp_path: Path) -> None:
+    outside = tmp_path / "toolkit.env"
+    outside.write_text(f"TOOLKIT_API_KEY={KEY}\n")
+    link = tmp_path / "out" / "linked.txt"
+    link.parent.mkdir()
+    link.symlink_to(outside)
+    assert not scrub_file(link, [KEY])
+    assert link.is_symlink() and outside.read_text() == f"TOOLKIT_API_KEY={KEY}\n"
+
+    private = tmp_path / "out" / "notes.txt"
+    private.write_text(json.dumps(KEY))
+    private.chmod(0o640)
+    binary = tmp_path / "out" / "blob.bin"
+    binary.write_bytes(b"\x00\xff" + KEY.encode() + b"\x00")
+    book = tmp_path / "out" / "r.xlsx"
+    with zipfile.ZipFile(book, "w") as archive:
+        archive.writestr("xl/sharedStrings.xml", f"<t>{html.escape(KEY, quote=False)}</t>")
+    assert scrub_file(private, [KEY]) and scrub_file(binary, [KEY]) and scrub_file(book, [KEY])
+    assert json.loads(private.read_text()) == "[redacted]"
+    assert private.stat().st_mode & 0o777 == 0o640
+    assert binary.read_bytes() == b"\x00\xff" + b"*" * len(KEY) + b"\x00"
+    assert not leaks(tmp_path / "out")
+
+
 # ---------------------------------------------------------------------------------------------
 # Slow: notebooks executed by papermill
 
 
 @pytest.mark.slow
 def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from toolkit.demo import main as demo
 
     home = tmp_path / "home"
@@ -179,8 +257,11 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     out, err = capsys.readouterr()
     secrets = secrets_in_environment({"TOOLKIT_HOME": str(home)})
     assert_no_secret(tmp_path / "reports", out, err, secrets=secrets)
-    runs = {p.parent.parent.name: p.parent for p in (tmp_path / "reports").glob("*/*/*.html")
-            if p.stem == p.parent.parent.name}
+    runs = {
+        p.parent.parent.name: p.parent
+        for p in (tmp_path / "reports").glob("*/*/*.html")
+        if p.stem == p.parent.parent.name
+    }
     assert set(runs) == {"catalog_setup", "test_payments", "reconciliation_report"}
     assert len(csv(runs["catalog_setup"] / "products.csv")) == 4
     assert len(csv(runs["catalog_setup"] / "prices.csv")) == 6
@@ -191,9 +272,14 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     assert images(runs["test_payments"] / "test_payments.ipynb") >= 10  # 9 wallet QR codes + chart
     exceptions = csv(runs["reconciliation_report"] / "exceptions.csv")
     assert dict(zip(exceptions["merchantReferenceId"], exceptions["category"], strict=True)) == {
-        "MAN-0042": "missing_in_processor", "SCN-019": "missing_in_ledger",
-        "SCN-012": "amount_mismatch", "SCN-020": "amount_mismatch", "SCN-002": "currency_mismatch",
-        "SCN-003": "status_mismatch", "SCN-016": "duplicate_in_ledger", "MAN-0043": "rejected_row",
+        "MAN-0042": "missing_in_processor",
+        "SCN-019": "missing_in_ledger",
+        "SCN-012": "amount_mismatch",
+        "SCN-020": "amount_mismatch",
+        "SCN-002": "currency_mismatch",
+        "SCN-003": "status_mismatch",
+        "SCN-016": "duplicate_in_ledger",
+        "MAN-0043": "rejected_row",
     }
     for name in ("report.html", "report.xlsx", "summary.csv"):
         assert (runs["reconciliation_report"] / name).is_file()
@@ -202,17 +288,25 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
 
 @pytest.mark.slow
 def test_catalog_then_payments_against_a_service(
-        service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     secrets = [CANARY]
     catalog = str(DATA / "catalog.csv")
-    code, _, _ = toolkit_run(capsys, tmp_path / "dry", "catalog_setup", ("catalog_path", catalog),
-                             ("dry_run", "true"), secrets=secrets)
+    code, _, _ = toolkit_run(
+        capsys,
+        tmp_path / "dry",
+        "catalog_setup",
+        ("catalog_path", catalog),
+        ("dry_run", "true"),
+        secrets=secrets,
+    )
     assert code == 0
     assert list(csv(tmp_path / "dry" / "plan.csv")["action"]) == ["new", "new"]
     assert len(csv(tmp_path / "dry" / "products.csv")) == 0
 
-    code, _, _ = toolkit_run(capsys, tmp_path / "cat", "catalog_setup", ("catalog_path", catalog),
-                             secrets=secrets)
+    code, _, _ = toolkit_run(
+        capsys, tmp_path / "cat", "catalog_setup", ("catalog_path", catalog), secrets=secrets
+    )
     assert code == 0
     products = csv(tmp_path / "cat" / "products.csv")
     assert list(products["merchantReferenceId"]) == ["sticker-pack", "newsletter-plus"]
@@ -227,8 +321,14 @@ def test_catalog_then_payments_against_a_service(
         "T-3,maria@example.com,GCASH,,,560.00,PHP,,5\n"
         "T-4,bo@example.com,CARD,pi_test_failure,,12.00,USD,,success\n"
     )
-    code, _, err = toolkit_run(capsys, tmp_path / "pay", "test_payments", ("scenario_path", str(scenario)),
-                               ("concurrency", "2"), secrets=secrets)
+    code, _, err = toolkit_run(
+        capsys,
+        tmp_path / "pay",
+        "test_payments",
+        ("scenario_path", str(scenario)),
+        ("concurrency", "2"),
+        secrets=secrets,
+    )
     assert code == 1
     assert "1 of 4 outcomes differ from the scenario: T-4 expected success got failure" in err
     payments = csv(tmp_path / "pay" / "payments.csv").set_index("merchantReferenceId")
@@ -240,36 +340,63 @@ def test_catalog_then_payments_against_a_service(
 
 @pytest.mark.slow
 def test_reconciliation_with_subscriptions_period_and_threshold(
-        service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     create_products(DATA / "catalog.yaml", progress=False)
     with Journal.open() as journal:
         prices = prices_frame(journal)
     monthly = prices[(prices.index == "analytics-pro") & (prices["interval"] == "month")].iloc[0]
-    created = create_payments([
-        {"merchantReferenceId": "R-1", "customerEmail": "a@example.com", "paymentMethodType": "CARD",
-         "paymentInstrumentId": "pi_test_success", "amount": "10.00", "currency": "USD",
-         "returnUrl": "https://merchant.example/r"},
-        {"merchantReferenceId": "R-2", "customerEmail": "a@example.com", "paymentMethodType": "CARD",
-         "paymentInstrumentId": "pi_test_success", "amount": "20.00", "currency": "EUR",
-         "returnUrl": "https://merchant.example/r"},
-        {"merchantReferenceId": "R-3", "customerEmail": "m@example.com", "paymentMethodType": "GCASH",
-         "amount": "560.00", "currency": "PHP", "returnUrl": "https://merchant.example/r"},
-    ], progress=False)
+    created = create_payments(
+        [
+            {
+                "merchantReferenceId": "R-1",
+                "customerEmail": "a@example.com",
+                "paymentMethodType": "CARD",
+                "paymentInstrumentId": "pi_test_success",
+                "amount": "10.00",
+                "currency": "USD",
+                "returnUrl": "https://merchant.example/r",
+            },
+            {
+                "merchantReferenceId": "R-2",
+                "customerEmail": "a@example.com",
+                "paymentMethodType": "CARD",
+                "paymentInstrumentId": "pi_test_success",
+                "amount": "20.00",
+                "currency": "EUR",
+                "returnUrl": "https://merchant.example/r",
+            },
+            {
+                "merchantReferenceId": "R-3",
+                "customerEmail": "m@example.com",
+                "paymentMethodType": "GCASH",
+                "amount": "560.00",
+                "currency": "PHP",
+                "returnUrl": "https://merchant.example/r",
+            },
+        ],
+        progress=False,
+    )
     assert created.ok
     with Client() as client:
         subscription = SandboxControls(client).create_subscription(
-            customerEmail="s@example.com", productId=monthly["productId"], priceId=monthly["priceId"],
-            quantity=2, merchantReference="SUB-1", paymentInstrumentId="pi_test_success")
+            customerEmail="s@example.com",
+            productId=monthly["productId"],
+            priceId=monthly["priceId"],
+            quantity=2,
+            merchantReference="SUB-1",
+            paymentInstrumentId="pi_test_success",
+        )
     seen = load_subscriptions([str(subscription.subscriptionId)], progress=False).frame.iloc[0]
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     ledger = tmp_path / "ledger.csv"
     ledger.write_text(
         "merchantReferenceId,date,amount,currency,status\n"
         f"R-1,{today},10.00,USD,success\n"
-        f"R-2,{today},20.01,EUR,success\n"          # 1 minor unit: within amount_tolerance
-        f"R-3,{today},561.00,PHP,next_action\n"     # amount_mismatch
-        f"R-9,{today},5.00,USD,success\n"           # missing_in_processor
-        "OLD-1,2020-01-31,7.00,USD,success\n"       # outside the period: left out
+        f"R-2,{today},20.01,EUR,success\n"  # 1 minor unit: within amount_tolerance
+        f"R-3,{today},561.00,PHP,next_action\n"  # amount_mismatch
+        f"R-9,{today},5.00,USD,success\n"  # missing_in_processor
+        "OLD-1,2020-01-31,7.00,USD,success\n"  # outside the period: left out
     )
     subscriptions = tmp_path / "subscriptions.csv"
     subscriptions.write_text(
@@ -278,14 +405,23 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
         f"{seen['currency']},active\n"
     )
     code, _, err = toolkit_run(
-        capsys, tmp_path / "rec", "reconciliation_report", ("ledger_path", str(ledger)),
-        ("subscriptions_ledger_path", str(subscriptions)), ("period_start", today), ("period_end", today),
-        ("amount_tolerance", "1"), ("max_exceptions", "0"), secrets=[CANARY])
+        capsys,
+        tmp_path / "rec",
+        "reconciliation_report",
+        ("ledger_path", str(ledger)),
+        ("subscriptions_ledger_path", str(subscriptions)),
+        ("period_start", today),
+        ("period_end", today),
+        ("amount_tolerance", "1"),
+        ("max_exceptions", "0"),
+        secrets=[CANARY],
+    )
     assert code == 1, err
     assert "3 exceptions, more than max_exceptions=0" in err
     exceptions = csv(tmp_path / "rec" / "exceptions.csv")
     assert sorted(zip(exceptions["merchantReferenceId"], exceptions["category"], strict=True)) == [
-        ("R-3", "amount_mismatch"), ("R-9", "missing_in_processor"),
+        ("R-3", "amount_mismatch"),
+        ("R-9", "missing_in_processor"),
         ("SUB-1", "subscription_quantity_mismatch"),
     ]
     for name in ("report.html", "report.xlsx", "summary.csv"):
@@ -299,11 +435,19 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
 
 @pytest.mark.slow
 def test_a_refused_key_is_exit_2_and_appears_nowhere(
-        service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    service: RunningSandbox,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("TOOLKIT_API_KEY", WRONG_CANARY)
-    code, _, err = toolkit_run(capsys, tmp_path / "rec", "reconciliation_report",
-                               ("ledger_path", str(DATA / "ledger.csv")), secrets=[WRONG_CANARY, CANARY])
+    code, _, err = toolkit_run(
+        capsys,
+        tmp_path / "rec",
+        "reconciliation_report",
+        ("ledger_path", str(DATA / "ledger.csv")),
+        secrets=[WRONG_CANARY, CANARY],
+    )
     assert code == 2
     assert "cell [" in err and "AuthenticationError" in err
     assert (tmp_path / "rec" / "reconciliation_report.html").is_file()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -23,7 +24,7 @@ from tqdm.auto import tqdm
 from toolkit.catalog import CatalogEntry, load_catalog
 from toolkit.client import AsyncClient
 from toolkit.config import load_settings
-from toolkit.errors import JournalError, ToolkitError
+from toolkit.errors import JournalError, RequestValidationError, ToolkitError
 from toolkit.frames import (
     invoice_items_frame,
     payments_frame,
@@ -32,7 +33,7 @@ from toolkit.frames import (
     products_frame,
     subscriptions_frame,
 )
-from toolkit.journal import Journal, JournalRecord, payment_body
+from toolkit.journal import UNKNOWN_STATES, Journal, JournalRecord, Kind, payment_body
 from toolkit.models import PaymentRequest, Subscription
 
 DEFAULT_CONCURRENCY = 8
@@ -138,6 +139,23 @@ def _duplicates(keys: Sequence[str | None], errors: _Errors) -> set[int]:
     return refused
 
 
+def _stage(exc: Exception, journal: Journal, kind: Kind, key: str) -> str:
+    """Where a journaled call failed. ``unknown`` whenever the journal holds it as possibly sent."""
+    if not isinstance(exc, RequestValidationError):
+        with contextlib.suppress(ToolkitError):
+            record = journal.get(kind, key)
+            if record is not None and record.state in UNKNOWN_STATES:
+                return "unknown"
+    if isinstance(exc, JournalError):
+        return "journal"
+    return "request"
+
+
+def _describe(exc: Exception) -> str:
+    """The error's own words; an unexpected exception also says what kind it is."""
+    return str(exc) if isinstance(exc, ToolkitError) else f"{type(exc).__name__}: {exc}"
+
+
 def _note_outcome(record: JournalRecord, position: int, errors: _Errors) -> None:
     if record.state == "succeeded":
         return
@@ -200,9 +218,13 @@ async def acreate_payments(
             try:
                 request = PaymentRequest.build(_clean(row, ignore))
                 key, body = payment_body(request)
+            except Exception as exc:  # one row's failure is that row's error; the batch goes on
+                errors.add(key, position, "request", _describe(exc))
+                return
+            try:
                 record = await book.arun("payment", key, body, lambda: active.create_payment(request))
-            except ToolkitError as exc:
-                errors.add(key, position, "journal" if isinstance(exc, JournalError) else "request", str(exc))
+            except Exception as exc:
+                errors.add(key, position, _stage(exc, book, "payment", key), _describe(exc))
                 return
             records[position] = record
             _note_outcome(record, position, errors)
@@ -239,11 +261,12 @@ async def acreate_products(
     async with _journaled(client, journal) as (active, book):
 
         async def one(position: int, entry: CatalogEntry) -> None:
+            key = entry.merchantReferenceId
             try:
-                record = await book.arun("product", entry.merchantReferenceId, entry.request.to_json(),
+                record = await book.arun("product", key, entry.request.to_json(),
                                          lambda: active.create_product(entry.request))
-            except ToolkitError as exc:
-                errors.add(entry.merchantReferenceId, position, "journal", str(exc))
+            except Exception as exc:  # one row's failure is that row's error; the batch goes on
+                errors.add(key, position, _stage(exc, book, "product", key), _describe(exc))
                 return
             records[position] = record
             _note_outcome(record, position, errors)

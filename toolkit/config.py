@@ -1,6 +1,10 @@
 """Settings from ``TOOLKIT_*`` environment variables (or arguments); the API key is a SecretStr.
 
 With no ``TOOLKIT_BASE_URL`` the toolkit talks to the embedded sandbox under ``TOOLKIT_HOME``.
+``TOOLKIT_HOME`` defaults to one folder per user (the platform's user data directory, e.g.
+``~/.local/share/toolkit`` on Linux), never to the working directory: the journal lives there, and
+every folder, notebook kernel and scheduled run of the user must share it, or a batch run from two
+folders would be sent twice.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from platformdirs import user_data_path
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from toolkit.errors import ConfigurationError
@@ -23,7 +28,12 @@ logger = logging.getLogger("toolkit")
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_MAX_RETRIES = 2
-DEFAULT_HOME = Path(".toolkit")
+APP_NAME = "toolkit"
+
+
+def default_home() -> Path:
+    """The per-user home of the toolkit's files (journal, embedded sandbox), whatever the folder."""
+    return user_data_path(APP_NAME, appauthor=False)
 
 
 class Settings(BaseSettings):
@@ -36,7 +46,13 @@ class Settings(BaseSettings):
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
     connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=10)
-    home: Path = DEFAULT_HOME
+    home: Path = Field(default_factory=default_home)
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        """A relative ``TOOLKIT_HOME`` is pinned to where it was read, so kernels and jobs agree."""
+        return value.expanduser().resolve()
 
 
 def load_settings() -> Settings:

@@ -6,7 +6,8 @@ planted discrepancies) against the sandbox's settlement export. Everything goes 
 journal, so a second run sends nothing new to the sandbox and still writes fresh reports.
 
 The demo never talks to a live service: ``TOOLKIT_BASE_URL`` and ``TOOLKIT_API_KEY`` are ignored,
-and the sandbox lives under ``TOOLKIT_HOME`` (default ``.toolkit`` in the working directory). The
+and the demo's sandbox and journal live in ``TOOLKIT_HOME`` if set, else in ``.toolkit`` of the
+working directory (the checkout), apart from the user's own per-user home. The
 reconciliation runs with ``max_exceptions=-1`` (no threshold), since the sample ledger is meant to
 disagree; a scheduler would pass ``-p max_exceptions 0``.
 """
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from toolkit.errors import ToolkitError
 from toolkit.notebooks import DEFAULT_REPORTS, EXIT_OK, RunResult, run_notebook
 
 #: The demo's runs, in order, with the parameters that differ from the notebooks' defaults.
@@ -55,9 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,
                         help="where the report folders go (default reports/)")
     parser.add_argument("--home", type=Path, default=None,
-                        help="TOOLKIT_HOME for the sandbox and journal (default $TOOLKIT_HOME or .toolkit)")
+                        help="TOOLKIT_HOME for the demo's sandbox and journal "
+                        "(default $TOOLKIT_HOME, else .toolkit here)")
     args = parser.parse_args(argv)
-    results = run_demo(reports_root=args.reports, home=args.home)
+    try:
+        results = run_demo(reports_root=args.reports, home=args.home)
+    except ToolkitError as exc:  # an unwritable reports folder, a refused journal: infrastructure
+        print(f"demo failed: {exc}", file=sys.stderr)
+        return 2
     print()
     for result in results:
         shown = result.html or result.output_dir

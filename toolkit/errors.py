@@ -11,6 +11,7 @@
     ├── JournalError                the local journal refuses an operation
     │   └── JournalConflictError    same business key, different request
     ├── InputError                  an input file or row that cannot be used; names the file, column or row
+    ├── OutputError                 an output that cannot be written (a file in the way, read-only, disk full)
     └── SandboxError                a sandbox-only control used against something that is not a sandbox
 
 Messages never contain the API key: errors are built from status codes, envelope fields and
@@ -32,13 +33,24 @@ class RequestValidationError(ToolkitError, ValueError):
     """A request breaks a rule of the API spec; it was not sent.
 
     ``errors`` lists ``(field, message)`` pairs, the field as a dotted path of the spec's names.
+    The message names the first ``SHOWN_ERRORS`` of them and counts the rest, so it stays short
+    whatever the request.
     """
+
+    SHOWN_ERRORS = 5
 
     def __init__(self, model: str, errors: list[tuple[str, str]]) -> None:
         self.model = model
         self.errors = errors
-        detail = "; ".join(f"{field}: {message}" if field else message for field, message in errors)
-        super().__init__(f"invalid {model}: {detail}")
+        super().__init__(f"invalid {model}: {self.detail}")
+
+    @property
+    def detail(self) -> str:
+        """The first few problems, and how many more there are."""
+        shown = [f"{field}: {message}" if field else message
+                 for field, message in self.errors[: self.SHOWN_ERRORS]]
+        more = len(self.errors) - len(shown)
+        return "; ".join(shown) + (f"; and {more} more problem(s)" if more > 0 else "")
 
 
 class APIError(ToolkitError):
@@ -100,6 +112,10 @@ class JournalConflictError(JournalError):
 
 class InputError(ToolkitError):
     """An input that cannot be used: names the file, and the column or row where it can."""
+
+
+class OutputError(ToolkitError):
+    """An output file or folder cannot be written; names the path and the reason (exit code 2)."""
 
 
 class SandboxError(ToolkitError):

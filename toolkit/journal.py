@@ -20,12 +20,14 @@ The journal stores the request body only; the API key lives in headers and never
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
+import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -92,6 +94,20 @@ class JournalRecord:
         return self.state not in UNKNOWN_STATES
 
 
+def _sqlite_reason(exc: sqlite3.Error) -> str:
+    """SQLite's reason in words a user can act on."""
+    text = str(exc)
+    if "not a database" in text:
+        return "not a journal (not an SQLite database)"
+    if "malformed" in text:
+        return "the file is damaged (database disk image is malformed)"
+    if "readonly" in text or "unable to open" in text:
+        return f"{text}; check that the file and its folder are writable"
+    if "full" in text:
+        return f"{text}; free some space where the journal lives"
+    return text
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -101,28 +117,103 @@ def request_hash(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
+#: SQLite's ``application_id`` of a journal file ("TKJ1"): tells a journal from any other database.
+APPLICATION_ID = 0x544B4A31
+_REQUIRED_COLUMNS = frozenset({"kind", "businessKey", "requestHash", "request", "state", "response"})
+
+
+def _unusable(path: Path, reason: str) -> JournalError:
+    return JournalError(
+        f"the journal {path} cannot be used: {reason}. Nothing was sent. Restore the file from a "
+        "backup, or move it aside if you are sure none of its calls matter (a new journal forgets "
+        "what was sent and would send it again)"
+    )
+
+
+def _create(path: Path, environment: str) -> None:
+    """Make a new journal file at ``path`` atomically: built beside it, then linked into place.
+
+    A half-made file is never visible under the journal's name, so a file found there is either a
+    whole journal or something to refuse. Losing the race to another process is fine.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+        os.close(handle)
+    except OSError as exc:
+        raise JournalError(f"cannot create the journal {path}: {exc.strerror or exc}") from None
+    temporary = Path(name)
+    try:
+        with closing(sqlite3.connect(temporary, isolation_level=None)) as db:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            db.execute("INSERT INTO meta VALUES ('environment', ?)", (environment,))
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    except (OSError, sqlite3.Error) as exc:
+        raise JournalError(f"cannot create the journal {path}: {exc}") from None
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _check_is_journal(db: sqlite3.Connection, path: Path) -> None:
+    """Fail closed: an existing file must be a whole journal, or nothing is sent on a guess."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(calls)")}
+    if not columns:
+        kind = "an empty file" if path.stat().st_size == 0 else "not a journal (no calls table)"
+        raise _unusable(path, kind)
+    missing = sorted(_REQUIRED_COLUMNS - columns)
+    if missing:
+        raise _unusable(path, f"not a journal (its calls table lacks {', '.join(missing)})")
+    check = str(db.execute("PRAGMA quick_check").fetchone()[0])
+    if check != "ok":
+        raise _unusable(path, f"the file is damaged ({check})")
+
+
 class Journal:
-    """The journal of one environment. Safe to share between threads of one process and processes."""
+    """The journal of one environment. Safe to share between threads of one process and processes.
+
+    A new journal is created only where no file exists. A file that is there but empty, damaged or
+    not a journal is refused with ``JournalError``: taking it as "nothing was ever sent" would send
+    every call again.
+    """
 
     def __init__(self, path: Path, *, environment: str) -> None:
         self.path = path
         self.environment = environment
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=60000")
-        with self._write() as db:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('environment', ?)", (environment,))
+        if not path.exists():
+            _create(path, environment)
+        try:
+            self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise _unusable(path, str(exc)) from None
+        try:
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA busy_timeout=60000")
+            _check_is_journal(self._db, path)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
+            self._db.close()
+            reason = _sqlite_reason(exc)
+            if "writable" in reason or "free some space" in reason:  # the file may be fine
+                raise JournalError(f"the journal {path} cannot be opened: {reason}. Nothing was sent") \
+                    from None
+            raise _unusable(path, reason) from None
+        except JournalError:
+            self._db.close()
+            raise
+
+    @staticmethod
+    def path_for(environment: Environment, home: Path) -> Path:
+        """Where the journal of an environment lives under ``home`` (``TOOLKIT_HOME``)."""
+        return home / "journal" / f"{environment.key}.sqlite"
 
     @classmethod
     def for_environment(cls, environment: Environment, home: Path) -> Journal:
-        """The journal file of an environment under ``home`` (``TOOLKIT_HOME``)."""
-        return cls(home / "journal" / f"{environment.key}.sqlite", environment=environment.label)
+        """The journal of an environment under ``home`` (``TOOLKIT_HOME``)."""
+        return cls(cls.path_for(environment, home), environment=environment.label)
 
     @classmethod
     def open(cls, environment: Environment | None = None) -> Journal:
@@ -140,15 +231,30 @@ class Journal:
         self.close()
 
     @contextmanager
+    def _sqlite_errors(self) -> Iterator[None]:
+        """SQLite's failures (a full disk, a damaged or read-only file) as one-line JournalErrors."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise JournalError(f"the journal {self.path}: {_sqlite_reason(exc)}") from None
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the lock up front, so two processes never deadlock."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._sqlite_errors():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise
+
+    def _read(self, query: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._sqlite_errors():
+            return self._db.execute(query, args).fetchall()
 
     # -- the two halves of a journaled call ----------------------------------------------------
 
@@ -209,7 +315,7 @@ class Journal:
             result = send()
         except Exception as exc:
             return self._failed(started, exc)
-        return self.finish(started, state="succeeded", response=result.model_dump(mode="python"))
+        return self._succeeded(kind, key, started, result)
 
     async def arun(self, kind: Kind, key: str, body: bytes,
                    send: Callable[[], Awaitable[BaseModel]]) -> JournalRecord:
@@ -221,7 +327,20 @@ class Journal:
             result = await send()
         except Exception as exc:
             return self._failed(started, exc)
-        return self.finish(started, state="succeeded", response=result.model_dump(mode="python"))
+        return self._succeeded(kind, key, started, result)
+
+    def _succeeded(self, kind: Kind, key: str, row_id: int, result: BaseModel) -> JournalRecord:
+        """Record the answer; if even that fails (a full disk), say what the service did."""
+        response = result.model_dump(mode="python")
+        try:
+            return self.finish(row_id, state="succeeded", response=response)
+        except JournalError as exc:
+            raise JournalError(
+                f"{kind} {key!r} was sent and the service answered {to_json_bytes(response).decode()}, "
+                f"but the answer could not be recorded ({exc}). The journal keeps it as unknown, so it "
+                f"is never sent again; once the journal can be written, record it with "
+                f"Journal.resolve or `toolkit journal resolve {key} --response '...'`"
+            ) from None
 
     def _failed(self, row_id: int, exc: Exception) -> JournalRecord:
         """Record a failure; errors that are not about the outcome still leave it unknown, and re-raise."""
@@ -242,15 +361,13 @@ class Journal:
         query, args = "SELECT * FROM calls", []
         if kind is not None:
             query, args = query + " WHERE kind = ?", [kind]
-        rows = self._db.execute(query + " ORDER BY id", args).fetchall()
+        rows = self._read(query + " ORDER BY id", args)
         found = [self._record(row) for row in rows]
         return [r for r in found if states is None or r.state in states]
 
     def get(self, kind: Kind, key: str) -> JournalRecord | None:
-        row = self._db.execute(
-            "SELECT * FROM calls WHERE kind = ? AND businessKey = ?", (kind, key)
-        ).fetchone()
-        return None if row is None else self._record(row)
+        rows = self._read("SELECT * FROM calls WHERE kind = ? AND businessKey = ?", (kind, key))
+        return self._record(rows[0]) if rows else None
 
     def unknown(self, kind: Kind | None = None) -> list[JournalRecord]:
         """Calls whose outcome nobody knows: in flight, or cut off. Resolve them with ``resolve``."""
@@ -291,7 +408,7 @@ class Journal:
 
     def integrity_check(self) -> str:
         """SQLite's own check of the file (``ok`` when sound)."""
-        return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+        return str(self._read("PRAGMA integrity_check")[0][0])
 
 
 def payment_body(request: PaymentRequest) -> tuple[str, bytes]:

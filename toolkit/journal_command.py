@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
         with Journal.open() as journal:
             if args.action == "list":
                 records = journal.unknown(args.kind) if args.unknown else journal.records(args.kind)
-                print(f"journal: {journal.environment} ({journal.path})")
+                print(f"journal: {journal.path}")
+                print(f"environment: {journal.environment}")
                 for r in records:
                     shown = "unknown" if r.state in ("sending", "unknown") else r.state
                     print(f"{r.kind:8} {r.key:32} {shown:10} {r.error or ''}")

@@ -24,12 +24,14 @@ from pydantic import (
     Field,
     StrictStr,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
 from toolkit.errors import RequestValidationError
-from toolkit.money import MoneyError, check_currency, fits_currency, minor_digits
+from toolkit.money import MoneyError, check_amount_range, check_currency, fits_currency, minor_digits
 
 
 class PaymentMethodType(StrEnum):
@@ -131,9 +133,56 @@ def _uppercase_method(value: Any) -> Any:
     return value
 
 
+def _amount_in_range(value: Decimal) -> Decimal:
+    try:
+        return check_amount_range(value)
+    except MoneyError as exc:
+        raise PydanticCustomError("amount_range", str(exc)) from None
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """Text must be valid Unicode: a lone surrogate (``"\\ud800"``) cannot be stored or sent as UTF-8."""
+    if isinstance(value, str):
+        if _has_lone_surrogate(value):
+            raise PydanticCustomError("unicode", "contains a lone surrogate (not valid Unicode text)")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _refuse_lone_surrogates(key)
+            _refuse_lone_surrogates(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _refuse_lone_surrogates(item)
+
+
+#: Line items of a payment, prices of a product: the spec shows no limit; this one keeps a request's
+#: validation (and its error message) small, as real payment APIs do (Stripe: 100 line items).
+MAX_LIST_ITEMS = 100
+
+def _integral_in_reach(value: Any) -> Any:
+    """Refuse a number too large to be an integer here before turning it into one: int() of a
+    JSON ``1e999999999`` (a Decimal) would build a billion-digit integer and hang the process."""
+    if isinstance(value, Decimal) and value.is_finite() and value.adjusted() > 18:
+        raise PydanticCustomError("int_range", "must be an integer of at most 19 digits")
+    return value
+
+
+#: An integer field that a huge JSON number cannot turn into a billion-digit integer.
+Int = Annotated[int, BeforeValidator(_integral_in_reach)]
+
 Currency = Annotated[str, AfterValidator(_currency)]
 Amount = Annotated[Decimal, Field(allow_inf_nan=False)]
-PositiveAmount = Annotated[Decimal, Field(gt=0, allow_inf_nan=False)]
+#: A request amount: positive, and exact as written (never rounded by a Decimal context).
+PositiveAmount = Annotated[Decimal, Field(gt=0, allow_inf_nan=False), AfterValidator(_amount_in_range)]
 Method = Annotated[PaymentMethodType, BeforeValidator(_uppercase_method)]
 
 
@@ -151,6 +200,12 @@ class RequestModel(BaseModel):
     """Requests: strict, unknown fields refused, so a misspelt field name is caught before sending."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _valid_unicode(cls, value: Any, info: ValidationInfo) -> Any:
+        _refuse_lone_surrogates(value)
+        return value
 
     @classmethod
     def build(cls, data: Any) -> Self:
@@ -181,7 +236,7 @@ class PriceData(RequestModel):
     """A line item of ``priceDataList``."""
 
     name: str
-    quantity: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    quantity: Int | None = Field(default=None, ge=1, le=2**31 - 1)
     unitAmount: PositiveAmount
     currency: Currency | None = None
     imageUrl: str | None = None
@@ -202,7 +257,7 @@ class PaymentRequest(RequestModel):
     paymentMethodType: Method
     priceId: str | None = None
     productId: str | None = None
-    priceDataList: list[PriceData] | None = None
+    priceDataList: list[PriceData] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
     amount: PositiveAmount | None = None
     currency: Currency | None = None
     paymentCurrency: Currency | None = None
@@ -247,8 +302,8 @@ class WalletHandleRedirectOrDisplayQrCode(ResponseModel):
     mobileAuthUrl: str | None = None
     fallbackUrl: str | None = None
     packageName: str | None = None
-    expiresAt: int | None = None
-    expiresSecond: int | None = None
+    expiresAt: Int | None = None
+    expiresSecond: Int | None = None
 
 
 class Action(ResponseModel):
@@ -278,8 +333,8 @@ class PaymentResult(ResponseModel):
 
 class RecurringDetails(RequestModel):
     interval: Interval
-    intervalCount: int = Field(default=1, ge=1, le=2**31 - 1)
-    trialPeriodDays: int | None = Field(default=None, ge=0, le=3650)
+    intervalCount: Int = Field(default=1, ge=1, le=2**31 - 1)
+    trialPeriodDays: Int | None = Field(default=None, ge=0, le=3650)
     pricingModel: PricingModel | None = None
 
 
@@ -320,7 +375,7 @@ class ProductRequest(RequestModel):
     image: str | None = None
     taxCategory: TaxCategory | None = None
     defaultPrice: str | None = None
-    priceList: list[PriceItem] | None = None
+    priceList: list[PriceItem] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
 
     @model_validator(mode="after")
     def _one_default(self) -> Self:
@@ -331,12 +386,12 @@ class ProductRequest(RequestModel):
 
 
 class TransformQuantity(ResponseModel):
-    divideBy: int | None = None
+    divideBy: Int | None = None
 
 
 class PriceRecurring(ResponseModel):
-    trialPeriodDays: int | None = None
-    intervalCount: int | None = None
+    trialPeriodDays: Int | None = None
+    intervalCount: Int | None = None
     transformQuantity: TransformQuantity | None = None
 
 
@@ -349,7 +404,7 @@ class Price(ResponseModel):
     unitAmount: Amount | None = None
     recurring: PriceRecurring | None = None
     active: bool | None = None
-    createTime: int | None = None
+    createTime: Int | None = None
 
 
 class Product(ResponseModel):
@@ -360,8 +415,8 @@ class Product(ResponseModel):
     defaultPrice: str | None = None
     image: str | None = None
     priceList: list[Price] | None = None
-    createTime: int | None = None
-    updateTime: int | None = None
+    createTime: Int | None = None
+    updateTime: Int | None = None
     localizedNames: dict[str, str] | None = None
 
 
@@ -370,8 +425,8 @@ class Product(ResponseModel):
 
 
 class InvoiceRecurring(ResponseModel):
-    trialPeriodDays: int | None = None
-    intervalCount: int | None = None
+    trialPeriodDays: Int | None = None
+    intervalCount: Int | None = None
 
 
 class InvoicePrice(ResponseModel):
@@ -380,7 +435,7 @@ class InvoicePrice(ResponseModel):
     priceId: str | None = None
     priceSnapshotId: str | None = None
     unitAmount: Amount | None = None
-    quantity: int | None = None
+    quantity: Int | None = None
     recurring: InvoiceRecurring | None = None
 
 
@@ -388,17 +443,17 @@ class InvoiceItem(ResponseModel):
     invoiceItemId: str | None = None
     amount: Amount | None = None
     description: str | None = None
-    periodStart: int | None = None
-    periodEnd: int | None = None
+    periodStart: Int | None = None
+    periodEnd: Int | None = None
     proration: bool | None = None
     price: InvoicePrice | None = None
 
 
 class ScheduledPhase(ResponseModel):
-    sequence: int | None = None
-    effectiveCycle: int | None = None
+    sequence: Int | None = None
+    effectiveCycle: Int | None = None
     priceSnapshotId: str | None = None
-    quantity: int | None = None
+    quantity: Int | None = None
     metadata: dict[str, Any] | None = None
 
 
@@ -408,23 +463,23 @@ class Subscription(ResponseModel):
     productId: str | None = None
     priceId: str | None = None
     priceSnapshotId: str | None = None
-    createTime: int | None = None
-    quantity: int | None = None
+    createTime: Int | None = None
+    quantity: Int | None = None
     paymentMethodType: str | None = None
     paymentInstrumentId: str | None = None
     merchantReference: str | None = None
-    trialStart: int | None = None
-    trialEnd: int | None = None
-    currentPeriodStart: int | None = None
-    currentPeriodEnd: int | None = None
-    cancelAt: int | None = None
+    trialStart: Int | None = None
+    trialEnd: Int | None = None
+    currentPeriodStart: Int | None = None
+    currentPeriodEnd: Int | None = None
+    cancelAt: Int | None = None
     cancelAtPeriodEnd: bool | None = None
-    canceledAt: int | None = None
+    canceledAt: Int | None = None
     cancelReason: str | None = None
     recurringInvoiceItem: InvoiceItem | None = None
     upcomingInvoiceItem: InvoiceItem | None = None
     scheduledPhases: list[ScheduledPhase] | None = None
-    elapsedCycles: int | None = None
+    elapsedCycles: Int | None = None
     sessionId: str | None = None
     metadata: dict[str, Any] | None = None
 

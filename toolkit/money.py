@@ -65,20 +65,62 @@ def parse_decimal(text: str | int | Decimal) -> Decimal:
     return value
 
 
+#: The most decimals any ISO 4217 currency has (CLF, UYW: 4); amounts with more are never money.
+MAX_DECIMALS = 4
+#: Digits before the decimal point: with ``MAX_DECIMALS`` the minor units stay below 10**18 (int64).
+MAX_INTEGER_DIGITS = 14
+
+
+def decimal_places(amount: Decimal) -> int:
+    """Decimals the amount really has (``12.300`` has 1), read off its digits: no context, no rounding."""
+    _, digits, exponent = amount.as_tuple()
+    if not isinstance(exponent, int):
+        raise MoneyError(f"{amount!r} is not a finite amount")
+    text = "".join(map(str, digits))
+    if not text.strip("0"):
+        return 0
+    return max(0, -(exponent + len(text) - len(text.rstrip("0"))))
+
+
+def integer_digits(amount: Decimal) -> int:
+    """Digits before the decimal point (``1200.5`` has 4; ``0.5`` has 0), exactly."""
+    _, digits, exponent = amount.as_tuple()
+    if not isinstance(exponent, int):
+        raise MoneyError(f"{amount!r} is not a finite amount")
+    stripped = "".join(map(str, digits)).lstrip("0")
+    return max(0, len(stripped) + exponent) if stripped else 0
+
+
+def check_amount_range(amount: Decimal) -> Decimal:
+    """The amount, when it is a finite number money can hold; else ``MoneyError`` (never rounded).
+
+    At most ``MAX_INTEGER_DIGITS`` digits before the point and ``MAX_DECIMALS`` after it: beyond
+    that a Decimal context would round (28 digits) or overflow, and a minor-unit integer would
+    not fit 64 bits.
+    """
+    if not amount.is_finite():
+        raise MoneyError(f"{amount} is not a finite amount")
+    if integer_digits(amount) > MAX_INTEGER_DIGITS:
+        raise MoneyError(f"more than {MAX_INTEGER_DIGITS} digits before the decimal point")
+    if decimal_places(amount) > MAX_DECIMALS:
+        raise MoneyError(f"more than {MAX_DECIMALS} decimals (no currency has more)")
+    return amount
+
+
 def fits_currency(amount: Decimal, currency: str) -> bool:
-    """True when the amount has no more decimals than the currency's minor unit allows."""
-    exponent = amount.normalize().as_tuple().exponent
-    return isinstance(exponent, int) and -exponent <= minor_digits(currency)
+    """True when the amount has no more decimals than the currency's minor unit allows (exactly)."""
+    return decimal_places(amount) <= minor_digits(currency)
 
 
 def to_minor(amount: Decimal | str | int, currency: str) -> int:
     """Exact major -> minor units; more decimals than the currency allows is an error, not rounding."""
-    value = parse_decimal(amount)
+    value = check_amount_range(parse_decimal(amount))
     if not fits_currency(value, currency):
         raise MoneyError(
             f"{value} has more decimals than {currency} allows ({minor_digits(currency)})"
         )
-    return int(value.scaleb(minor_digits(currency)))
+    numerator, denominator = value.as_integer_ratio()
+    return int(numerator * 10 ** minor_digits(currency) // denominator)
 
 
 def from_minor(minor: int, currency: str) -> Decimal:

@@ -10,11 +10,19 @@ Exit codes a scheduler can act on:
 - 1 the notebook ran and reported a failure: a cell raised ``NotebookFailure`` (exceptions over
   the threshold, outcomes not as expected);
 - 2 an execution or infrastructure error (an unknown parameter, a bad input file, the service
-  unreachable, a kernel that died); the failing cell's number and error are printed.
+  unreachable, a kernel that died, an output folder that cannot be written); the failing cell's
+  number and error, or the reason, are printed on one line.
 
 The API key and base URL reach the kernel only through the environment (``TOOLKIT_BASE_URL``,
 ``TOOLKIT_API_KEY``), never through parameters. The notebook is executed into a private temporary
-folder and every output is scrubbed of the key before anything is written under ``reports/``.
+folder, scrubbed of the key (raw, or JSON-, HTML-, repr- or URL-escaped) and only then written
+beside the report; the runner writes each file to a temporary name and moves it into place.
+
+A run touches only the files it wrote: the output folder's regular files are noted (inode, size,
+times) before the kernel starts, and only files that are new or changed afterwards are scrubbed.
+Symlinks are never followed, neither when scrubbing nor when writing. A file that holds the key
+and cannot be rewritten is removed. The folder is checked writable before the kernel starts, so
+an unwritable output stops the run before anything is sent to the service.
 
 Parameters named ``*_path`` given to the runner are resolved against the caller's working
 directory; the kernel itself runs in the notebook's folder, so the notebooks' defaults
@@ -26,21 +34,27 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import errno
+import functools
+import io
+import json
 import os
+import re
 import sqlite3
+import stat
 import sys
 import tempfile
+import traceback
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from toolkit.errors import ToolkitError
-
-if TYPE_CHECKING:
-    pass
+from toolkit.config import default_home
+from toolkit.errors import OutputError, ToolkitError
+from toolkit.outputs import atomic_path, ensure_directory, write_text_atomic
 
 #: The notebooks shipped in ``notebooks/``, by the name ``toolkit run`` accepts.
 NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report")
@@ -54,8 +68,9 @@ START_TIMEOUT_S = 120
 CELL_TIMEOUT_S = 900
 REDACTED = "[redacted]"
 EXIT_OK, EXIT_FAILURE, EXIT_ERROR = 0, 1, 2
-_TEXT_SUFFIXES = frozenset({".ipynb", ".html", ".htm", ".csv", ".txt", ".json", ".md", ".svg", ".log",
-                            ".xml", ".yaml", ".yml"})
+_TEXT_SUFFIXES = frozenset(
+    {".ipynb", ".html", ".htm", ".csv", ".txt", ".json", ".md", ".svg", ".log", ".xml", ".yaml", ".yml"}
+)
 _ZIP_SUFFIXES = frozenset({".xlsx", ".xlsm", ".zip"})
 
 
@@ -96,7 +111,7 @@ class RunResult:
 def resolve_notebook(name_or_path: str | Path) -> Path:
     """One of the shipped names (``catalog_setup``) or a path to an ``.ipynb`` file."""
     text = str(name_or_path)
-    stem = text[:-len(".ipynb")] if text.endswith(".ipynb") else text
+    stem = text[: -len(".ipynb")] if text.endswith(".ipynb") else text
     if stem in NOTEBOOKS and not Path(text).exists():
         return NOTEBOOK_DIR / f"{stem}.ipynb"
     path = Path(text).expanduser()
@@ -184,7 +199,7 @@ def secrets_in_environment(env: Mapping[str, str] | None = None) -> list[str]:
     found = []
     if env.get("TOOLKIT_API_KEY"):
         found.append(env["TOOLKIT_API_KEY"])
-    home = Path(env.get("TOOLKIT_HOME") or ".toolkit")
+    home = Path(env["TOOLKIT_HOME"]).expanduser() if env.get("TOOLKIT_HOME") else default_home()
     stored = _embedded_key(home)
     if stored:
         found.append(stored)
@@ -192,69 +207,256 @@ def secrets_in_environment(env: Mapping[str, str] | None = None) -> list[str]:
     return sorted({s for s in found if len(s) >= 8}, key=len, reverse=True)
 
 
+#: Characters JSON or a Python repr write with a backslash in front: \", \\, \', \/.
+_BACKSLASHED = frozenset("\"'\\/")
+_ENTITY_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
+
+
+def _character_forms(char: str) -> str:
+    """A regex for one character of a secret as files show it.
+
+    Raw; as an HTML entity (named, decimal or hex, escaped once more as ``&amp;...``); with the
+    backslashes JSON or a repr put before it, once or twice over (``\\"``, ``\\\\'``, ``\\\\\\"``),
+    and that HTML-escaped too (``\\&quot;``, as nbconvert renders an escaped string); as a
+    ``\\uXXXX`` escape; URL-encoded.
+    Longer forms come first; ``_redactions`` widens a match so it never cuts an escape in two.
+    """
+    code = ord(char)
+    entity = f"#0*{code}|#x0*{code:x}" + (f"|{_ENTITY_NAMES[char]}" if char in _ENTITY_NAMES else "")
+    html_forms = f"&(?:amp;)*(?i:{entity});|{re.escape(char)}"
+    if char == "&":
+        html_forms = f"&(?:amp;)*(?i:{entity});|&(?:amp;)*"
+    units = [code] if code <= 0xFFFF else [0xD800 + ((code - 0x10000) >> 10), 0xDC00 + (code & 0x3FF)]
+    unicode_escape = "".join(f"\\\\(?:\\\\)?u(?i:{unit:04x})" for unit in units)
+    percent = "".join(f"%(?i:{byte:02x})" for byte in char.encode("utf-8"))
+    forms = [unicode_escape, percent]
+    if char == "\\":
+        forms = [r"\\{4}", r"\\{2}", *forms]
+    elif char in _BACKSLASHED:
+        forms = [rf"\\{{3}}(?:{html_forms})", rf"\\{{1,2}}(?:{html_forms})", *forms]
+    return "(?:" + "|".join([*forms, html_forms]) + ")"
+
+
+@functools.lru_cache(maxsize=8)
+def _secret_pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex matching every secret in every encoding ``_character_forms`` knows, longest first."""
+    return re.compile("|".join("".join(map(_character_forms, secret)) for secret in secrets))
+
+
+def _backslashes_before(text: str, end: int, floor: int) -> int:
+    """How many backslashes run up to ``end`` (not before ``floor``): odd means the next is escaped."""
+    count = 0
+    while end - count > floor and text[end - count - 1] == "\\":
+        count += 1
+    return count
+
+
+def _redactions(text: str, secrets: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """The spans of ``text`` to redact: each match, widened so that no backslash escape is cut in two.
+
+    A match that starts on an escaped character takes the backslash before it, and one that ends
+    on a backslash escaping what follows takes that too, so JSON around a redaction stays valid.
+    """
+    floor = 0
+    for match in _secret_pattern(tuple(secrets)).finditer(text):
+        start, end = match.span()
+        if _backslashes_before(text, start, floor) % 2:
+            start -= 1
+        if _backslashes_before(text, end, start) % 2 and end < len(text):
+            end += 5 if re.match(r"u[0-9a-fA-F]{4}", text[end : end + 5]) else 1
+        start = max(start, floor)  # the previous span, widened, may have taken its first character
+        if end > start:
+            yield start, end
+            floor = end
+
+
+def _replace(text: str, secrets: Sequence[str], replacement: Callable[[str], str]) -> str:
+    """``text`` with each span of ``_redactions`` replaced by ``replacement(span)``."""
+    if not secrets:
+        return text
+    parts, done = [], 0
+    for start, end in _redactions(text, secrets):
+        parts += [text[done:start], replacement(text[start:end])]
+        done = end
+    return "".join([*parts, text[done:]])
+
+
 def scrub_text(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every secret replaced by ``[redacted]``."""
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
+    """``text`` with every secret, raw or JSON-, HTML-, repr- or URL-escaped, replaced by ``[redacted]``."""
+    return _replace(text, secrets, lambda _: REDACTED)
+
+
+def _scrub_bytes(data: bytes, secrets: Sequence[str], *, keep_length: bool) -> bytes:
+    """``scrub_text`` for bytes in any encoding; ``keep_length`` overwrites with ``*`` byte for byte."""
+    text = data.decode("utf-8", "surrogateescape")  # every byte survives the round trip
+
+    def stars(found: str) -> str:
+        return "*" * len(found.encode("utf-8", "surrogateescape"))
+
+    scrubbed = _replace(text, secrets, stars if keep_length else lambda _: REDACTED)
+    return scrubbed.encode("utf-8", "surrogateescape")
+
+
+def _read_regular_file(path: Path) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and status of ``path`` if it is a regular file; a symlink is never followed."""
+    try:
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a symlink
+            return None
+        raise OutputError(f"cannot read {path} to redact it: {exc.strerror or type(exc).__name__}") from None
+    with os.fdopen(handle, "rb") as file:
+        info = os.fstat(file.fileno())
+        return (file.read(), info) if stat.S_ISREG(info.st_mode) else None
+
+
+def _scrub_zip(data: bytes, secrets: Sequence[str]) -> bytes | None:
+    """A zip (an .xlsx workbook) with its members scrubbed, or ``data`` when none held a secret.
+
+    None when it cannot be read as a zip: it is then scrubbed as bytes like any other file.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = [(item, archive.read(item)) for item in archive.infolist()]
+    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError):  # RuntimeError: encrypted
+        return None
+    scrubbed = [(item, _scrub_bytes(body, secrets, keep_length=False)) for item, body in members]
+    if all(new == old for (_, new), (_, old) in zip(scrubbed, members, strict=True)):
+        return data
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for item, body in scrubbed:
+            archive.writestr(item, body)
+    return buffer.getvalue()
 
 
 def scrub_file(path: Path, secrets: Sequence[str]) -> bool:
     """Redact secrets in a written file (text, or the members of a zip such as .xlsx).
 
-    Other binary files get the secret overwritten byte for byte with ``*``. Returns whether
-    anything was found.
+    Other binary files get each match overwritten with as many ``*``. The file is replaced whole
+    (same mode), so a failure leaves it as it was; a symlink is never followed nor replaced.
+    Returns whether anything was found. ``OutputError`` when it cannot be read or rewritten.
     """
     if not secrets:
         return False
-    data = path.read_bytes()
-    encoded = [s.encode() for s in secrets]
-    suffix = path.suffix.lower()
-    if suffix in _ZIP_SUFFIXES and zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            members = [(info, archive.read(info)) for info in archive.infolist()]
-        if not any(e in body for _, body in members for e in encoded):
-            return False
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-            for info, body in members:
-                for e in encoded:
-                    body = body.replace(e, REDACTED.encode())
-                archive.writestr(info, body)
-        return True
-    if not any(e in data for e in encoded):
+    found = _read_regular_file(path)
+    if found is None:
         return False
-    for e in encoded:
-        data = data.replace(e, REDACTED.encode() if suffix in _TEXT_SUFFIXES else b"*" * len(e))
-    path.write_bytes(data)
+    data, info = found
+    suffix = path.suffix.lower()
+    result = _scrub_zip(data, secrets) if suffix in _ZIP_SUFFIXES else None
+    if result is None:
+        result = _scrub_bytes(data, secrets, keep_length=suffix not in _TEXT_SUFFIXES)
+    if result == data:
+        return False
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(result)
+        os.chmod(temporary, stat.S_IMODE(info.st_mode))
     return True
+
+
+def _scrub_node(node: Any, secrets: Sequence[str]) -> Any:
+    """A parsed JSON document with every string (keys too) scrubbed; its serialisation stays valid JSON."""
+    if isinstance(node, str):
+        return scrub_text(node, secrets)
+    if isinstance(node, list):
+        return [_scrub_node(item, secrets) for item in node]
+    if isinstance(node, dict):
+        return {scrub_text(k, secrets): _scrub_node(v, secrets) for k, v in node.items()}
+    return node
 
 
 # ---------------------------------------------------------------------------------------------
 # Running
 
 
+#: What changes when a file is written or replaced: device, inode, size, mtime and ctime (ns).
+_Signature = tuple[int, int, int, int, int]
+
+
 def _report_dir(notebook: str, root: Path) -> Path:
+    """A fresh ``root/notebook/<UTC time>`` folder; ``OutputError`` when none can be made."""
+    parent = ensure_directory(root / notebook)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = root / notebook / stamp
     for attempt in range(1, 1000):
-        candidate = base if attempt == 1 else base.with_name(f"{stamp}-{attempt}")
+        candidate = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
         try:
-            candidate.mkdir(parents=True)
+            candidate.mkdir()
         except FileExistsError:
             continue
+        except OSError as exc:
+            raise OutputError(f"cannot create the folder {candidate}: {exc.strerror or exc}") from None
         return candidate
-    raise ToolkitError(f"{base}: cannot create a fresh report folder")
+    raise OutputError(f"cannot create a fresh report folder in {parent}")
+
+
+def _output_folder(notebook: str, output_dir: str | Path | None, reports_root: Path) -> Path:
+    """The run's folder, made and proven writable before the kernel starts (before anything is sent)."""
+    folder = _report_dir(notebook, reports_root) if output_dir is None else ensure_directory(output_dir)
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".toolkit-write-check.", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"cannot write to {folder}: {exc.strerror or exc}") from None
+    os.close(handle)
+    os.unlink(probe)
+    return folder.resolve()
+
+
+def _regular_files(root: Path) -> dict[Path, _Signature]:
+    """Every regular file under ``root`` with its signature; symlinks (to files or folders) are skipped."""
+    found: dict[Path, _Signature] = {}
+    for folder, _, names in os.walk(root):  # followlinks=False: a symlinked folder is not entered
+        for name in names:
+            path = Path(folder, name)
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found[path] = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return found
+
+
+def _scrub_written(
+    root: Path, before: Mapping[Path, _Signature], secrets: Sequence[str]
+) -> tuple[tuple[Path, ...], str]:
+    """Scrub the regular files the run created or changed under ``root``, and no other file.
+
+    A file that may hold the key and cannot be rewritten is removed: the key is never left behind.
+    Returns the files written (those removed left out) and what went wrong, or an empty string.
+    """
+    written = sorted(p for p, signature in _regular_files(root).items() if before.get(p) != signature)
+    failures: list[OutputError] = []
+    removed: list[str] = []
+    kept: list[str] = []
+    for file in written:
+        try:
+            scrub_file(file, secrets)
+        except OutputError as exc:
+            failures.append(exc)
+            try:
+                file.unlink(missing_ok=True)
+                removed.append(str(file.relative_to(root)))
+            except OSError:
+                kept.append(str(file.relative_to(root)))
+    problem = str(failures[0]) if failures else ""
+    if removed:
+        problem += f"; removed {len(removed)} file(s) the key could not be redacted in: {', '.join(removed)}"
+    if kept:
+        problem += f"; the key may remain in {', '.join(kept)}, which could not be removed"
+    return tuple(f for f in written if f.exists()), problem
 
 
 @contextlib.contextmanager
 def _kernel_environment() -> Iterator[None]:
     """The kernel inherits this process's environment: pin TOOLKIT_HOME to an absolute path.
 
-    The kernel runs in the notebook's folder, so a relative (or default) home would otherwise
-    point somewhere else than the caller's.
+    The kernel runs in the notebook's folder, so a relative home would otherwise point somewhere
+    else than the caller's.
     """
     before = os.environ.get("TOOLKIT_HOME")
-    os.environ["TOOLKIT_HOME"] = str(Path(before or ".toolkit").expanduser().resolve())
+    home = Path(before).expanduser().resolve() if before else default_home()
+    os.environ["TOOLKIT_HOME"] = str(home)
     try:
         yield
     finally:
@@ -264,26 +466,33 @@ def _kernel_environment() -> Iterator[None]:
             os.environ["TOOLKIT_HOME"] = before
 
 
-def _write_html(notebook: Any, path: Path) -> None:
+def _write_html(notebook: Any, path: Path, secrets: Sequence[str]) -> None:
+    """The report with the code hidden, from the scrubbed notebook, scrubbed once more as HTML."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(  # type: ignore[no-untyped-call]
-        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True
+    )
     body, _ = exporter.from_notebook_node(notebook)
-    path.write_text(body, encoding="utf-8")
+    write_text_atomic(path, scrub_text(body, secrets))
 
 
 def _finish_notebook(executed: Path, target: Path, secrets: Sequence[str]) -> Any:
-    """Read the executed notebook, scrub it, drop what papermill recorded about the machine."""
+    """Read the executed notebook, scrub it, drop what papermill recorded about the machine.
+
+    Every string of the parsed JSON is scrubbed rather than the file's text, so a key that JSON
+    escapes is found decoded and the rewritten notebook is valid JSON whatever the key holds.
+    """
     import nbformat
 
-    text = scrub_text(executed.read_text(encoding="utf-8"), secrets)
-    notebook = nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]
+    document = _scrub_node(json.loads(executed.read_text(encoding="utf-8")), secrets)
+    notebook = nbformat.reads(json.dumps(document), as_version=4)  # type: ignore[no-untyped-call]
     recorded = notebook.metadata.get("papermill", {})
     recorded.pop("environment_variables", None)
     recorded["input_path"] = Path(str(recorded.get("input_path", ""))).name
     recorded["output_path"] = target.name
-    nbformat.write(notebook, str(target))  # type: ignore[no-untyped-call]
+    text = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    write_text_atomic(target, text if text.endswith("\n") else text + "\n")
     return notebook
 
 
@@ -305,11 +514,19 @@ def _local_kernel_manager() -> type:
 
 
 def run_notebook(
-    name_or_path: str | Path, parameters: Mapping[str, Any] | None = None,
-    output_dir: str | Path | None = None, *, reports_root: str | Path = DEFAULT_REPORTS,
-    kernel_name: str = KERNEL_NAME, cell_timeout: int = CELL_TIMEOUT_S,
+    name_or_path: str | Path,
+    parameters: Mapping[str, Any] | None = None,
+    output_dir: str | Path | None = None,
+    *,
+    reports_root: str | Path = DEFAULT_REPORTS,
+    kernel_name: str = KERNEL_NAME,
+    cell_timeout: int = CELL_TIMEOUT_S,
 ) -> RunResult:
-    """Run one notebook with papermill; see the module docstring. Raises ``ParameterError`` first."""
+    """Run one notebook with papermill; see the module docstring.
+
+    Raises ``ParameterError`` before anything runs, and ``OutputError`` when the output folder cannot
+    be written: before the kernel starts when that shows, else after it, the run's files scrubbed.
+    """
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -317,9 +534,8 @@ def run_notebook(
     given = dict(parameters or {})
     check_parameters(path, given)
     name = path.stem
-    target_dir = Path(output_dir) if output_dir is not None else _report_dir(name, Path(reports_root))
-    target_dir.mkdir(parents=True, exist_ok=True)
-    target_dir = target_dir.resolve()
+    target_dir = _output_folder(name, output_dir, Path(reports_root))
+    before = _regular_files(target_dir)
     values = _resolve_paths(given) | {OUTPUT_PARAMETER: str(target_dir)}
     executed_path = target_dir / f"{name}.ipynb"
     html_path = target_dir / f"{name}.html"
@@ -328,9 +544,15 @@ def run_notebook(
         scratch = Path(private) / f"{name}.ipynb"
         try:
             papermill.execute_notebook(
-                str(path), str(scratch), parameters=values, kernel_name=kernel_name,
-                cwd=str(path.parent), progress_bar=False, log_output=False,
-                start_timeout=START_TIMEOUT_S, execution_timeout=cell_timeout,
+                str(path),
+                str(scratch),
+                parameters=values,
+                kernel_name=kernel_name,
+                cwd=str(path.parent),
+                progress_bar=False,
+                log_output=False,
+                start_timeout=START_TIMEOUT_S,
+                execution_timeout=cell_timeout,
                 kernel_manager_class=_local_kernel_manager(),
             )
         except PapermillExecutionError as exc:
@@ -343,18 +565,26 @@ def run_notebook(
         except Exception as exc:  # kernel death, timeouts, unreadable notebook: all infrastructure
             exit_code, message = EXIT_ERROR, f"{type(exc).__name__}: {exc}"
         secrets = secrets_in_environment()
-        notebook = _finish_notebook(scratch, executed_path, secrets) if scratch.is_file() else None
-    if notebook is not None:
-        _write_html(notebook, html_path)
-    files = tuple(sorted(p for p in target_dir.rglob("*") if p.is_file()))
-    for file in files:
-        scrub_file(file, secrets)
+        unwritten = ""
+        try:
+            notebook = _finish_notebook(scratch, executed_path, secrets) if scratch.is_file() else None
+            if notebook is not None:
+                _write_html(notebook, html_path, secrets)
+        except OutputError as exc:
+            unwritten = str(exc)
+        finally:  # the notebook's own files are scrubbed whatever happened to the report
+            written, unredacted = _scrub_written(target_dir, before, secrets)
+    if unwritten or unredacted:
+        raise OutputError("; ".join(filter(None, [unwritten, unredacted])))
     return RunResult(
-        notebook=name, exit_code=exit_code, output_dir=target_dir,
-        executed=executed_path if executed_path.is_file() else None,
-        html=html_path if html_path.is_file() else None,
-        files=tuple(f for f in files if f not in (executed_path, html_path)),
-        message=None if message is None else scrub_text(message, secrets), failed_cell=failed_cell,
+        notebook=name,
+        exit_code=exit_code,
+        output_dir=target_dir,
+        executed=executed_path if executed_path in written else None,
+        html=html_path if html_path in written else None,
+        files=tuple(f for f in written if f not in (executed_path, html_path)),
+        message=None if message is None else scrub_text(message, secrets),
+        failed_cell=failed_cell,
     )
 
 
@@ -365,13 +595,25 @@ def run_notebook(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``toolkit run NOTEBOOK [-p NAME VALUE ...] [--output-dir DIR]``."""
     parser.add_argument("notebook", help=f"one of {', '.join(NOTEBOOKS)}, or a path to a notebook")
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
-                        metavar=("NAME", "VALUE"),
-                        help="set a parameter (YAML scalar: 5, true, 2024-05-01 stays text)")
-    parser.add_argument("--output-dir", type=Path, default=None,
-                        help="where to write the run (default reports/<notebook>/<UTC time>/)")
-    parser.epilog = ("exit codes: 0 success; 1 the notebook reported a failure; "
-                     "2 execution or infrastructure error")
+    parser.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="set a parameter (YAML scalar: 5, true, 2024-05-01 stays text)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=None,
+        help="where to write the run (default reports/<notebook>/<UTC time>/)",
+    )
+    parser.epilog = (
+        "exit codes: 0 success; 1 the notebook reported a failure; "
+        "2 execution, input or infrastructure error (an unwritable output folder too)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -379,16 +621,29 @@ def run(args: argparse.Namespace) -> int:
     parameters = {name: parse_value(value) for name, value in args.parameter}
     try:
         result = run_notebook(args.notebook, parameters, args.output_dir)
-    except ParameterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ToolkitError, OSError) as exc:  # bad parameter or input, unwritable output: one line
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # a bug: its traceback is kept, but the exit code must not say "findings"
+        trace = "".join(traceback.format_exception(exc))
+        print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
+        print(f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     print(f"report: {result.output_dir}")
     if result.exit_code == EXIT_FAILURE:
-        print(f"failed: {result.notebook} reported a failure in cell [{result.failed_cell}]: "
-              f"{result.message}", file=sys.stderr)
+        print(
+            f"failed: {result.notebook} reported a failure in cell [{result.failed_cell}]: "
+            f"{_one_line(result.message or '')}",
+            file=sys.stderr,
+        )
     elif result.exit_code == EXIT_ERROR:
-        print(f"error: {result.notebook}: {result.message}", file=sys.stderr)
+        print(f"error: {result.notebook}: {_one_line(result.message or '')}", file=sys.stderr)
     return result.exit_code
+
+
+def _one_line(text: str) -> str:
+    """``text`` scrubbed of any key and folded onto one line, for a scheduler to forward."""
+    return " ".join(scrub_text(text, secrets_in_environment()).splitlines()).strip()
 
 
 __all__ = [

@@ -24,43 +24,61 @@ def environment_label() -> str:
 
 
 def environment_banner() -> Any:
-    """A Markdown line for the top of a notebook, so a sandbox run is never mistaken for the books."""
+    """Markdown for the top of a notebook: where calls go (so a sandbox run is never mistaken for
+    the books) and which journal records them (so a user can tell two runs share one)."""
     import importlib
 
+    from toolkit.config import load_settings, resolve_environment
+    from toolkit.journal import Journal
+
     display: Any = importlib.import_module("IPython.display")
-    label = environment_label()
-    note = ("**not the live service**: test data only" if label.startswith("embedded sandbox")
-            else "live data")
-    return display.Markdown(f"**Environment:** {label} ({note}) · run at "
-                    f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
+    settings = load_settings()
+    environment = resolve_environment(settings)
+    note = "**not the live service**: test data only" if environment.is_sandbox else "live data"
+    return display.Markdown(
+        f"**Environment:** {environment.label} ({note}) · run at "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC  \n"
+        f"**Journal:** `{Journal.path_for(environment, settings.home)}`"
+    )
 
 
 def output_file(output_dir: str | Path | None, name: str) -> Path | None:
     """Where a notebook writes ``name``: inside ``output_dir``, or nowhere when it is empty."""
     if output_dir is None or not str(output_dir).strip():
         return None
-    directory = Path(output_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory / name
+    from toolkit.outputs import ensure_directory
+
+    return ensure_directory(output_dir) / name
 
 
 def write_frame(frame: pd.DataFrame, output_dir: str | Path | None, name: str) -> Path | None:
     """Write a frame as CSV into ``output_dir`` (nothing when it is empty); amounts stay exact text.
 
-    Columns holding dicts (actions with their QR images, localized names) are written as JSON.
+    Columns holding dicts (actions with their QR images, localized names) are written as JSON. Text
+    a spreadsheet would execute is neutralised, and the file appears whole or not at all.
     """
     import json
+
+    import pandas as pd
+
+    from toolkit.outputs import atomic_path, neutralise_cell
+
+    def cell(value: Any) -> Any:
+        if isinstance(value, dict | list):
+            value = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        return neutralise_cell(value) if isinstance(value, str) else value
 
     path = output_file(output_dir, name)
     if path is None:
         return None
     out = frame.copy()
     for column in out.columns:
-        if out[column].dtype == object and out[column].map(lambda v: isinstance(v, dict | list)).any():
-            out[column] = out[column].map(
-                lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
-                if isinstance(v, dict | list) else v)
-    out.to_csv(path, index=out.index.name is not None)
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
+            out[column] = out[column].map(cell)
+    if out.index.name is not None and pd.api.types.is_string_dtype(out.index.dtype):
+        out.index = out.index.map(cell)
+    with atomic_path(path) as temporary:
+        out.to_csv(temporary, index=out.index.name is not None)
     return path
 
 
@@ -91,53 +109,16 @@ def processor_side(processor_path: str | Path | None) -> tuple[Any, str]:
         return payments_frame(journal), f"journal of payments created at the {label}"
 
 
-def _moments(values: pd.Series) -> pd.Series:
-    """Text as written in a file (ISO dates or times, or epoch milliseconds) -> UTC timestamps."""
-    import pandas as pd
-
-    text = values.astype(str).str.strip()
-    digits = text.str.fullmatch(r"\d{11,}")
-    out = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
-    if digits.any():
-        out[digits] = pd.to_datetime(text[digits].astype("int64"), unit="ms", utc=True)
-    rest = ~digits & (text != "")
-    if rest.any():
-        out[rest] = pd.to_datetime(text[rest], utc=True, errors="coerce", format="mixed")
-    return out
-
-
 def restrict_period(loaded: Any, column: str, period_start: str | None, period_end: str | None) -> Any:
     """Keep the rows of a loaded side whose ``column`` falls in [period_start, period_end] (days, UTC).
 
-    Returns a new ``LoadedInput``; the number of rows left out is in ``.frame.attrs["outside"]`` and
-    the notebook shows it, so nothing disappears silently. No bounds: the input as it is.
+    Returns a new ``LoadedInput`` (``toolkit.reconcile.select_period``): rows whose date cannot be
+    read are rejected with the reason, rows outside the period are counted in ``.outside`` and
+    shown by the notebook and the reports. No bounds: the input as it is.
     """
-    import dataclasses
+    from toolkit.reconcile import select_period
 
-    import pandas as pd
-
-    from toolkit.errors import InputError
-
-    start = str(period_start or "").strip()
-    end = str(period_end or "").strip()
-    if not start and not end:
-        return loaded
-    frame = loaded.frame
-    if column not in frame.columns:
-        raise InputError(f"{loaded.source}: no {column!r} column to select the period "
-                         f"{start or '...'} to {end or '...'} by")
-    when = _moments(frame[column])
-    keep = when.notna()
-    try:
-        if start:
-            keep &= when >= pd.Timestamp(start, tz="UTC")
-        if end:
-            keep &= when < pd.Timestamp(end, tz="UTC").normalize() + pd.Timedelta(days=1)
-    except ValueError as exc:
-        raise InputError(f"period_start/period_end must be dates like 2024-05-31 ({exc})") from None
-    kept = frame[keep.to_numpy()].reset_index(drop=True)
-    kept.attrs["outside"] = int((~keep).sum())
-    return dataclasses.replace(loaded, frame=kept, row_count=len(kept) + len(loaded.rejected))
+    return select_period(loaded, column, period_start, period_end)
 
 
 def subscription_checks(subscriptions_ledger_path: str | Path | None) -> tuple[Any, pd.DataFrame] | None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.reconcile.conftest import FillDisk
 from tests.reconcile.test_inputs import SANDBOX_EXPORT
 from toolkit.cli import main
 
@@ -76,3 +82,95 @@ def test_unusable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["reconcile", "--ledger", str(ledger), "--processor", str(processor),
                  "--ledger-map", "{not json"]) == 2
     assert "--ledger-map" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs that cannot be written: exit 2, one line, no partial report
+
+
+def run_into(tmp_path: Path, output: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    ledger, processor = files(tmp_path)
+    code = main(["reconcile", "--ledger", str(ledger), "--processor", str(processor),
+                 "--output-dir", str(output), "--max-exceptions", "0"])
+    return code, capsys.readouterr().err
+
+
+def assert_one_error_line(err: str, *parts: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for part in parts:
+        assert part in lines[0]
+
+
+def test_output_dir_that_is_a_file_exits_2(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    output = tmp_path / "taken"
+    output.write_text("not a folder", encoding="utf-8")
+    code, err = run_into(tmp_path, output, capsys)
+    assert code == 2
+    assert_one_error_line(err, str(output), "not a folder")
+    assert output.read_text(encoding="utf-8") == "not a folder"
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder this process cannot create files in.
+
+    As root, permission bits do not stop writes, so a folder of sysfs (where nobody can create a
+    file) stands in; the test is skipped only where there is neither.
+    """
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    folder = Path("/sys/kernel")
+    try:
+        handle, name = tempfile.mkstemp(dir=folder)
+    except OSError:
+        yield folder
+        return
+    os.close(handle)
+    os.unlink(name)
+    pytest.skip("running as root and /sys/kernel accepts files: no read-only folder to test with")
+
+
+def test_read_only_output_dir_exits_2(tmp_path: Path, read_only_folder: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    before = set(read_only_folder.iterdir())
+    code, err = run_into(tmp_path, read_only_folder, capsys)
+    assert code == 2
+    assert_one_error_line(err, str(read_only_folder / "report"))
+    assert set(read_only_folder.iterdir()) == before
+
+
+def test_full_disk_exits_2_and_leaves_nothing(tmp_path: Path, fill_disk: FillDisk,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    folder = fill_disk(tmp_path / "full", free=1_000)
+    code, err = run_into(tmp_path, folder, capsys)
+    assert code == 2
+    assert_one_error_line(err, str(folder), "No space left on device")
+    assert list(folder.iterdir()) == []
+
+
+def test_file_size_limit_in_a_real_process_exits_2(tmp_path: Path) -> None:
+    """The kernel refuses a write midway (RLIMIT_FSIZE, as a full disk would): the process prints
+    one line, exits 2 and leaves no report file nor temporary."""
+    ledger, processor = files(tmp_path)
+    output = tmp_path / "out"
+    limit = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000)); "
+        "from toolkit.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-B", "-c", limit, "reconcile", "--ledger", str(ledger), "--processor",
+         str(processor), "--output-dir", str(output)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert_one_error_line(proc.stderr, "cannot write", "File too large")
+    assert list(output.iterdir()) == []

@@ -173,3 +173,52 @@ def test_subscription_ledger(tmp_path: Path) -> None:
     assert loaded.rejected["source_row"].tolist() == [3, 4]
     detail = loaded.rejected["detail"].iloc[1]
     assert "subscriptionId is empty" in detail and "state 'paused'" in detail
+
+
+def test_row_numbers_are_lines_of_the_file(tmp_path: Path) -> None:
+    """Blank lines (which the CSV reader skips) and quoted values spanning lines do not shift the
+    row numbers: a rejected row is reported on the line an editor shows it on."""
+    text = (
+        "merchantReferenceId,amount,currency,status,note\n"   # line 1
+        "\n"                                                   # 2
+        "m1,1.00,USD,success,\n"                               # 3
+        "\r\n"                                                 # 4
+        "\n"                                                   # 5
+        "bad1,x,USD,success,\n"                                # 6
+        'm2,2.00,USD,success,"first line\nsecond line"\n'      # 7-8
+        "bad2,1.00,ZZZ,success,\n"                             # 9
+        "\n\n"                                                 # 10-11: trailing blank lines
+    )
+    loaded = load_ledger(write(tmp_path, "ledger.csv", text))
+    assert loaded.rejected["source_row"].tolist() == [6, 9]
+    assert loaded.frame["source_row"].tolist() == [3, 7]
+    assert loaded.frame["note"].tolist() == ["", "first line\nsecond line"]
+    lean = load_ledger(tmp_path / "ledger.csv", carry=False)
+    assert lean.rejected["source_row"].tolist() == [6, 9]
+
+
+def test_row_numbers_with_blank_lines_before_the_header_and_crlf(tmp_path: Path) -> None:
+    text = "\r\n\r\nmerchantReferenceId,amount,currency,status\r\nm1,1,USD,1\r\n\r\nm2,x,USD,1\r\n"
+    loaded = load_ledger(write(tmp_path, "ledger.csv", text))
+    assert loaded.frame["source_row"].tolist() == [4]
+    assert loaded.rejected["source_row"].tolist() == [6]
+
+
+def test_subscription_ledger_rows_are_lines_too(tmp_path: Path) -> None:
+    path = write(tmp_path, "subs.csv",
+                 "subscriptionId,merchantReferenceId,priceId,quantity,amount,currency,state\n\n"
+                 "s1,m1,p1,2,20.00,USD,active\n\n\ns2,m2,p1,x,20.00,USD,active\n")
+    loaded = load_subscription_ledger(path)
+    assert loaded.frame["source_row"].tolist() == [3]
+    assert loaded.rejected["source_row"].tolist() == [6]
+
+
+def test_a_key_guarded_by_a_csv_writer_reads_back_as_the_payment_key(tmp_path: Path) -> None:
+    """The sandbox's CSV export guards ``=1+1`` as ``'=1+1``; reconciled, it is the payment's key."""
+    from toolkit.reconcile import load_processor
+
+    path = tmp_path / "export.csv"
+    path.write_text("merchantReferenceId,amount,currency,status\n'=1+1,1.00,USD,success\n"
+                    "'-A,2.00,USD,success\n'plain,3.00,USD,success\n", encoding="utf-8")
+    loaded = load_processor(path)
+    assert list(loaded.frame["merchantReferenceId"]) == ["=1+1", "-A", "'plain"]

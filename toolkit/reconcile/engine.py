@@ -17,7 +17,7 @@ Rules where the issue leaves a choice:
 * The amount of an exception (in the summary) is the ledger amount when the ledger has the key,
   else the processor amount; for ``amount_mismatch`` it is the absolute difference.
 * Each input row is counted once: ``matched`` when its key has no exception, else ``exception``,
-  or ``rejected`` when it could not be read.
+  or ``rejected`` when it could not be read, or ``outside`` when a period left it out.
 """
 
 from __future__ import annotations
@@ -73,7 +73,10 @@ IntArray = npt.NDArray[np.int64]
 
 @dataclass(frozen=True)
 class RowCounts:
-    """What became of the rows of one input: ``rows == matched + exceptions + rejected``."""
+    """What became of the rows of one input: ``rows == matched + exceptions + rejected + outside``.
+
+    ``outside``: rows dated outside the period that was asked for (counted, not reconciled).
+    """
 
     side: str
     source: str
@@ -81,11 +84,12 @@ class RowCounts:
     matched: int
     exceptions: int
     rejected: int
+    outside: int = 0
 
     @property
     def adds_up(self) -> bool:
         """True when every row is accounted for (it always should be)."""
-        return self.rows == self.matched + self.exceptions + self.rejected
+        return self.rows == self.matched + self.exceptions + self.rejected + self.outside
 
 
 @dataclass(frozen=True)
@@ -147,15 +151,18 @@ class ReconciliationResult:
 
     def _repr_html_(self) -> str:
         """A readable summary in a notebook: row accounting, then counts and amounts."""
+        period = any(c.outside for c in self.counts)  # the column only when a period left rows out
         rows = "".join(
             f"<tr><td>{html.escape(c.side)}</td><td>{html.escape(c.source)}</td>"
             f"<td>{c.rows:,}</td><td>{c.matched:,}</td><td>{c.exceptions:,}</td>"
-            f"<td>{c.rejected:,}</td></tr>"
+            f"<td>{c.rejected:,}</td>" + (f"<td>{c.outside:,}</td>" if period else "") + "</tr>"
             for c in self.counts
         )
         accounting = (
             "<table><thead><tr><th>side</th><th>source</th><th>rows</th><th>matched</th>"
-            f"<th>in exceptions</th><th>rejected</th></tr></thead><tbody>{rows}</tbody></table>"
+            "<th>in exceptions</th><th>rejected</th>"
+            + ("<th>outside period</th>" if period else "")
+            + f"</tr></thead><tbody>{rows}</tbody></table>"
         )
         summary = self.summary.assign(
             amount=[("" if a is None else str(a)) for a in self.summary["amount"]]
@@ -467,7 +474,7 @@ def reconcile(
         counts.append(RowCounts(
             side=side.inp.side, source=side.inp.source, rows=side.inp.row_count,
             matched=len(side.codes) - in_exceptions, exceptions=in_exceptions,
-            rejected=len(side.inp.rejected),
+            rejected=len(side.inp.rejected), outside=side.inp.outside,
         ))
 
     # Exceptions and summary, built once from all blocks. The blocks and the rejected rows are

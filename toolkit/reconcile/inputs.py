@@ -5,14 +5,20 @@ Every input row ends up either in ``LoadedInput.frame`` (usable) or in ``LoadedI
 into integer minor units with vectorised string and integer arithmetic: never through float, and
 never one Python ``Decimal`` per row (a million rows must load in well under a second).
 
-Row numbers are as in the file with the header as row 1 (CSV, Excel); for Parquet files and
-frames, which have no header row, the first row is row 1.
+Row numbers are as in the file: for CSV, the line an editor shows the row on (the header is line
+1 unless blank lines precede it; blank lines and values spanning lines are counted); for Excel,
+the sheet's row number with the header as row 1; for Parquet files and frames, which have no
+header row, the first row is row 1.
+
+A period (``select_period``) keeps the rows dated inside it, rejects those whose date cannot be
+read and counts the rest in ``LoadedInput.outside``: rows in = usable + rejected + outside.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -47,8 +53,11 @@ _STATUS_CODES: dict[str, str] = {str(code): name for code, name in PAYMENT_STATU
 # int64 holds 18 full decimal digits: integer digits + minor digits may not exceed that.
 _MAX_DIGITS = 18
 _POW10 = np.array([10**i for i in range(_MAX_DIGITS + 1)], dtype=np.int64)
+# Files are scanned for line breaks in blocks of this size (bounded memory for any file size).
+_BLOCK = 1 << 24
 
 Source = str | Path | pd.DataFrame
+RowNumbers = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,9 @@ class LoadedInput:
     ``frame`` holds the usable rows: ``merchantReferenceId`` (string), ``amount`` (the text as
     written), ``amountMinor`` (int64, exact minor units), ``currency`` (categorical, uppercase ISO
     4217), ``status`` (categorical of ``PAYMENT_STATUS_NAMES``), ``source_row`` (int64) and every
-    other column carried along as text. ``rejected`` has ``REJECTED_COLUMNS``.
+    other column carried along as text. ``rejected`` has ``REJECTED_COLUMNS``. ``outside``
+    counts the rows a period left out (``select_period``), so that ``row_count`` (every row of
+    the input) is always ``len(frame) + len(rejected) + outside``.
     """
 
     source: str
@@ -66,11 +77,13 @@ class LoadedInput:
     frame: pd.DataFrame
     rejected: pd.DataFrame
     row_count: int
+    outside: int = 0
 
     def __repr__(self) -> str:
+        outside = f", outside={self.outside}" if self.outside else ""
         return (
             f"LoadedInput(source={self.source!r}, side={self.side!r}, rows={self.row_count}, "
-            f"usable={len(self.frame)}, rejected={len(self.rejected)})"
+            f"usable={len(self.frame)}, rejected={len(self.rejected)}{outside})"
         )
 
 
@@ -79,12 +92,50 @@ class LoadedInput:
 
 
 def _read_csv_header(path: Path) -> list[str]:
+    """The first record that is not a blank line (the CSV reader skips those too)."""
     with path.open(newline="", encoding="utf-8-sig") as handle:
-        return next(csv.reader(handle), [])
+        return next((record for record in csv.reader(handle) if record), [])
 
 
-def _read_file(path: Path, only: frozenset[str] | None = None) -> tuple[pa.Table, int]:
-    """Read a file as a table of strings; returns the table and the row number of its first row.
+def _numbered(count: int, first: int) -> RowNumbers:
+    return np.arange(first, first + count, dtype=np.int64)
+
+
+def _csv_row_lines(path: Path, count: int) -> RowNumbers:
+    """The line of the file each of the ``count`` data rows starts on.
+
+    pyarrow skips blank lines and reads quoted values across lines, so row ``i`` is on line
+    ``i + 2`` only when the file has neither. Counting the line breaks (in C, block by block) tells
+    that cheaply; only when it does not hold are the records walked with the csv module, which
+    numbers lines as an editor does. Blank lines at the end of the file shift nothing.
+    """
+    breaks = 0
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(_BLOCK), b""):
+            breaks += block.count(b"\n")
+        handle.seek(max(handle.tell() - 65536, 0))
+        tail = handle.read()
+    trailing = tail[len(tail.rstrip(b"\r\n")):].count(b"\n")
+    if count == 0 or breaks - trailing == count:  # header and rows: one line each, nothing between
+        return _numbered(count, 2)
+    starts: list[int] = []
+    try:
+        with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
+            reader = csv.reader(handle)
+            line = 0
+            for record in reader:
+                if record:  # a blank line is an empty record
+                    starts.append(line + 1)
+                line = reader.line_num
+    except csv.Error:  # a field past the csv module's size limit: number the rows as read
+        return _numbered(count, 2)
+    if len(starts) != count + 1:  # the two readers disagree: keep the plain numbering
+        return _numbered(count, 2)
+    return np.array(starts[1:], dtype=np.int64)
+
+
+def _read_file(path: Path, only: frozenset[str] | None = None) -> tuple[pa.Table, RowNumbers]:
+    """Read a file as a table of strings; returns the table and the row number of each row.
 
     ``only`` limits the columns read (the command does not need the carried ones).
     """
@@ -103,20 +154,24 @@ def _read_file(path: Path, only: frozenset[str] | None = None) -> tuple[pa.Table
                 quoted_strings_can_be_null=False,
                 include_columns=[h for h in header if h.strip() in only] if only else None,
             )
-            table = pacsv.read_csv(path, convert_options=convert)
-            return table, 2
+            # Quoted values may hold line breaks (a note over two lines): read them as values.
+            parse = pacsv.ParseOptions(newlines_in_values=True)
+            table = pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+            return table, _csv_row_lines(path, table.num_rows)
         if suffix in (".xlsx", ".xlsm"):
             frame = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl")
             if only:
                 frame = frame[[c for c in frame.columns if str(c).strip() in only]]
-            return _frame_to_table(frame, str(path)), 2
+            return _frame_to_table(frame, str(path)), _numbered(len(frame), 2)
         if suffix in (".parquet", ".pq"):
             import pyarrow.parquet as pq
 
             if only:
                 names = pq.read_schema(path).names
-                return pq.read_table(path, columns=[n for n in names if n.strip() in only]), 1
-            return pq.read_table(path), 1
+                table = pq.read_table(path, columns=[n for n in names if n.strip() in only])
+            else:
+                table = pq.read_table(path)
+            return table, _numbered(table.num_rows, 1)
     except InputError:
         raise
     except Exception as exc:  # the readers raise many types; all mean "cannot read this file"
@@ -161,22 +216,36 @@ def _frame_to_table(
 def _as_table(
     source: Source, side: str, mapping: Mapping[str, str] | None = None,
     only: frozenset[str] | None = None,
-) -> tuple[pa.Table, int, str]:
+) -> tuple[pa.Table, RowNumbers, str]:
+    """The source as a table of strings, the row number of each of its rows, and its name."""
     if isinstance(source, pd.DataFrame):
         frame = source
         if frame.index.name is not None or isinstance(frame.index, pd.MultiIndex):
             frame = frame.reset_index()
         name = f"<{side} frame>"
         amounts = frozenset({"amount", (mapping or {}).get("amount", "amount")})
-        return _frame_to_table(frame, name, amounts), 1, name
+        return _frame_to_table(frame, name, amounts), _numbered(len(frame), 1), name
     path = Path(source)
-    table, first_row = _read_file(path, only)
-    return table, first_row, str(path)
+    table, rows = _read_file(path, only)
+    return table, rows, str(path)
 
 
-def _strings(table: pa.Table, column: str, name: str) -> pa.ChunkedArray:
+def _strings(table: pa.Table, column: str, name: str,
+             raw: pa.ChunkedArray | None = None) -> pa.ChunkedArray:
     """A column as trimmed strings, missing cells empty."""
-    return pc.utf8_trim_whitespace(pc.fill_null(_raw_strings(table, column, name), ""))
+    array = _raw_strings(table, column, name) if raw is None else raw
+    return pc.utf8_trim_whitespace(pc.fill_null(array, ""))
+
+
+def _unguarded(keys: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Keys as they were before a CSV writer's formula guard (``'=...`` back to ``=...``).
+
+    The toolkit's own CSV files (the sandbox's export, exceptions.csv) put an apostrophe before a
+    cell a spreadsheet would execute; read back, the key must be the payment's own again.
+    """
+    if not pc.any(pc.starts_with(keys, "'")).as_py():
+        return keys
+    return pc.replace_substring_regex(keys, r"^'([=+\-@\t\r])", r"\1")
 
 
 def _raw_strings(table: pa.Table, column: str, name: str) -> pa.ChunkedArray:
@@ -360,7 +429,7 @@ _AMOUNT_ERRORS: dict[int, str] = {
 
 
 def _rejected_frame(
-    table: pa.Table, bad: npt.NDArray[np.bool_], first_row: int, reasons: list[str]
+    table: pa.Table, bad: npt.NDArray[np.bool_], row_numbers: RowNumbers, reasons: list[str]
 ) -> pd.DataFrame:
     rows = np.flatnonzero(bad)
     data: dict[str, Any] = {}
@@ -369,7 +438,7 @@ def _rejected_frame(
             data[column] = table.column(column).take(pa.array(rows)).to_pylist()
         else:
             data[column] = [""] * len(rows)
-    data["source_row"] = (rows + first_row).astype(np.int64)
+    data["source_row"] = row_numbers[rows]
     data["detail"] = reasons
     return pd.DataFrame(data, columns=list(REJECTED_COLUMNS))
 
@@ -382,7 +451,7 @@ def load_payments(
     ``carry=False`` reads only the required columns of a file (faster; nothing is carried).
     """
     only = None if carry else frozenset((mapping or {}).get(c, c) for c in REQUIRED_COLUMNS)
-    raw, first_row, name = _as_table(source, side, mapping, only)
+    raw, row_numbers, name = _as_table(source, side, mapping, only)
     table = _apply_mapping(raw, mapping, REQUIRED_COLUMNS, name)
     # Duplicate column names would make the lookups ambiguous.
     seen: set[str] = set()
@@ -391,7 +460,8 @@ def load_payments(
             raise InputError(f"{name}: column {column!r} appears twice")
         seen.add(column)
     n = table.num_rows
-    keys = _strings(table, "merchantReferenceId", name)
+    raw_keys = _unguarded(_raw_strings(table, "merchantReferenceId", name))
+    keys = _strings(table, "merchantReferenceId", name, raw=raw_keys)
     amounts = _raw_strings(table, "amount", name)
     currency_index, currency_codes, digits = _currency_column(_raw_strings(table, "currency", name))
     status_codes = _lookup(_raw_strings(table, "status", name), _status_lookup(),
@@ -427,13 +497,13 @@ def load_payments(
         "status": pd.Categorical.from_codes(
             status_codes, categories=list(PAYMENT_STATUS_NAMES)  # type: ignore[call-overload]
         ),
-        "source_row": (good_rows + first_row).astype(np.int64),
+        "source_row": row_numbers[good_rows],
     }
     for column in table.column_names:
         if column not in frame_data:
             frame_data[column] = text(column)
     frame = pd.DataFrame(frame_data)
-    rejected = _rejected_frame(table, bad, first_row, reasons)
+    rejected = _rejected_frame(table, bad, row_numbers, reasons)
     return LoadedInput(source=name, side=side, frame=frame, rejected=rejected, row_count=n)
 
 
@@ -495,7 +565,7 @@ def load_subscription_ledger(
     ``quantity`` becomes int64; ``state`` is lowercased. Rows without a subscriptionId, with a
     bad amount, currency, quantity or state are rejected with the reason.
     """
-    raw, first_row, name = _as_table(source, "subscription ledger", mapping)
+    raw, row_numbers, name = _as_table(source, "subscription ledger", mapping)
     table = _apply_mapping(raw, mapping, SUBSCRIPTION_COLUMNS, name)
     n = table.num_rows
     text = {column: _strings(table, column, name).to_pylist() for column in table.column_names}
@@ -536,13 +606,102 @@ def load_subscription_ledger(
         frame["state"] = frame["state"].str.lower()
     frame["quantity"] = np.array(quantities, dtype=np.int64)
     frame["amountMinor"] = minor[good_rows] if good_rows else np.zeros(0, dtype=np.int64)
-    frame["source_row"] = np.array(good_rows, dtype=np.int64) + first_row
+    frame["source_row"] = row_numbers[np.array(good_rows, dtype=np.intp)]
     if frame.empty:
         frame = frame.reindex(columns=[*text, "amountMinor", "source_row"])
     bad = np.zeros(n, dtype=bool)
     bad[bad_rows] = True
     rejected = _rejected_frame(table.rename_columns(
         [c if c != "state" else "status" for c in table.column_names]
-    ), bad, first_row, reasons)
+    ), bad, row_numbers, reasons)
     return LoadedInput(source=name, side="subscription ledger", frame=frame, rejected=rejected,
                        row_count=n)
+
+
+# ---------------------------------------------------------------------------------------------
+# Periods
+
+
+def _moments(values: pd.Series) -> pd.Series:
+    """Text as written in a file (ISO dates or times, or epoch milliseconds) -> UTC timestamps.
+
+    NaT where the text is empty or cannot be read; text without a digit (``today``, ``now``,
+    which pandas would read as the current time) cannot be read either.
+    """
+    text = pd.Series(values.to_numpy(dtype=object, na_value=""), index=values.index)
+    text = text.astype(str).str.strip()
+    digits = text.str.fullmatch(r"\d{11,18}")  # epoch milliseconds (int64 holds 18 digits)
+    out = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
+    if digits.any():
+        out[digits] = pd.to_datetime(text[digits].astype("int64"), unit="ms", utc=True,
+                                     errors="coerce")
+    rest = ~digits & text.str.contains(r"\d")
+    if rest.any():
+        out[rest] = pd.to_datetime(text[rest], utc=True, errors="coerce", format="mixed")
+    return out
+
+
+def _period_bounds(start: str, end: str) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+    """[start, day after end) in UTC; whole days, so ``end`` is inclusive."""
+    try:
+        lower = pd.Timestamp(start, tz="UTC") if start else None
+        upper = pd.Timestamp(end, tz="UTC").normalize() + pd.Timedelta(days=1) if end else None
+    except ValueError as exc:
+        raise InputError(f"period_start/period_end must be dates like 2024-05-31 ({exc})") from None
+    if (lower is not None and pd.isna(lower)) or (upper is not None and pd.isna(upper)):
+        raise InputError("period_start/period_end must be dates like 2024-05-31")
+    return lower, upper
+
+
+def _undated(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Rows whose ``column`` cannot be read as rejected rows, with the reason."""
+    written = frame[column].to_numpy(dtype=object, na_value="")
+    detail = [
+        f"{column} {text!r} is not a date or time (e.g. 2024-05-31, or epoch milliseconds)"
+        if str(text).strip() else f"{column} is empty"
+        for text in written.tolist()
+    ]
+    data: dict[str, Any] = {}
+    for name, own in (("merchantReferenceId", "merchantReferenceId"), ("amount", "amount"),
+                      ("currency", "currency"), ("status", "status"), ("status", "state")):
+        if own in frame.columns:
+            data[name] = frame[own].to_numpy(dtype=object, na_value="").astype(str).tolist()
+    data["source_row"] = frame["source_row"].to_numpy(dtype=np.int64)
+    data["detail"] = detail
+    return pd.DataFrame(data, columns=list(REJECTED_COLUMNS)).fillna("")
+
+
+def select_period(
+    loaded: LoadedInput, column: str, start: str | None, end: str | None
+) -> LoadedInput:
+    """The usable rows of ``loaded`` whose ``column`` falls in [start, end] (whole days, UTC).
+
+    A row whose date is empty or cannot be read cannot be placed in or out of the period: it is
+    rejected with the reason, like any row that cannot be used. Rows dated outside the period are
+    counted in ``outside``, so the accounting still adds up. No bounds: ``loaded`` as it is.
+    """
+    first, last = str(start or "").strip(), str(end or "").strip()
+    if not first and not last:
+        return loaded
+    frame = loaded.frame
+    if column not in frame.columns:
+        raise InputError(f"{loaded.source}: no {column!r} column to select the period "
+                         f"{first or '...'} to {last or '...'} by")
+    lower, upper = _period_bounds(first, last)
+    when = _moments(frame[column])
+    unreadable = when.isna().to_numpy()
+    inside = ~unreadable
+    if lower is not None:
+        inside &= (when >= lower).to_numpy()
+    if upper is not None:
+        inside &= (when < upper).to_numpy()
+    rejected = loaded.rejected
+    if unreadable.any():
+        undated = _undated(frame[unreadable], column)
+        rejected = undated if rejected.empty else pd.concat([rejected, undated], ignore_index=True)
+        rejected = rejected.sort_values("source_row", kind="stable", ignore_index=True)
+    outside = int((~inside & ~unreadable).sum())
+    return dataclasses.replace(
+        loaded, frame=frame[inside].reset_index(drop=True), rejected=rejected,
+        outside=loaded.outside + outside,
+    )

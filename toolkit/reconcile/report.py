@@ -5,13 +5,19 @@ The result is data; this module only renders it. Amounts are written as their ex
 holds the summary, two charts and the first rows of each category. The environment the data came
 from is printed at the top of the HTML page and the workbook, so that a sandbox report is never
 mistaken for the books.
+
+The files are written to temporary names and moved into place together, so a failed run (a full
+disk, a read-only folder) leaves the previous report or none, never part of one. CSV cells a
+spreadsheet would execute (``=``, ``+``, ``-``, ``@``...) are neutralised; the workbook holds
+inline strings, which a spreadsheet never executes, so it keeps the text as written.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from toolkit.errors import OutputError
 from toolkit.money import format_money, is_currency
+from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells
 from toolkit.reconcile.engine import EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
 
 #: Rows of each category shown in the HTML page (the files hold them all).
@@ -82,12 +90,15 @@ def _csv_field(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 
 
 def _write_csv(table: pa.Table, path: Path) -> None:
-    """Minimal quoting, like pandas (pyarrow's own writer quotes every string field)."""
+    """Minimal quoting, like pandas (pyarrow's own writer quotes every string field).
+
+    Every cell is neutralised first: keys, statuses and currencies come from the input files.
+    """
     header = ",".join(_csv_field(pa.array(table.column_names)).to_pylist())
     with path.open("w", encoding="utf-8", newline="") as handle:
         handle.write(header + "\n")
         if table.num_rows:
-            fields = [_csv_field(table.column(c)) for c in table.column_names]
+            fields = [_csv_field(neutralise_cells(table.column(c))) for c in table.column_names]
             lines = pc.binary_join_element_wise(*fields, ",")
             handle.write("\n".join(lines.to_pylist()) + "\n")
 
@@ -183,6 +194,7 @@ def render_html(
         keep_trailing_newline=True,
     )
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    outside = any(c.outside for c in result.counts)  # the column only when a period left rows out
     summary = [
         {"category": r.category, "currency": r.currency, "count": f"{r.count:,}",
          "amount": _money(r.amount, r.currency)}
@@ -191,7 +203,8 @@ def render_html(
     return env.get_template("report.html.j2").render(
         title=title, environment=environment, generated_at=when,
         tolerance=result.amount_tolerance, exception_count=f"{result.exception_count:,}",
-        matched_count=f"{len(result.matched):,}", counts=result.counts, summary=summary,
+        matched_count=f"{len(result.matched):,}", counts=result.counts, outside=outside,
+        summary=summary,
         charts=_charts(result), sections=_sections(result, rows), columns=EXCEPTION_COLUMNS,
     )
 
@@ -305,14 +318,17 @@ def write_xlsx(
 
     sheets: list[tuple[str, str]] = []
     counts = pd.DataFrame(
-        [(c.side, c.source, c.rows, c.matched, c.exceptions, c.rejected) for c in result.counts],
-        columns=["side", "source", "rows", "matched", "in exceptions", "rejected"],
+        [(c.side, c.source, c.rows, c.matched, c.exceptions, c.rejected, c.outside)
+         for c in result.counts],
+        columns=["side", "source", "rows", "matched", "in exceptions", "rejected", "outside period"],
     )
+    if not counts["outside period"].any():  # the column only when a period left rows out
+        counts = counts.drop(columns="outside period")
     body = (
         _header([f"Data from: {environment}"])
         + _sheet_rows(pd.DataFrame({"a": [title, f"Generated {generated_at}"]}), set())
         + "<row/>" + _header(list(counts.columns))
-        + _sheet_rows(counts, {"rows", "matched", "in exceptions", "rejected"})
+        + _sheet_rows(counts, {"rows", "matched", "in exceptions", "rejected", "outside period"})
         + "<row/>" + _header(list(SUMMARY_COLUMNS))
         + _sheet_rows(summary_csv_frame(result), {"count"})
     )
@@ -366,29 +382,45 @@ def write_report(
     result: ReconciliationResult, output_dir: str | Path, *, title: str = "Reconciliation report",
     environment: str, generated_at: datetime | None = None,
 ) -> dict[str, Path]:
-    """Write the four report files into ``output_dir`` (created); returns them by name."""
-    directory = Path(output_dir)
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write the four report files into ``output_dir`` (created); returns them by name.
+
+    All four are written to temporary names and moved into place only when all are written; on
+    failure none is, and ``OutputError`` names the path and the reason.
+    """
+    directory = ensure_directory(output_dir)
     when = generated_at or datetime.now(UTC)
     paths = {name: directory / name for name in REPORT_FILES}
     table = exceptions_text_table(result)
-    # The workbook is mostly pyarrow kernels and zlib, which release the GIL: write it in a
-    # thread while this one renders the charts and the CSV files.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        workbook = pool.submit(
-            write_xlsx, result, paths["report.xlsx"], title=title, environment=environment,
-            generated_at=when.strftime("%Y-%m-%d %H:%M:%S UTC"), table=table,
-        )
-        paths["report.html"].write_text(
-            render_html(result, title=title, environment=environment, generated_at=when),
-            encoding="utf-8",
-        )
-        _write_csv(table, paths["exceptions.csv"])
-        summary = summary_csv_frame(result)
-        _write_csv(pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS}),
-                   paths["summary.csv"])
-        workbook.result()
+    with contextlib.ExitStack() as stack:
+        temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
+        # The workbook is mostly pyarrow kernels and zlib, which release the GIL: write it in a
+        # thread while this one renders the charts and the CSV files.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            workbook = pool.submit(
+                _written, paths["report.xlsx"], lambda: write_xlsx(
+                    result, temporary["report.xlsx"], title=title, environment=environment,
+                    generated_at=when.strftime("%Y-%m-%d %H:%M:%S UTC"), table=table,
+                ),
+            )
+            html = render_html(result, title=title, environment=environment, generated_at=when)
+            _written(paths["report.html"],
+                     lambda: temporary["report.html"].write_text(html, encoding="utf-8"))
+            _written(paths["exceptions.csv"], lambda: _write_csv(table, temporary["exceptions.csv"]))
+            summary = summary_csv_frame(result)
+            summary_table = pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS})
+            _written(paths["summary.csv"],
+                     lambda: _write_csv(summary_table, temporary["summary.csv"]))
+            workbook.result()
     return paths
+
+
+def _written(target: Path, write: Callable[[], object]) -> None:
+    """Run ``write`` (of ``target``'s temporary file); a failure becomes ``OutputError`` naming
+    ``target``, so the message names the file that failed whichever temporary sees it first."""
+    try:
+        write()
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or type(exc).__name__}") from None
 
 
 def summary_text(result: ReconciliationResult, categories: Sequence[str] | None = None) -> str:
@@ -396,6 +428,7 @@ def summary_text(result: ReconciliationResult, categories: Sequence[str] | None 
     lines = [
         f"{c.side}: {c.source}: {c.rows:,} rows = {c.matched:,} matched + "
         f"{c.exceptions:,} in exceptions + {c.rejected:,} rejected"
+        + (f" + {c.outside:,} outside the period" if c.outside else "")
         for c in result.counts
     ]
     frame = summary_csv_frame(result)

@@ -174,5 +174,4 @@ def build(model: type[ModelT], data: dict[str, Any]) -> ModelT:
     try:
         return model.build(data)
     except RequestValidationError as exc:
-        detail = "; ".join(f"{field}: {message}" if field else message for field, message in exc.errors)
-        raise ApiError(400, detail) from None
+        raise ApiError(400, exc.detail) from None

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from toolkit.models import Subscription
+from toolkit.outputs import neutralise_cell
 from toolkit.sandbox import rules, store
 from toolkit.sandbox.billing import subscription_view
 from toolkit.sandbox.deps import Authenticated, DbDep
@@ -212,7 +213,7 @@ async def export_payments(
     writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for record in records:
-        writer.writerow({k: "" if v is None else str(v) for k, v in record.items()})
+        writer.writerow({k: "" if v is None else neutralise_cell(str(v)) for k, v in record.items()})
     return Response(buffer.getvalue(), media_type="text/csv; charset=utf-8")
 
 
