@@ -167,3 +167,41 @@ def test_one_bad_row_does_not_stop_the_batch(
     exported = {p["merchantReferenceId"] for p in exported_payments(sandbox)}
     assert {r["merchantReferenceId"] for i, r in enumerate(batch) if i != 7} <= exported
     assert journal.unknown() == []  # nothing left in flight
+
+
+def test_a_refused_key_stops_the_batch_and_is_raised(
+    sandbox: RunningSandbox, journal: Journal, unique: str,
+) -> None:
+    from toolkit.bulk import run_sync
+    from toolkit.client import AsyncClient
+    from toolkit.errors import AuthenticationError
+
+    async def go() -> Any:
+        async with AsyncClient(base_url=sandbox.base_url, api_key="sk_wrong_key_for_this_test") as client:
+            return await acreate_payments(rows(unique, 40), client=client, journal=journal, progress=False,
+                                          concurrency=4)
+
+    with pytest.raises(AuthenticationError, match="check TOOLKIT_API_KEY"):
+        run_sync(go)
+    attempted = journal.records()
+    assert 1 <= len(attempted) <= 4  # the calls in flight when the first 401 came back, no more
+    assert {r.state for r in attempted} == {"rejected"}  # nothing exists at the service: sendable
+    assert not any(str(p["merchantReferenceId"]).startswith(unique) for p in exported_payments(sandbox))
+
+
+def test_an_unreachable_service_stops_the_batch_with_a_hint(journal: Journal, unique: str) -> None:
+    from tests.conftest import free_port
+    from toolkit.bulk import run_sync
+    from toolkit.client import AsyncClient
+    from toolkit.errors import TransportError
+
+    async def go() -> Any:
+        url = f"http://127.0.0.1:{free_port()}"
+        async with AsyncClient(base_url=url, api_key="sk_test_nobody_listens", max_retries=0) as client:
+            return await acreate_payments(rows(unique, 40), client=client, journal=journal, progress=False,
+                                          concurrency=4)
+
+    with pytest.raises(TransportError, match="is the service running"):
+        run_sync(go)
+    assert 1 <= len(journal.records()) <= 4
+    assert {r.state for r in journal.records()} == {"not_sent"}

@@ -284,6 +284,9 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     for name in ("report.html", "report.xlsx", "summary.csv"):
         assert (runs["reconciliation_report"] / name).is_file()
     assert "embedded sandbox" in (runs["reconciliation_report"] / "report.html").read_text()
+    assert "reconciliation_report: ok: 8 exceptions (1 rejected row(s)), no threshold set; report: " in out
+    assert "catalog_setup: ok: 4 product(s) and 6 price(s) as the catalog says; report: " in out
+    assert "test_payments: ok: all 22 outcomes as expected; report: " in out
 
 
 @pytest.mark.slow
@@ -417,7 +420,8 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
         secrets=[CANARY],
     )
     assert code == 1, err
-    assert "3 exceptions, more than max_exceptions=0" in err
+    last = err.strip().splitlines()[-1]  # the one line a scheduler forwards
+    assert last.startswith("reconciliation_report: findings: 3 exceptions, more than max_exceptions=0; report: ")
     exceptions = csv(tmp_path / "rec" / "exceptions.csv")
     assert sorted(zip(exceptions["merchantReferenceId"], exceptions["category"], strict=True)) == [
         ("R-3", "amount_mismatch"),
@@ -451,3 +455,18 @@ def test_a_refused_key_is_exit_2_and_appears_nowhere(
     assert code == 2
     assert "cell [" in err and "AuthenticationError" in err
     assert (tmp_path / "rec" / "reconciliation_report.html").is_file()
+
+
+@pytest.mark.slow
+def test_catalog_setup_with_a_refused_key_is_infrastructure_not_a_finding(
+    service: RunningSandbox,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, a refused key exited 1 ("4 product(s) not created as the catalog says"): finance's code."""
+    monkeypatch.setenv("TOOLKIT_API_KEY", WRONG_CANARY)
+    code, _, err = toolkit_run(capsys, tmp_path / "cat", "catalog_setup", secrets=[WRONG_CANARY, CANARY])
+    assert code == 2
+    assert "authentication failed" in err and "check TOOLKIT_API_KEY" in err
+    assert "not created as the catalog says" not in err

@@ -50,7 +50,7 @@ def test_unreadable_dates_are_rejected_rows_not_left_out(tmp_path: Path) -> None
     details = dict(zip(rejected["merchantReferenceId"], rejected["detail"], strict=True))
     assert details["BLANK"] == "date is empty"
     assert details["UNREADABLE"].startswith("date '31/02/2025' is not a date")
-    with pytest.raises(NotebookFailure, match="2 exceptions, more than max_exceptions=0"):
+    with pytest.raises(NotebookFailure, match=r"2 exceptions \(2 rejected row\(s\)\), more than max_exceptions=0"):
         check_threshold(result, 0)
 
 
@@ -115,7 +115,7 @@ def test_notebook_with_a_period_fails_on_unreadable_dates(
     )
     err = capsys.readouterr().err
     assert code == 1, err
-    assert "2 exceptions, more than max_exceptions=0" in err
+    assert "2 exceptions (2 rejected row(s)), more than max_exceptions=0" in err
     book = nbformat.read(str(out / "reconciliation_report.ipynb"), as_version=4)  # type: ignore[no-untyped-call]
     text = "".join(
         str(o.get("text", "")) + str(o.get("data", {}).get("text/html", ""))

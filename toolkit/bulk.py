@@ -1,7 +1,9 @@
 """Many calls at once: bounded concurrency on the AsyncClient, a progress bar, errors collected per row.
 
 Create calls go through the journal, so a re-run sends nothing twice; reads (subscriptions) do not
-need it. A failing row never stops the batch: it becomes a row of the ``errors`` frame. The plain
+need it. A failing row never stops the batch: it becomes a row of the ``errors`` frame. A refused
+key or an unreachable service is no row's fault: no new call starts, the calls in flight finish,
+and the error is raised (for a scheduler, infrastructure: exit code 2). The plain
 functions work in scripts and in notebooks (where an event loop is already running); ``a``-prefixed
 ones are for async code.
 """
@@ -24,7 +26,13 @@ from tqdm.auto import tqdm
 from toolkit.catalog import CatalogEntry, load_catalog
 from toolkit.client import AsyncClient
 from toolkit.config import load_settings
-from toolkit.errors import JournalError, RequestValidationError, ToolkitError
+from toolkit.errors import (
+    AuthenticationError,
+    JournalError,
+    RequestValidationError,
+    ToolkitError,
+    TransportError,
+)
 from toolkit.frames import (
     invoice_items_frame,
     payments_frame,
@@ -80,19 +88,50 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return pool.submit(lambda: asyncio.run(make())).result()
 
 
+class _Stop:
+    """The first failure that no other row can escape (a refused key, an unreachable service)."""
+
+    def __init__(self) -> None:
+        self.error: ToolkitError | None = None
+
+    async def watch(self, call: Awaitable[T]) -> T:
+        """Await one call, keeping its failure if it is one no row can escape."""
+        try:
+            return await call
+        except ToolkitError as exc:
+            if self.error is None and _is_infrastructure(exc):
+                self.error = exc
+            raise
+
+
+def _is_infrastructure(exc: BaseException) -> bool:
+    """Failures of the connection or the key, not of a row: every other row would fail the same way."""
+    return isinstance(exc, AuthenticationError) or (
+        isinstance(exc, TransportError) and not exc.may_have_reached_server
+    )
+
+
 async def _bounded(items: Sequence[ItemT], work: Callable[[int, ItemT], Awaitable[None]], *,
-                   concurrency: int, description: str, progress: bool) -> None:
-    """Run ``work`` over the items with at most ``concurrency`` at once, ticking a progress bar."""
+                   concurrency: int, description: str, progress: bool, stop: _Stop | None = None) -> None:
+    """Run ``work`` over the items with at most ``concurrency`` at once, ticking a progress bar.
+
+    Once ``stop`` holds an error, no new item starts; the calls in flight finish (a POST cut off
+    would become an unknown outcome), then the error is raised: the run failed on infrastructure.
+    """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     queue = iter(enumerate(items))
     with tqdm(total=len(items), desc=description, disable=not progress, unit="call") as bar:
         async def worker() -> None:
             for position, item in queue:
+                if stop is not None and stop.error is not None:
+                    return
                 await work(position, item)
                 bar.update(1)
 
         await asyncio.gather(*(worker() for _ in range(min(concurrency, len(items)) or 1)))
+    if stop is not None and stop.error is not None:
+        raise stop.error
 
 
 def _rows(rows: pd.DataFrame | Iterable[Mapping[str, Any] | BaseModel]) -> list[Any]:
@@ -209,6 +248,7 @@ async def acreate_payments(
     errors = _Errors()
     refused = _duplicates([_key_of(r) for r in items], errors)
     records: dict[int, JournalRecord] = {}
+    stop = _Stop()
     async with _journaled(client, journal) as (active, book):
 
         async def one(position: int, row: Mapping[str, Any] | PaymentRequest) -> None:
@@ -222,14 +262,16 @@ async def acreate_payments(
                 errors.add(key, position, "request", _describe(exc))
                 return
             try:
-                record = await book.arun("payment", key, body, lambda: active.create_payment(request))
+                record = await book.arun("payment", key, body,
+                                         lambda: stop.watch(active.create_payment(request)))
             except Exception as exc:
                 errors.add(key, position, _stage(exc, book, "payment", key), _describe(exc))
                 return
             records[position] = record
             _note_outcome(record, position, errors)
 
-        await _bounded(items, one, concurrency=concurrency, description="payments", progress=progress)
+        await _bounded(items, one, concurrency=concurrency, description="payments", progress=progress,
+                       stop=stop)
     return _result(records, errors, lambda done: payments_frame(done, include_failed_calls=True))
 
 
@@ -258,20 +300,22 @@ async def acreate_products(
         entries = load_catalog(catalog)  # type: ignore[arg-type]
     errors = _Errors()
     records: dict[int, JournalRecord] = {}
+    stop = _Stop()
     async with _journaled(client, journal) as (active, book):
 
         async def one(position: int, entry: CatalogEntry) -> None:
             key = entry.merchantReferenceId
             try:
                 record = await book.arun("product", key, entry.request.to_json(),
-                                         lambda: active.create_product(entry.request))
+                                         lambda: stop.watch(active.create_product(entry.request)))
             except Exception as exc:  # one row's failure is that row's error; the batch goes on
                 errors.add(key, position, _stage(exc, book, "product", key), _describe(exc))
                 return
             records[position] = record
             _note_outcome(record, position, errors)
 
-        await _bounded(entries, one, concurrency=concurrency, description="products", progress=progress)
+        await _bounded(entries, one, concurrency=concurrency, description="products", progress=progress,
+                       stop=stop)
     return _result(records, errors, products_frame, prices=prices_frame)
 
 

@@ -222,7 +222,8 @@ class _BaseClient:
             )
         reached = failure is not retries.Failure.NOT_SENT
         return TransportError(
-            f"{where}: {failure.value} after {self.max_retries + 1} attempt(s) to {self.base_url}",
+            f"{where}: {failure.value} after {self.max_retries + 1} attempt(s) to {self.base_url}"
+            + ("" if reached else "; is the service running? check TOOLKIT_BASE_URL"),
             may_have_reached_server=reached,
         )
 

@@ -44,8 +44,7 @@ def run_demo(*, reports_root: Path = DEFAULT_REPORTS, home: Path | None = None) 
         print(f"demo: running {notebook} ...", flush=True)
         result = run_notebook(notebook, parameters, reports_root=reports_root)
         results.append(result)
-        state = "ok" if result.ok else f"exit {result.exit_code}: {result.message}"
-        print(f"demo:   {state}; report in {result.output_dir}")
+        print(f"demo:   {result.result_line()}")
         if not result.ok:
             break
     return results

@@ -68,7 +68,10 @@ class AuthenticationError(APIError):
 
     def __init__(self, body: str) -> None:
         self.body = body
-        super().__init__(f"authentication failed (HTTP 401): {body}", http_status=401, code=None, msg=body)
+        super().__init__(
+            f"authentication failed (HTTP 401): {body}; check TOOLKIT_API_KEY and TOOLKIT_BASE_URL",
+            http_status=401, code=None, msg=body,
+        )
 
 
 class NotFoundError(APIError):

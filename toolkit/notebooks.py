@@ -55,13 +55,18 @@ from typing import Any
 from toolkit.config import default_home
 from toolkit.errors import OutputError, ToolkitError
 from toolkit.outputs import atomic_path, ensure_directory, write_text_atomic
+from toolkit.parameters import (
+    OUTPUT_PARAMETER,
+    ParameterError,
+    check_parameters,
+    declared_parameters,
+    parse_value,
+)
 
 #: The notebooks shipped in ``notebooks/``, by the name ``toolkit run`` accepts.
 NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report")
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 DEFAULT_REPORTS = Path("reports")
-#: The parameter every notebook declares and the runner sets: where the notebook writes its files.
-OUTPUT_PARAMETER = "output_dir"
 KERNEL_NAME = "python3"
 START_TIMEOUT_S = 120
 #: No cell of these notebooks legitimately runs this long; a hung call becomes exit 2.
@@ -82,10 +87,6 @@ class NotebookFailure(ToolkitError):
     """
 
 
-class ParameterError(ToolkitError):
-    """A parameter the notebook does not declare, or one the runner owns; nothing was run."""
-
-
 @dataclass(frozen=True)
 class RunResult:
     """What one run produced and how it ended (``exit_code`` 0, 1 or 2)."""
@@ -98,10 +99,19 @@ class RunResult:
     files: tuple[Path, ...] = field(default=())
     message: str | None = None
     failed_cell: int | None = None
+    #: The last line the notebook's ``result``-tagged cell printed: its outcome in words.
+    summary: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.exit_code == EXIT_OK
+
+    def result_line(self) -> str:
+        """One line a scheduler can forward: the outcome and where the report is."""
+        outcome = self.summary if self.ok else self.message
+        report = self.html or self.output_dir
+        state = {EXIT_OK: "ok", EXIT_FAILURE: "findings"}.get(self.exit_code, "error")
+        return f"{self.notebook}: {state}" + (f": {outcome}" if outcome else "") + f"; report: {report}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,50 +130,6 @@ def resolve_notebook(name_or_path: str | Path) -> Path:
     close = difflib.get_close_matches(stem, NOTEBOOKS, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else f" (one of {', '.join(NOTEBOOKS)}, or a path)"
     raise ParameterError(f"notebook {text!r} not found{hint}")
-
-
-def declared_parameters(path: Path) -> dict[str, Any]:
-    """The notebook's parameters (name -> papermill's description), from its ``parameters`` cell."""
-    import papermill
-
-    params: dict[str, Any] = papermill.inspect_notebook(str(path))
-    if not params:
-        raise ParameterError(f"{path}: no cell tagged 'parameters'")
-    return params
-
-
-def check_parameters(path: Path, parameters: Mapping[str, Any]) -> None:
-    """Refuse unknown names (papermill alone only warns) and the runner's own ``output_dir``."""
-    declared = declared_parameters(path)
-    problems = []
-    for name in parameters:
-        if name == OUTPUT_PARAMETER:
-            problems.append(f"{name!r} is set by the runner (use --output-dir)")
-        elif name not in declared:
-            close = difflib.get_close_matches(name, list(declared), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            problems.append(f"unknown parameter {name!r}{hint}")
-    if problems:
-        known = ", ".join(n for n in declared if n != OUTPUT_PARAMETER)
-        raise ParameterError(f"{path.name}: " + "; ".join(problems) + f" (parameters: {known})")
-
-
-def parse_value(text: str) -> Any:
-    """A ``-p`` value as papermill's CLI reads it: YAML booleans, null, numbers; anything else text.
-
-    Dates stay text (``2024-05-01`` is a string parameter, not a ``date``).
-    """
-    import yaml
-
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-    if value is None and text.strip().lower() in ("null", "none", "~"):
-        return None
-    if isinstance(value, bool | int | float) and value is not None:
-        return value
-    return text
 
 
 def _resolve_paths(parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -565,7 +531,7 @@ def run_notebook(
         except Exception as exc:  # kernel death, timeouts, unreadable notebook: all infrastructure
             exit_code, message = EXIT_ERROR, f"{type(exc).__name__}: {exc}"
         secrets = secrets_in_environment()
-        unwritten = ""
+        unwritten, notebook = "", None
         try:
             notebook = _finish_notebook(scratch, executed_path, secrets) if scratch.is_file() else None
             if notebook is not None:
@@ -585,7 +551,19 @@ def run_notebook(
         files=tuple(f for f in written if f not in (executed_path, html_path)),
         message=None if message is None else scrub_text(message, secrets),
         failed_cell=failed_cell,
+        summary=None if notebook is None else _result_summary(notebook),
     )
+
+
+def _result_summary(notebook: Any) -> str | None:
+    """The last line printed by the cell tagged ``result`` (already scrubbed with the notebook)."""
+    for cell in notebook.cells:
+        if "result" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[-1] if lines else None
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -618,9 +596,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the notebook; print where its report is; return 0, 1 or 2."""
-    parameters = {name: parse_value(value) for name, value in args.parameter}
     try:
-        result = run_notebook(args.notebook, parameters, args.output_dir)
+        path = resolve_notebook(args.notebook)
+        defaults = declared_parameters(path)
+        parameters = {name: parse_value(value, defaults.get(name)) for name, value in args.parameter}
+        result = run_notebook(path, parameters, args.output_dir)
     except (ToolkitError, OSError) as exc:  # bad parameter or input, unwritable output: one line
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
@@ -629,15 +609,8 @@ def run(args: argparse.Namespace) -> int:
         print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
         print(f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
-    print(f"report: {result.output_dir}")
-    if result.exit_code == EXIT_FAILURE:
-        print(
-            f"failed: {result.notebook} reported a failure in cell [{result.failed_cell}]: "
-            f"{_one_line(result.message or '')}",
-            file=sys.stderr,
-        )
-    elif result.exit_code == EXIT_ERROR:
-        print(f"error: {result.notebook}: {_one_line(result.message or '')}", file=sys.stderr)
+    # The last line is the run's result, for a scheduler to forward; failures go to stderr.
+    print(_one_line(result.result_line()), file=sys.stdout if result.ok else sys.stderr)
     return result.exit_code
 
 

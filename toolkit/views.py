@@ -179,8 +179,10 @@ def category_chart(result: Any, title: str = "Exceptions by category") -> Chart:
 def check_threshold(result: Any, max_exceptions: int | None) -> str:
     """Raise ``NotebookFailure`` when exceptions exceed ``max_exceptions`` (-1 or None: no threshold)."""
     count = int(result.exception_count)
+    rejected = sum(c.rejected for c in result.counts)
+    found = f"{count} exceptions" + (f" ({rejected} rejected row(s))" if rejected else "")
     if max_exceptions is None or int(max_exceptions) < 0:
-        return f"{count} exceptions (no threshold set)"
+        return f"{found}, no threshold set"
     if count > int(max_exceptions):
-        raise NotebookFailure(f"{count} exceptions, more than max_exceptions={max_exceptions}")
-    return f"{count} exceptions, within max_exceptions={max_exceptions}"
+        raise NotebookFailure(f"{found}, more than max_exceptions={max_exceptions}")
+    return f"{found}, within max_exceptions={max_exceptions}"

@@ -38,6 +38,8 @@ def test_completes_and_writes_reports(tmp_path: Path, capsys: pytest.CaptureFixt
         "exceptions.csv", "report.html", "report.xlsx", "summary.csv"]
     printed = capsys.readouterr().out
     assert printed.startswith("Data from: embedded sandbox")
+    last = printed.strip().splitlines()[-1]  # the one line a scheduler forwards
+    assert last.startswith("ok: ") and " exceptions" in last and last.endswith(f"report: {out / 'report.html'}")
     assert "missing_in_processor" in printed and "1 exceptions" in printed
 
 

@@ -100,8 +100,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OUTPUT
     print(f"Data from: {environment}")
     print(summary_text(result))
-    print(f"report written to {paths['report.html'].parent}")
+    rejected = sum(c.rejected for c in result.counts)
+    found = f"{result.exception_count} exceptions" + (f" ({rejected} rejected row(s))" if rejected else "")
+    # The last line is the run's result, for a scheduler to forward.
     if args.max_exceptions is not None and result.exception_count > args.max_exceptions:
-        print(f"more than {args.max_exceptions} exceptions", file=sys.stderr)
+        print(f"findings: {found}, more than --max-exceptions {args.max_exceptions}; "
+              f"report: {paths['report.html']}", file=sys.stderr)
         return EXIT_TOO_MANY
+    print(f"ok: {found}; report: {paths['report.html']}")
     return EXIT_OK

@@ -1,0 +1,133 @@
+"""A notebook's parameters, checked for name, type and value before a kernel starts.
+
+A scheduler's mistake (``period_start 2025-13-01``, a ledger path that does not exist, ``max_exceptions
+ten``) must cost one line and exit code 2 at once, not a kernel start and a traceback. The type of a
+parameter is the type of its default in the notebook's ``parameters`` cell; two naming conventions
+add value rules: ``*_path`` names a file that must exist (empty means "the notebook's default"), and
+``period_*`` / ``*_date`` a calendar date written ``YYYY-MM-DD`` (empty means "no bound").
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from toolkit.errors import ToolkitError
+
+#: The parameter every notebook declares and the runner sets: where the notebook writes its files.
+OUTPUT_PARAMETER = "output_dir"
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+
+
+class ParameterError(ToolkitError):
+    """A parameter the notebook does not declare, the runner owns, or whose value cannot work."""
+
+
+def declared_parameters(path: Path) -> dict[str, Any]:
+    """The notebook's parameters and their defaults, from its ``parameters`` cell (papermill)."""
+    import papermill
+
+    described: dict[str, Any] = papermill.inspect_notebook(str(path))
+    if not described:
+        raise ParameterError(f"{path}: no cell tagged 'parameters'")
+    return {name: _literal(info.get("default")) for name, info in described.items()}
+
+
+def _literal(source: Any) -> Any:
+    """A default as papermill reports it (source text) -> its Python value, or the text itself."""
+    if not isinstance(source, str):
+        return source
+    try:
+        return ast.literal_eval(source)
+    except (ValueError, SyntaxError):
+        return source
+
+
+def parse_value(text: str, default: Any = None) -> Any:
+    """A ``-p`` value as the parameter's type wants it (its default's type); text stays text.
+
+    Without a typed default, YAML scalars are read as papermill's CLI reads them (numbers,
+    booleans, null), and dates stay text.
+    """
+    stripped = text.strip()
+    if isinstance(default, bool):
+        if stripped.lower() in _TRUE | _FALSE:
+            return stripped.lower() in _TRUE
+        return text
+    if isinstance(default, int):
+        try:
+            return int(stripped)
+        except ValueError:
+            return text
+    if isinstance(default, float):
+        try:
+            return float(stripped)
+        except ValueError:
+            return text
+    if isinstance(default, str):
+        return text
+    import yaml
+
+    try:
+        value = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError):  # ValueError: a YAML date such as 2025-13-01
+        return text
+    if value is None and stripped.lower() in ("null", "none", "~"):
+        return None
+    return value if isinstance(value, bool | int | float) else text
+
+
+def _type_problem(name: str, value: Any, default: Any) -> str | None:
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else f"{name}: {value!r} is not true or false"
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{name}: {value!r} is not a whole number"
+        return None
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"{name}: {value!r} is not a number"
+        return None
+    if isinstance(default, str) and not isinstance(value, str):
+        return f"{name}: {value!r} is not text"
+    return None
+
+
+def _value_problem(name: str, value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    if name.endswith("_path") and not Path(value).expanduser().is_file():
+        return f"{name}: no such file {value!r}"
+    if name.startswith("period_") or name.endswith("_date"):
+        try:
+            date.fromisoformat(value.strip())
+        except ValueError:
+            return f"{name}: {value!r} is not a date written YYYY-MM-DD"
+    return None
+
+
+def check_parameters(path: Path, parameters: Mapping[str, Any]) -> None:
+    """Refuse unknown names (papermill alone only warns), the runner's ``output_dir``, and values of
+    the wrong type or that cannot work; every problem in one ``ParameterError``, nothing run."""
+    declared = declared_parameters(path)
+    problems = []
+    for name, value in parameters.items():
+        if name == OUTPUT_PARAMETER:
+            problems.append(f"{name!r} is set by the runner (use --output-dir)")
+        elif name not in declared:
+            close = difflib.get_close_matches(name, list(declared), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.append(f"unknown parameter {name!r}{hint}")
+        else:
+            problem = _type_problem(name, value, declared[name]) or _value_problem(name, value)
+            if problem:
+                problems.append(problem)
+    if problems:
+        known = ", ".join(n for n in declared if n != OUTPUT_PARAMETER)
+        raise ParameterError(f"{path.name}: " + "; ".join(problems) + f" (parameters: {known})")
