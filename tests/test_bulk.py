@@ -205,3 +205,24 @@ def test_an_unreachable_service_stops_the_batch_with_a_hint(journal: Journal, un
         run_sync(go)
     assert 1 <= len(journal.records()) <= 4
     assert {r.state for r in journal.records()} == {"not_sent"}
+
+
+def test_progress_is_a_line_that_survives_an_export_and_no_bar_for_one_call(
+    sandbox: RunningSandbox, journal: Journal, unique: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from toolkit.bulk import run_sync
+    from toolkit.client import AsyncClient
+
+    def batch(count: int, prefix: str) -> None:
+        async def go() -> Any:
+            async with AsyncClient(base_url=sandbox.base_url, api_key=sandbox.api_key) as client:
+                return await acreate_payments(rows(prefix, count), client=client, journal=journal)
+
+        run_sync(go)
+
+    batch(3, unique)
+    captured = capsys.readouterr()
+    assert "payments: 3 of 3 call(s) done in " in captured.out  # plain text: kept in the HTML export
+    batch(1, unique + "-one")
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""  # one call: no bar, no line

@@ -287,6 +287,10 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     assert "reconciliation_report: ok: 8 exceptions (1 rejected row(s)), no threshold set; report: " in out
     assert "catalog_setup: ok: 4 product(s) and 6 price(s) as the catalog says; report: " in out
     assert "test_payments: ok: all 22 outcomes as expected; report: " in out
+    for name, folder in runs.items():  # the embedded sandbox is said once, in the banner, not on stderr
+        shown = outputs(folder / f"{name}.ipynb")
+        assert not [o for o in shown if o.get("name") == "stderr" and "TOOLKIT_BASE_URL" in o.get("text", "")]
+        assert any("`TOOLKIT_BASE_URL` is not set" in str(o.get("data", {})) for o in shown)
 
 
 @pytest.mark.slow

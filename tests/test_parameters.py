@@ -69,3 +69,4 @@ def test_toolkit_run_refuses_before_a_kernel_starts(pair: tuple[str, str], tmp_p
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     print(f"refused in {time.monotonic() - started:.1f} s")  # no kernel: a second or two of imports
+

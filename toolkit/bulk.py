@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -121,7 +122,9 @@ async def _bounded(items: Sequence[ItemT], work: Callable[[int, ItemT], Awaitabl
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     queue = iter(enumerate(items))
-    with tqdm(total=len(items), desc=description, disable=not progress, unit="call") as bar:
+    shown = progress and len(items) > 1  # a bar for one call is noise in a script
+    started = time.monotonic()
+    with tqdm(total=len(items), desc=description, disable=not shown, unit="call") as bar:
         async def worker() -> None:
             for position, item in queue:
                 if stop is not None and stop.error is not None:
@@ -130,6 +133,9 @@ async def _bounded(items: Sequence[ItemT], work: Callable[[int, ItemT], Awaitabl
                 bar.update(1)
 
         await asyncio.gather(*(worker() for _ in range(min(concurrency, len(items)) or 1)))
+        done = bar.n
+    if shown:  # the bar is a widget in a notebook, gone from its HTML export; this line stays
+        print(f"{description}: {done} of {len(items)} call(s) done in {time.monotonic() - started:.1f} s")
     if stop is not None and stop.error is not None:
         raise stop.error
 

@@ -19,11 +19,21 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolkit")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="toolkit",
         description="The payment API toolkit: local sandbox, reconciliation, notebooks and the journal.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = (list(argv) if argv is not None else sys.argv[1:])[:1]
     for name, (module_name, help_text) in SUBCOMMANDS.items():

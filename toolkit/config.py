@@ -84,8 +84,12 @@ _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 
 
 def resolve_environment(settings: Settings, *, base_url: str | None = None,
-                        api_key: str | SecretStr | None = None) -> Environment:
-    """Arguments win over the environment; with no base URL, start (once) the embedded sandbox."""
+                        api_key: str | SecretStr | None = None, announce: bool = True) -> Environment:
+    """Arguments win over the environment; with no base URL, start (once) the embedded sandbox.
+
+    The first use of the embedded sandbox is logged once per process, unless the caller says so
+    itself (``announce=False``: the notebooks' banner, which a warning on stderr would duplicate).
+    """
     secret = SecretStr(api_key) if isinstance(api_key, str) else api_key
     candidate = secret if secret is not None else settings.api_key
     if candidate is not None and not _HEADER_SAFE.fullmatch(candidate.get_secret_value()):
@@ -101,8 +105,9 @@ def resolve_environment(settings: Settings, *, base_url: str | None = None,
         database = sandbox.db_path.resolve()
         if str(database) not in _announced:
             _announced.add(str(database))
-            logger.warning("toolkit: TOOLKIT_BASE_URL is not set; using the embedded sandbox at %s "
-                           "(database %s)", sandbox.base_url, database)
+            if announce:
+                logger.warning("toolkit: TOOLKIT_BASE_URL is not set; using the embedded sandbox at "
+                               "%s (database %s)", sandbox.base_url, database)
         return Environment(
             kind="embedded-sandbox", base_url=sandbox.base_url,
             api_key=secret or sandbox.api_key,

@@ -33,8 +33,9 @@ def environment_banner() -> Any:
 
     display: Any = importlib.import_module("IPython.display")
     settings = load_settings()
-    environment = resolve_environment(settings)
-    note = "**not the live service**: test data only" if environment.is_sandbox else "live data"
+    environment = resolve_environment(settings, announce=False)  # said here, not as a stderr warning
+    note = ("**not the live service** (`TOOLKIT_BASE_URL` is not set): test data only"
+            if environment.is_sandbox else "live data")
     return display.Markdown(
         f"**Environment:** {environment.label} ({note}) · run at "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC  \n"
