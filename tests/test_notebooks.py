@@ -291,6 +291,9 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
         shown = outputs(folder / f"{name}.ipynb")
         assert not [o for o in shown if o.get("name") == "stderr" and "TOOLKIT_BASE_URL" in o.get("text", "")]
         assert any("`TOOLKIT_BASE_URL` is not set" in str(o.get("data", {})) for o in shown)
+        tables = " ".join(str(o.get("data", {}).get("text/html", "")) for o in shown)
+        assert tables and "&lt;NA&gt;" not in tables and ">None<" not in tables and ">nan<" not in tables
+        assert "Empty DataFrame" not in str(shown) and "{'new'" not in str(shown)
 
 
 @pytest.mark.slow
