@@ -226,3 +226,18 @@ def test_progress_is_a_line_that_survives_an_export_and_no_bar_for_one_call(
     batch(1, unique + "-one")
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""  # one call: no bar, no line
+
+
+def test_one_journaled_payment_is_sent_once(
+    sandbox: RunningSandbox, journal: Journal, unique: str,
+) -> None:
+    from toolkit import create_payment, payments_frame
+
+    (row,) = rows(unique, 1)
+    with Client(base_url=sandbox.base_url, api_key=sandbox.api_key) as client:
+        first = create_payment(row, client=client, journal=journal)
+        again = create_payment(client=client, journal=journal, **row)
+    assert first.sent and first.state == "succeeded" and first.response is not None
+    assert not again.sent and again.response == first.response
+    assert sum(p["merchantReferenceId"] == row["merchantReferenceId"] for p in exported_payments(sandbox)) == 1
+    assert list(payments_frame(journal).index) == [row["merchantReferenceId"]]

@@ -114,3 +114,12 @@ def test_unknown_status_values_are_kept() -> None:
 def test_subscription_tolerates_missing_fields() -> None:
     subscription = Subscription.model_validate({"subscriptionId": "sub_1"})
     assert subscription.upcomingInvoiceItem is None and subscription.scheduledPhases is None
+
+
+def test_a_status_prints_its_name_and_stays_a_number_on_the_wire() -> None:
+    from toolkit.models import PaymentResult, PaymentStatus, to_json_bytes
+
+    result = PaymentResult.model_validate({"orderId": "o", "status": 5})
+    assert str(result.status) == "next_action (5)" and f"{result.status}" == "next_action (5)"
+    assert result.status == PaymentStatus.NEXT_ACTION and int(PaymentStatus.NEXT_ACTION) == 5
+    assert to_json_bytes({"status": result.status}) == b'{"status":5}'

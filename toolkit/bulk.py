@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from toolkit.catalog import CatalogEntry, load_catalog
-from toolkit.client import AsyncClient
+from toolkit.client import AsyncClient, Client
 from toolkit.config import load_settings
 from toolkit.errors import (
     AuthenticationError,
@@ -43,7 +43,7 @@ from toolkit.frames import (
     subscriptions_frame,
 )
 from toolkit.journal import UNKNOWN_STATES, Journal, JournalRecord, Kind, payment_body
-from toolkit.models import PaymentRequest, Subscription
+from toolkit.models import PaymentRequest, Subscription, merge_fields
 
 DEFAULT_CONCURRENCY = 8
 ERROR_COLUMNS = ["merchantReferenceId", "row", "stage", "error"]
@@ -281,6 +281,24 @@ async def acreate_payments(
     return _result(records, errors, lambda done: payments_frame(done, include_failed_calls=True))
 
 
+def create_payment(request: PaymentRequest | Mapping[str, Any] | None = None, /, *,
+                   client: Client | None = None, journal: Journal | None = None,
+                   **fields: Any) -> JournalRecord:
+    """One payment, journaled like a batch: the same merchantReferenceId again sends nothing.
+
+    For engineers scripting one payment at a time; the record says what happened (``state``,
+    ``response``) and ``payments_frame`` shows it with the rest. An unknown outcome is recorded as
+    unknown and returned, never sent again.
+    """
+    payment = PaymentRequest.build(merge_fields(request, fields))
+    key, body = payment_body(payment)
+    with contextlib.ExitStack() as opened:
+        active = client if client is not None else opened.enter_context(Client())
+        book = journal if journal is not None else opened.enter_context(
+            Journal.for_environment(active.environment, load_settings().home))
+        return book.run("payment", key, body, lambda: active.create_payment(payment))
+
+
 def create_payments(rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest],
                     **options: Any) -> BulkResult:
     """Blocking form of ``acreate_payments`` (works in notebooks too)."""
@@ -372,6 +390,7 @@ __all__ = [
     "acreate_payments",
     "acreate_products",
     "aload_subscriptions",
+    "create_payment",
     "create_payments",
     "create_products",
     "load_subscriptions",

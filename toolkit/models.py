@@ -92,6 +92,10 @@ class PaymentStatus(IntEnum):
         """The lowercase name used in frames and reports (``next_action``)."""
         return self.name.lower()
 
+    def __str__(self) -> str:
+        """``print(result.status)`` says ``next_action (5)``, not a bare ``5``; JSON keeps the number."""
+        return f"{self.label} ({self.value})"
+
 
 class PriceType(StrEnum):
     """The spec shows only ``recurring``; ``one_time`` is the sandbox's documented choice."""
