@@ -57,7 +57,7 @@ from toolkit.errors import OutputError, ToolkitError
 from toolkit.outputs import atomic_path, ensure_directory, write_text_atomic
 
 #: The notebooks shipped in ``notebooks/``, by the name ``toolkit run`` accepts.
-NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report")
+NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report", "fault_drill")
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 DEFAULT_REPORTS = Path("reports")
 #: The parameter every notebook declares and the runner sets: where the notebook writes its files.
