@@ -22,7 +22,8 @@ from toolkit.sandbox.deps import SandboxState
 from toolkit.sandbox.faults import FaultMiddleware
 from toolkit.sandbox.http import ApiError, Unauthorized, error_response
 from toolkit.sandbox.requests_log import RequestLog, RequestLogMiddleware
-from toolkit.sandbox.routes import controls, faults, payments, products, subscriptions
+from toolkit.sandbox.routes import controls, payments, products, subscriptions
+from toolkit.sandbox.routes import faults as fault_routes
 
 logger = logging.getLogger("toolkit.sandbox")
 
@@ -97,8 +98,9 @@ def create_app(
         db=db, api_key=secret, timestamp_tolerance_ms=int(timestamp_tolerance_s * 1000),
         request_log=request_log,
     )
-    for router in (payments.router, products.router, subscriptions.router, controls.router, faults.router):
+    for router in (payments.router, products.router, subscriptions.router, controls.router):
         app.include_router(router)
+    app.include_router(fault_routes.router)  # last: see its module docstring
     # The last added runs first: the log sees every request, faults apply inside it.
     app.add_middleware(FaultMiddleware, db=db)
     app.add_middleware(RequestLogMiddleware, log=request_log)

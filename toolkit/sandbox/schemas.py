@@ -1,4 +1,5 @@
-"""Bodies of the sandbox-only controls under /sandbox/ (not part of the service's API).
+"""Bodies of the sandbox-only controls under /sandbox/ (not part of the service's API), and the fault
+rule as the controls answer it.
 
 They use the shared strict request base of ``toolkit.models``: unknown fields are refused and
 errors name the field, like the spec's own requests.
