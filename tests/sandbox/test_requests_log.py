@@ -107,7 +107,8 @@ async def test_200_concurrent_requests_are_each_listed_exactly_once(api: Api, un
 
 @pytest.mark.slow
 def test_two_worker_processes_share_one_log(tmp_path: Path, unique: str) -> None:
-    """``toolkit sandbox --workers 2``: each worker appends its own; the log lists each request once."""
+    """``toolkit sandbox --workers 2``: each worker appends its own; the log lists each request once.
+    The fault rules are shared too: a count is taken once across both workers."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLKIT_")}
     env["TOOLKIT_SANDBOX_API_KEY"] = TEST_KEY
@@ -130,9 +131,27 @@ def test_two_worker_processes_share_one_log(tmp_path: Path, unique: str) -> None
                 break
             time.sleep(FLUSH_INTERVAL_S)
         assert sorted(mine) == _expected(unique, 200)
+        assert asyncio.run(_count_shared_by_workers(url, unique)) == [200] * 35 + [503] * 5
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+async def _count_shared_by_workers(url: str, unique: str) -> list[int]:
+    """A ``count: 5`` rule against 40 payments at once spread over both workers: five meet it."""
+    auth = {"X-API-KEY": TEST_KEY, "X-Timestamp": str(now_ms()), "Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=url, limits=httpx.Limits(max_connections=40), timeout=60) as client:
+        rule = {"route": "POST /payment", "mode": "error", "status": 503, "count": 5}
+        assert (await client.post("/sandbox/faults", json=rule, headers=auth)).status_code == 200
+
+        async def one(index: int) -> int:
+            body = to_json_bytes({**PAYMENT, "merchantReferenceId": f"w-{unique}-{index}"})
+            return (await client.post("/payment", content=body, headers=auth)).status_code
+
+        statuses = sorted(await asyncio.gather(*(one(i) for i in range(40))))
+        (listed,) = (await client.get("/sandbox/faults", headers=auth)).json()["data"]["faults"]
+        assert (listed["fired"], listed["remaining"]) == (5, 0)
+    return statuses
 
 
 def test_log_requests_prints_one_line_per_request_without_the_key(
