@@ -148,6 +148,7 @@ def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
             "max_exceptions",
             "output_dir",
         },
+        "fault_drill": {"merchant_reference_id", "output_dir"},
     }
     import papermill
 
@@ -477,3 +478,21 @@ def test_catalog_setup_with_a_refused_key_is_infrastructure_not_a_finding(
     assert code == 2
     assert "authentication failed" in err and "check TOOLKIT_API_KEY" in err
     assert "not created as the catalog says" not in err
+
+
+@pytest.mark.slow
+def test_fault_drill_records_unknown_sends_nothing_twice_and_settles(
+    service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = toolkit_run(capsys, tmp_path / "drill", "fault_drill",
+                               ("merchant_reference_id", "DRILL-TEST-1"), secrets=[CANARY])
+    assert code == 0, out
+    requests = csv(tmp_path / "drill" / "requests.csv")
+    assert requests[["path", "status", "fault"]].values.tolist() == [["/payment", "", "drop_after_commit"]]
+    assert csv(tmp_path / "drill" / "export.csv")["merchantReferenceId"].tolist() == ["DRILL-TEST-1"]
+    payment = csv(tmp_path / "drill" / "payment.csv")
+    assert payment[["outcomeState", "status", "amount"]].values.tolist() == [["succeeded", "success", "42.00"]]
+    with Client() as client:
+        controls = SandboxControls(client)
+        assert controls.faults().empty  # the drill leaves no rule behind
+        assert len(controls.export_payments("DRILL-TEST-1")) == 1

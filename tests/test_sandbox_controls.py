@@ -1,13 +1,16 @@
-"""SandboxControls: typed scenario scripting, and refusal to run against anything but a sandbox."""
+"""SandboxControls: typed scenario scripting, faults and the request log, and refusal to run against
+anything but a sandbox."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
+import pandas as pd
 import pytest
 
 from tests.faults import Mode, fault_server
 from toolkit import AuthenticationError, Client, PaymentStatus, SandboxError
+from toolkit.errors import OutcomeUnknownError, RequestValidationError
 from toolkit.sandbox.controls import SandboxControls
 from toolkit.sandbox.embedded import RunningSandbox
 
@@ -53,3 +56,46 @@ def test_refuses_a_service_that_is_not_a_sandbox() -> None:
 def test_a_refused_key_is_an_authentication_error_not_a_verdict_on_the_service(sandbox: RunningSandbox) -> None:
     with Client(base_url=sandbox.base_url, api_key="sk_wrong") as wrong, pytest.raises(AuthenticationError):
         SandboxControls(wrong)
+
+
+def test_faults_and_the_request_log_from_python(sandbox: RunningSandbox, unique: str) -> None:
+    with Client(base_url=sandbox.base_url, api_key=sandbox.api_key) as client:
+        controls = SandboxControls(client)
+        controls.clear_faults()
+        try:
+            check_faults_and_log(client, controls, unique)
+        finally:
+            controls.clear_faults()
+
+
+def check_faults_and_log(client: Client, controls: SandboxControls, unique: str) -> None:
+    rule = controls.add_fault(route="POST /payment", mode="drop_after_commit", count=1)
+    assert rule.id.startswith("flt_") and rule.remaining == 1 and rule.fired == 0
+    seeded = controls.add_fault({"route": "GET /subscription", "mode": "delay", "delayMs": 1,
+                                 "probability": 0.25, "seed": 9})
+    assert seeded.probability == Decimal("0.25") and seeded.count is None
+    with pytest.raises(RequestValidationError, match="delayMs: not taken by mode error"):
+        controls.add_fault(route="*", mode="error", delayMs=5)  # refused before it is sent
+
+    with pytest.raises(OutcomeUnknownError):
+        client.create_payment(paymentMethodType="CARD", paymentInstrumentId="pi_test_success",
+                              returnUrl="https://r", customerEmail=f"{unique}@x.io", amount="7.00",
+                              currency="USD", merchantReferenceId=f"drop-{unique}")
+    rules = controls.faults()
+    assert list(rules.index) == [rule.id, seeded.id]
+    assert rules.loc[rule.id, "fired"] == 1 and rules.loc[rule.id, "remaining"] == 0
+    assert str(rules["fired"].dtype) == "Int64" and str(rules["createTime"].dtype).endswith("UTC]")
+
+    found = controls.find_payment(f"drop-{unique}")
+    assert found.status is PaymentStatus.SUCCESS and found.amount == Decimal("7.00")
+    with pytest.raises(SandboxError, match="not exactly one"):
+        controls.find_payment(f"nothing-{unique}")
+
+    log = controls.requests(limit=20)
+    assert list(log.columns) == ["time", "method", "path", "status", "latencyMs", "merchantReferenceId",
+                                 "fault", "faultId"]
+    dropped = log[log["merchantReferenceId"] == f"drop-{unique}"]
+    assert dropped["fault"].tolist() == ["drop_after_commit"] and dropped["faultId"].tolist() == [rule.id]
+    assert pd.isna(dropped["status"].iloc[0]) and str(log["time"].dtype).endswith("UTC]")
+    assert not log["path"].str.contains("requests").any()
+    assert controls.clear_faults() == 2 and controls.faults().empty

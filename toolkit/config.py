@@ -126,5 +126,25 @@ def resolve_environment(settings: Settings, *, base_url: str | None = None,
                        key=f"{slug}-{_digest(url)}", label=f"service at {url}")
 
 
+def read_key_file(path: Path) -> SecretStr:
+    """An API key kept in a file (``--api-key-file``): its one line, without the line break.
+
+    A file keeps the key out of the process list, where ``--api-key KEY`` shows it to every user.
+    """
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigurationError(f"cannot read the API key file {path}: {reason}") from None
+    key = text.strip()
+    if not key:
+        raise ConfigurationError(f"the API key file {path} is empty")
+    if not _HEADER_SAFE.fullmatch(key):
+        raise ConfigurationError(
+            f"the API key file {path} must hold one line: the key, printable ASCII without spaces"
+        )
+    return SecretStr(key)
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]

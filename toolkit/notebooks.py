@@ -64,7 +64,7 @@ from toolkit.parameters import (
 )
 
 #: The notebooks shipped in ``notebooks/``, by the name ``toolkit run`` accepts.
-NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report")
+NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report", "fault_drill")
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 DEFAULT_REPORTS = Path("reports")
 KERNEL_NAME = "python3"

@@ -1,4 +1,4 @@
-"""The sandbox application: routers, error handling, OpenAPI document.
+"""The sandbox application: routers, error handling, OpenAPI document, faults and the request log.
 
 ``create_app`` builds it for one database; ``app_from_env`` is the factory uvicorn imports when it
 runs several worker processes (``toolkit sandbox --workers 2``), configured by environment.
@@ -19,8 +19,11 @@ from starlette.exceptions import HTTPException
 from toolkit.money import MoneyError
 from toolkit.sandbox import openapi, rules, store
 from toolkit.sandbox.deps import SandboxState
+from toolkit.sandbox.faults import FaultMiddleware
 from toolkit.sandbox.http import ApiError, Unauthorized, error_response
+from toolkit.sandbox.requests_log import RequestLog, RequestLogMiddleware
 from toolkit.sandbox.routes import controls, payments, products, subscriptions
+from toolkit.sandbox.routes import faults as fault_routes
 
 logger = logging.getLogger("toolkit.sandbox")
 
@@ -30,6 +33,7 @@ DEFAULT_TOLERANCE_S = 300.0
 ENV_DB = "TOOLKIT_SANDBOX_DB"
 ENV_KEY = "TOOLKIT_SANDBOX_API_KEY"
 ENV_TOLERANCE = "TOOLKIT_SANDBOX_TOLERANCE_S"
+ENV_LOG_REQUESTS = "TOOLKIT_SANDBOX_LOG_REQUESTS"
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -72,9 +76,12 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 def create_app(
     *, db_path: Path, api_key: str | SecretStr | None = None,
-    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S,
+    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S, log_requests: bool = False,
 ) -> FastAPI:
-    """The sandbox for one SQLite file; with no key, the key stored in that file is used."""
+    """The sandbox for one SQLite file; with no key, the key stored in that file is used.
+
+    ``log_requests`` prints one line per request on stdout (``toolkit sandbox --log-requests``).
+    """
     db = store.Database(db_path)
     key = api_key if api_key is not None else store.stored_api_key(db)
     secret = key if isinstance(key, SecretStr) else SecretStr(key)
@@ -86,11 +93,17 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
+    request_log = RequestLog(db, echo=_print_line if log_requests else None)
     app.state.sandbox = SandboxState(
-        db=db, api_key=secret, timestamp_tolerance_ms=int(timestamp_tolerance_s * 1000)
+        db=db, api_key=secret, timestamp_tolerance_ms=int(timestamp_tolerance_s * 1000),
+        request_log=request_log,
     )
     for router in (payments.router, products.router, subscriptions.router, controls.router):
         app.include_router(router)
+    app.include_router(fault_routes.router)  # last: see its module docstring
+    # The last added runs first: the log sees every request, faults apply inside it.
+    app.add_middleware(FaultMiddleware, db=db)
+    app.add_middleware(RequestLogMiddleware, log=request_log)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(Unauthorized, _unauthorized)
     app.add_exception_handler(FastAPIValidationError, _validation_error)
@@ -108,4 +121,9 @@ def app_from_env() -> FastAPI:
     return create_app(
         db_path=Path(os.environ[ENV_DB]), api_key=key,
         timestamp_tolerance_s=float(os.environ.get(ENV_TOLERANCE, DEFAULT_TOLERANCE_S)),
+        log_requests=os.environ.get(ENV_LOG_REQUESTS) == "1",
     )
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)

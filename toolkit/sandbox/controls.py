@@ -1,5 +1,8 @@
 """``SandboxControls``: the sandbox-only endpoints, typed, for scripting scenarios without raw HTTP.
 
+Besides subscriptions, the clock, settlement and reset, it drives faults on demand (``add_fault``,
+``faults``, ``clear_faults``) and reads the request log (``requests``), both as frames for notebooks.
+
 It checks ``GET /sandbox/info`` first and refuses anything that is not a sandbox, so a scenario
 script pointed at the live service by mistake stops before it does anything.
 """
@@ -14,16 +17,22 @@ import pandas as pd
 
 from toolkit.client import Client
 from toolkit.errors import APIError, AuthenticationError, SandboxError
-from toolkit.models import Subscription, merge_fields
+from toolkit.models import PaymentResult, PaymentStatus, Subscription, merge_fields
 from toolkit.sandbox.routes.payments import EXPORT_COLUMNS
 from toolkit.sandbox.schemas import (
     CancelRequest,
     ClockAdvanceRequest,
+    FaultRule,
+    FaultRuleRequest,
     ResolveRequest,
     SubscriptionCreateRequest,
 )
 
 EXPORT_TIME_COLUMNS = ("createTime", "updateTime")
+FAULT_COLUMNS: tuple[str, ...] = tuple(FaultRule.model_fields)
+REQUEST_COLUMNS: tuple[str, ...] = (
+    "time", "method", "path", "status", "latencyMs", "merchantReferenceId", "fault", "faultId",
+)
 
 
 class SandboxControls:
@@ -91,9 +100,60 @@ class SandboxControls:
         """The settlement export as the CSV file a processor would send."""
         return self.client.get_bytes("/sandbox/payments", params={"format": "csv"})
 
+    def find_payment(self, merchant_reference_id: str) -> PaymentResult:
+        """The one payment the settlement export holds under a reference, as POST /payment would have
+        answered it: what to record with ``toolkit journal resolve --response`` after an unknown outcome.
+        """
+        params = {"format": "json", "merchantReferenceId": merchant_reference_id}
+        found = self.client.call("GET", "/sandbox/payments", params=params)["payments"]
+        if len(found) != 1:
+            raise SandboxError(
+                f"the settlement export holds {len(found)} payments with merchantReferenceId "
+                f"{merchant_reference_id!r}, not exactly one"
+            )
+        record = found[0]
+        status = next(s for s in PaymentStatus if s.label == record["status"])
+        return PaymentResult.model_validate({
+            "orderId": record["orderId"], "paymentInstrumentId": record["paymentInstrumentId"],
+            "status": status, "amount": record["amount"], "currency": record["currency"],
+        })
+
     def reset(self) -> None:
-        """Empty the sandbox (the API key is kept)."""
+        """Empty the sandbox (the API key is kept); fault rules go too."""
         self.client.call("POST", "/sandbox/reset")
+
+    # -- faults on demand and the request log -----------------------------------------------------
+
+    def add_fault(self, request: FaultRuleRequest | Mapping[str, Any] | None = None, /,
+                  **fields: Any) -> FaultRule:
+        """Add a fault rule (``route``, ``mode``, ``count`` or ``probability`` + ``seed``, ``delayMs``,
+        ``status``, ``retryAfter``); checked here before it is sent."""
+        body = FaultRuleRequest.build(merge_fields(request, fields))
+        return FaultRule.model_validate(self.client.call("POST", "/sandbox/faults", json=_wire(body)))
+
+    def faults(self) -> pd.DataFrame:
+        """The fault rules in the order they are tried, with how often each was tried and has fired."""
+        rules = [FaultRule.model_validate(r) for r in self.client.call("GET", "/sandbox/faults")["faults"]]
+        frame = pd.DataFrame([r.model_dump() for r in rules], columns=list(FAULT_COLUMNS))
+        for column in ("count", "remaining", "seed", "delayMs", "status", "retryAfter", "matched", "fired"):
+            frame[column] = frame[column].astype("Int64")
+        frame["createTime"] = pd.to_datetime(frame["createTime"].astype("Int64"), unit="ms", utc=True)
+        return frame.set_index("id")
+
+    def clear_faults(self) -> int:
+        """Remove every fault rule; returns how many there were."""
+        return int(self.client.call("DELETE", "/sandbox/faults")["cleared"])
+
+    def requests(self, limit: int = 100) -> pd.DataFrame:
+        """The request log, newest first: method, path, status, latency, merchantReferenceId, fault."""
+        records = self.client.call("GET", "/sandbox/requests", params={"limit": str(limit)})["requests"]
+        frame = pd.DataFrame.from_records(records, columns=list(REQUEST_COLUMNS))
+        frame["time"] = pd.to_datetime(frame["time"].astype("Int64"), unit="ms", utc=True)
+        frame["status"] = frame["status"].astype("Int64")
+        frame["latencyMs"] = frame["latencyMs"].astype("float64")
+        for column in ("method", "path", "merchantReferenceId", "fault", "faultId"):
+            frame[column] = frame[column].astype("string")
+        return frame
 
 
 def _wire(model: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Dependencies declared once: the sandbox state (store, key, clock tolerance) and authentication."""
+"""Dependencies declared once: the sandbox state (store, key, clock tolerance, request log) and
+authentication."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi import Depends, Request
 from pydantic import SecretStr
 
 from toolkit.sandbox.http import Unauthorized
+from toolkit.sandbox.requests_log import RequestLog
 from toolkit.sandbox.store import Database
 
 
@@ -22,6 +24,7 @@ class SandboxState:
     db: Database
     api_key: SecretStr
     timestamp_tolerance_ms: int
+    request_log: RequestLog
 
     @functools.cached_property
     def key_bytes(self) -> bytes:

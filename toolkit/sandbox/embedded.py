@@ -16,8 +16,9 @@ from pathlib import Path
 import uvicorn
 from pydantic import SecretStr
 
-from toolkit.sandbox import store
+from toolkit.sandbox import faults, store
 from toolkit.sandbox.app import DEFAULT_TOLERANCE_S, create_app
+from toolkit.sandbox.protocol import SandboxProtocol
 
 START_TIMEOUT_S = 30.0
 DATABASE_NAME = "sandbox.sqlite"
@@ -45,16 +46,19 @@ class RunningSandbox:
 
 def start_server(
     *, db_path: Path, api_key: str | None = None, host: str = "127.0.0.1", port: int = 0,
-    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S,
+    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S, log_requests: bool = False,
 ) -> RunningSandbox:
     """Serve the sandbox for ``db_path`` in a daemon thread; returns when it accepts connections.
 
     With ``api_key`` None the key stored in the database is used (generated on first creation),
-    so every process opening the same database agrees on it.
+    so every process opening the same database agrees on it. Fault rules left in the database are
+    cleared: they never survive a restart. ``log_requests`` prints a line per request on stdout.
     """
     db_path = Path(db_path)
     key = api_key if api_key is not None else store.stored_api_key(store.Database(db_path))
-    app = create_app(db_path=db_path, api_key=key, timestamp_tolerance_s=timestamp_tolerance_s)
+    app = create_app(db_path=db_path, api_key=key, timestamp_tolerance_s=timestamp_tolerance_s,
+                     log_requests=log_requests)
+    faults.clear_rules(app.state.sandbox.db)
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on sockets that declare it (else
     # every response waits ~40 ms for a delayed ACK).
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -64,7 +68,8 @@ def start_server(
     sock.listen(2048)
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5,
+        app, http=SandboxProtocol, log_level="warning", access_log=False, lifespan="off",
+        timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
     failure: list[BaseException] = []

@@ -1,4 +1,5 @@
-"""Bodies of the sandbox-only controls under /sandbox/ (not part of the service's API).
+"""Bodies of the sandbox-only controls under /sandbox/ (not part of the service's API), and the fault
+rule as the controls answer it.
 
 They use the shared strict request base of ``toolkit.models``: unknown fields are refused and
 errors name the field, like the spec's own requests.
@@ -6,9 +7,10 @@ errors name the field, like the spec's own requests.
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from decimal import Decimal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, StrictStr, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
 from toolkit.models import AUTO_INSTRUMENT_METHODS, Method, PaymentMethodType, RequestModel
@@ -81,3 +83,114 @@ class ResolveRequest(RequestModel):
     """POST /sandbox/payments/{orderId}/resolve: settle a pending or next-action payment."""
 
     status: Literal["success", "failure"]
+
+
+# ---------------------------------------------------------------------------------------------
+# fault rules (``toolkit.sandbox.faults``)
+
+FaultRoute = Literal["POST /payment", "POST /product", "GET /subscription", "*"]
+FaultMode = Literal["delay", "error", "drop_before_commit", "drop_after_commit", "hang_after_commit"]
+FAULT_ROUTES: tuple[str, ...] = FaultRoute.__args__  # type: ignore[attr-defined]
+FAULT_MODES: tuple[str, ...] = FaultMode.__args__  # type: ignore[attr-defined]
+#: Statuses an ``error`` rule may answer: the transient ones a client is expected to survive.
+FAULT_STATUSES: tuple[int, ...] = (408, 429, *range(500, 600))
+MAX_DELAY_MS = 60_000
+MAX_RETRY_AFTER_S = 3600
+#: Which optional field each mode takes (``delayMs``: delay; ``status``, ``retryAfter``: error).
+MODE_FIELDS: dict[str, frozenset[str]] = {
+    "delay": frozenset({"delayMs"}),
+    "error": frozenset({"status", "retryAfter"}),
+    "drop_before_commit": frozenset(),
+    "drop_after_commit": frozenset(),
+    "hang_after_commit": frozenset(),
+}
+
+
+def _json_integer(value: Any) -> Any:
+    """Integers only: no true/false, no "3", no 3.0 (pydantic's lax mode would take them)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("integer", "must be a JSON integer")
+    return value
+
+
+def _json_number(value: Any) -> Any:
+    """Numbers only (a float from Python is read as the decimal it prints as)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise PydanticCustomError("number", "must be a JSON number")
+    return Decimal(str(value)) if isinstance(value, float) else value
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+JsonNumber = Annotated[Decimal, BeforeValidator(_json_number), Field(allow_inf_nan=False)]
+
+
+class FaultRuleRequest(RequestModel):
+    """POST /sandbox/faults: which requests (``count`` next ones, else ``probability`` with ``seed``)
+    meet which fault. With neither ``count`` nor ``probability``, the next matching request does."""
+
+    route: FaultRoute
+    mode: FaultMode
+    count: JsonInt | None = Field(default=None, ge=1, le=1_000_000)
+    probability: JsonNumber | None = Field(default=None, gt=0, le=1)
+    seed: JsonInt | None = Field(default=None, ge=0, le=2**63 - 1)
+    delayMs: JsonInt | None = Field(default=None, ge=0, le=MAX_DELAY_MS)
+    status: JsonInt | None = None
+    retryAfter: JsonInt | None = Field(default=None, ge=0, le=MAX_RETRY_AFTER_S)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        if self.count is not None and self.probability is not None:
+            raise PydanticCustomError("fault", "count, probability: give one of them, not both")
+        if self.probability is not None and self.seed is None:
+            raise PydanticCustomError("fault", "seed: required with probability (it fixes the sequence)")
+        if self.seed is not None and self.probability is None:
+            raise PydanticCustomError("fault", "seed: only taken with probability")
+        taken = MODE_FIELDS[self.mode]
+        for name in ("delayMs", "status", "retryAfter"):
+            if getattr(self, name) is not None and name not in taken:
+                raise PydanticCustomError(
+                    "fault", "{field}: not taken by mode {mode}", {"field": name, "mode": self.mode}
+                )
+        if self.mode == "delay" and self.delayMs is None:
+            raise PydanticCustomError("fault", "delayMs: required by mode delay")
+        if self.status is not None and self.status not in FAULT_STATUSES:
+            raise PydanticCustomError("fault", "status: must be 408, 429 or 500-599")
+        if self.retryAfter is not None and self.status not in (429, 503):
+            raise PydanticCustomError("fault", "retryAfter: only taken with status 429 or 503")
+        return self
+
+    @property
+    def answered_status(self) -> int | None:
+        """The status an ``error`` rule answers (500 when none was given)."""
+        return (self.status or 500) if self.mode == "error" else None
+
+    @property
+    def answered_retry_after(self) -> int | None:
+        """Retry-After of an ``error`` rule: as given, else 1 s for a 429 (which always carries one)."""
+        if self.retryAfter is None and self.answered_status == 429:
+            return 1
+        return self.retryAfter
+
+
+class FaultRule(BaseModel):
+    """A fault rule as GET /sandbox/faults lists it: what it does, and how often it has fired.
+
+    ``count`` is what was asked, ``remaining`` what is left of it (both null for a ``probability``
+    rule); ``matched`` counts the requests it was tried on, ``fired`` those it applied to.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    route: str
+    mode: str
+    count: int | None = None
+    remaining: int | None = None
+    probability: Decimal | None = None
+    seed: int | None = None
+    delayMs: int | None = None
+    status: int | None = None
+    retryAfter: int | None = None
+    matched: int
+    fired: int
+    createTime: int

@@ -1,59 +1,118 @@
-"""``toolkit sandbox``: serve the sandbox in the foreground until SIGINT/SIGTERM."""
+"""``toolkit sandbox``: serve the sandbox in the foreground until SIGINT/SIGTERM.
+
+``toolkit sandbox faults add|list|clear`` drives the fault rules of a running one
+(``toolkit.sandbox.faults_command``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import uvicorn
 
-from toolkit.config import load_settings
-from toolkit.sandbox import store
-from toolkit.sandbox.app import DEFAULT_TOLERANCE_S, ENV_DB, ENV_KEY, ENV_TOLERANCE
+from toolkit.config import load_settings, read_key_file
+from toolkit.errors import ConfigurationError
+from toolkit.sandbox import faults, faults_command, store
+from toolkit.sandbox.app import DEFAULT_TOLERANCE_S, ENV_DB, ENV_KEY, ENV_LOG_REQUESTS, ENV_TOLERANCE
 from toolkit.sandbox.embedded import DATABASE_NAME
+from toolkit.sandbox.protocol import SandboxProtocol
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 
+KEY_HELP = f"""\
+the key clients must send, first found of:
+  --api-key KEY        visible to every user of this machine in the process list (ps): avoid it
+  --api-key-file PATH  the file's one line
+  ${ENV_KEY}
+  $TOOLKIT_API_KEY
+  the test key stored in the database (generated as sk_test_... on first use; printed at start)
+A key given by option, file or environment is never printed.
+
+toolkit sandbox faults add|list|clear [-h] drives the fault rules of a running sandbox.
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = KEY_HELP
     parser.add_argument("--host", default=DEFAULT_HOST, help="interface to listen on (default %(default)s)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
     parser.add_argument(
         "--db", type=Path, default=None,
         help=f"SQLite file (default: $TOOLKIT_HOME/{DATABASE_NAME})",
     )
-    parser.add_argument(
-        "--api-key", default=None,
-        help="key clients must send (default: $TOOLKIT_API_KEY, else the test key stored in the database)",
+    key = parser.add_mutually_exclusive_group()
+    key.add_argument(
+        "--api-key", default=None, metavar="KEY",
+        help="key clients must send; shown to anyone who runs ps: prefer --api-key-file or "
+        f"${ENV_KEY} (see below)",
     )
+    key.add_argument("--api-key-file", type=Path, default=None, metavar="PATH",
+                     help="read the key from this file (one line)")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
     parser.add_argument(
         "--timestamp-tolerance", type=float, default=DEFAULT_TOLERANCE_S,
         help="allowed X-Timestamp skew in seconds, past and future (default %(default)s)",
     )
+    parser.add_argument(
+        "--log-requests", action="store_true",
+        help="print one line per request: time, method, path, status, latency, merchantReferenceId, "
+        "fault (never headers or the key)",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    faults_command.add_arguments(actions.add_parser(
+        "faults", help="add, list or clear the fault rules of a running sandbox",
+        description="Fault rules of a running sandbox (see README, Faults on demand).",
+    ))
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "faults":
+        return faults_command.run(args)
+    return serve(args)
+
+
+def serve(args: argparse.Namespace) -> int:
     """Serve until stopped; uvicorn handles SIGINT and SIGTERM with a clean shutdown."""
     settings = load_settings()
     db_path = Path(args.db) if args.db is not None else settings.home / DATABASE_NAME
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    if args.api_key:
-        key = str(args.api_key)
-    elif settings.api_key is not None:
-        key = settings.api_key.get_secret_value()
-    else:
-        key = store.stored_api_key(store.Database(db_path))
+    db = store.Database(db_path)
+    try:
+        key, source = server_key(args, db)
+    except ConfigurationError as exc:
+        print(f"toolkit sandbox: {exc}", file=sys.stderr)
+        return 2
+    faults.clear_rules(db)  # fault rules never survive a restart
     os.environ[ENV_DB] = str(db_path.resolve())
     os.environ[ENV_KEY] = key
     os.environ[ENV_TOLERANCE] = str(args.timestamp_tolerance)
+    os.environ[ENV_LOG_REQUESTS] = "1" if args.log_requests else "0"
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"sandbox: http://{host}:{args.port}  database: {db_path}", flush=True)
-    print(f"api key: {key}", flush=True)
+    print(f"api key: {key if source == 'database' else f'from {source} (not printed)'}", flush=True)
     uvicorn.run(
         "toolkit.sandbox.app:app_from_env", factory=True, host=args.host, port=args.port,
         workers=max(1, args.workers), log_level="warning", access_log=False, lifespan="off",
+        http=SandboxProtocol,
     )
     return 0
+
+
+def server_key(args: argparse.Namespace, db: store.Database) -> tuple[str, str]:
+    """The key to serve with, and where it came from (see ``KEY_HELP`` for the order)."""
+    if args.api_key:
+        return str(args.api_key), "--api-key"
+    if args.api_key_file is not None:
+        return read_key_file(args.api_key_file).get_secret_value(), str(args.api_key_file)
+    from_env = os.environ.get(ENV_KEY)
+    if from_env:
+        return from_env, f"${ENV_KEY}"
+    settings = load_settings()
+    if settings.api_key is not None:
+        return settings.api_key.get_secret_value(), "$TOOLKIT_API_KEY"
+    return store.stored_api_key(db), "database"

@@ -90,10 +90,22 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     merchant_reference TEXT, metadata TEXT, phases TEXT, session_id TEXT NOT NULL,
     create_time INTEGER NOT NULL, cancel_at INTEGER, cancel_at_period_end INTEGER NOT NULL,
     cancel_requested_at INTEGER, cancel_reason TEXT);
+CREATE TABLE IF NOT EXISTS fault_rules (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, route TEXT NOT NULL, mode TEXT NOT NULL,
+    count INTEGER, remaining INTEGER, probability TEXT, seed INTEGER, delay_ms INTEGER,
+    status INTEGER, retry_after INTEGER, matched INTEGER NOT NULL, fired INTEGER NOT NULL,
+    create_time INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS request_log (
+    seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL,
+    status INTEGER, latency_us INTEGER NOT NULL, merchant_reference_id TEXT, fault TEXT,
+    fault_id TEXT);
 """
 
-#: Tables emptied by ``reset`` (meta keeps the API key; seeded instruments are put back).
-_DATA_TABLES = ("customers", "instruments", "products", "prices", "sessions", "orders", "subscriptions")
+#: Tables emptied by ``reset`` (meta keeps the API key; seeded instruments are put back). The fault
+#: rules go too; the request log stays (it records what the sandbox received, the reset included).
+_DATA_TABLES = (
+    "customers", "instruments", "products", "prices", "sessions", "orders", "subscriptions", "fault_rules",
+)
 
 
 def new_id(prefix: str) -> str:
@@ -519,3 +531,69 @@ def cancel_subscription(
         " cancel_reason = ? WHERE id = ?",
         (cancel_at, int(at_period_end), now, reason, subscription_id),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# fault rules (``toolkit.sandbox.faults`` decides; these only read and write)
+
+
+def insert_fault_rule(conn: sqlite3.Connection, *, rule: dict[str, Any]) -> None:
+    """Insert one rule; ``rule`` holds every column of fault_rules except ``seq``."""
+    conn.execute(_insert_sql("fault_rules", tuple(rule)), tuple(rule.values()))
+
+
+def list_fault_rules(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Every rule, in the order they were added (the order they are tried in)."""
+    return conn.execute("SELECT * FROM fault_rules ORDER BY seq").fetchall()
+
+
+def armed_fault_routes(conn: sqlite3.Connection) -> frozenset[str]:
+    """The routes (``*`` included) of rules that can still fire."""
+    rows = conn.execute(
+        "SELECT DISTINCT route FROM fault_rules WHERE remaining IS NULL OR remaining > 0"
+    ).fetchall()
+    return frozenset(str(row[0]) for row in rows)
+
+
+def armed_fault_rules(conn: sqlite3.Connection, *, route: str) -> list[sqlite3.Row]:
+    """Rules for ``route`` or ``*`` that can still fire, in the order they are tried."""
+    return conn.execute(
+        "SELECT * FROM fault_rules WHERE route IN (?, '*') AND (remaining IS NULL OR remaining > 0)"
+        " ORDER BY seq",
+        (route,),
+    ).fetchall()
+
+
+def count_fault_match(conn: sqlite3.Connection, *, rule_id: str, fired: bool) -> None:
+    """One more request matched the rule; if it fired, one more firing and one fewer remaining."""
+    conn.execute(
+        "UPDATE fault_rules SET matched = matched + 1, fired = fired + ?,"
+        " remaining = CASE WHEN remaining IS NULL THEN NULL ELSE remaining - ? END WHERE id = ?",
+        (int(fired), int(fired), rule_id),
+    )
+
+
+def clear_fault_rules(conn: sqlite3.Connection) -> int:
+    """Delete every rule; returns how many there were."""
+    return int(conn.execute("DELETE FROM fault_rules").rowcount)
+
+
+# ---------------------------------------------------------------------------------------------
+# request log (``toolkit.sandbox.requests_log`` buffers; these only read and write)
+
+REQUEST_LOG_COLUMNS: tuple[str, ...] = (
+    "time", "method", "path", "status", "latency_us", "merchant_reference_id", "fault", "fault_id",
+)
+
+
+def append_requests(conn: sqlite3.Connection, *, rows: list[tuple[Any, ...]], keep: int) -> None:
+    """Append rows (values in ``REQUEST_LOG_COLUMNS`` order), then keep only the last ``keep`` rows."""
+    conn.executemany(_insert_sql("request_log", REQUEST_LOG_COLUMNS), rows)
+    conn.execute("DELETE FROM request_log WHERE seq <= (SELECT MAX(seq) FROM request_log) - ?", (keep,))
+
+
+def recent_requests(conn: sqlite3.Connection, *, limit: int) -> list[sqlite3.Row]:
+    """The most recent requests by arrival time, newest first."""
+    return conn.execute(
+        "SELECT * FROM request_log ORDER BY time DESC, seq DESC LIMIT ?", (limit,)
+    ).fetchall()

@@ -18,6 +18,7 @@ from toolkit.sandbox.deps import authenticate
 from toolkit.sandbox.http import BadRequest, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
 from toolkit.sandbox.qr import qr_data_urls
+from toolkit.sandbox.requests_log import note_reference
 
 #: No router-level auth dependency: the route authenticates itself (see ``deps.authenticate``).
 router = APIRouter(tags=["payments"])
@@ -196,7 +197,9 @@ def wallet_action(
 async def create_payment(request: Request) -> Response:
     """Everything is decided and written in one BEGIN IMMEDIATE transaction; the QR comes after."""
     db = authenticate(request).db
-    req = build(PaymentRequest, await read_object(request))
+    body = await read_object(request)
+    note_reference(request.scope, body.get("merchantReferenceId"))  # for the request log
+    req = build(PaymentRequest, body)
     method = req.paymentMethodType
     with db.write() as conn:
         now = store.now_ms(conn)
