@@ -1,8 +1,9 @@
 """Headless Chromium for tests and scripts: Debian's ``chromium`` driven by Playwright.
 
 Playwright's own browser download is not used (it does not work everywhere the tests run); the
-system's Chromium is (``apt-get install chromium``; ``.ci/run`` installs it). ``TOOLKIT_CHROMIUM``
-names another executable. ``BrowserUnavailable`` says why no browser could start, for a skip.
+system's Chromium is (``apt-get install chromium``; ``.ci/run`` installs it).
+``CHROMIUM_EXECUTABLE`` names another executable (not a ``TOOLKIT_`` variable: the tests clear
+those). ``BrowserUnavailable`` says why no browser could start, for a skip.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ class BrowserUnavailable(Exception):
 
 
 def chromium_executable() -> str | None:
-    """``TOOLKIT_CHROMIUM``, else the first Chromium on PATH."""
-    named = os.environ.get("TOOLKIT_CHROMIUM")
+    """``CHROMIUM_EXECUTABLE``, else the first Chromium on PATH."""
+    named = os.environ.get("CHROMIUM_EXECUTABLE")
     if named:
         return named
     return next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
@@ -47,7 +48,7 @@ def chromium() -> Iterator[Browser]:
     if executable is None:
         raise BrowserUnavailable(
             "no chromium on PATH: install Debian's chromium (apt-get install chromium; .ci/run "
-            "does when it can) or set TOOLKIT_CHROMIUM to a Chromium executable")
+            "does when it can) or set CHROMIUM_EXECUTABLE to a Chromium executable")
     try:
         playwright = sync_playwright().start()
     except Exception as exc:  # the driver (a bundled node) could not run here
