@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint lab bench clean
+.PHONY: demo test lint lab bench screenshot clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no python3.11 or python3 on PATH" >&2; exit 2; }
@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/python -m toolkit.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check toolkit tests benchmarks
+	$(BIN)/ruff check toolkit tests benchmarks scripts
 	$(BIN)/mypy
 
 test: lint
@@ -33,6 +33,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/sandbox_throughput.py
 	$(BIN)/python benchmarks/frames.py
 	$(BIN)/python benchmarks/reconcile.py
+
+screenshot: $(STAMP)
+	$(BIN)/python scripts/report_screenshot.py
 
 clean:
 	rm -rf $(VENV) .toolkit .mypy_cache .ruff_cache .pytest_cache

@@ -124,6 +124,8 @@ def test_notebook_with_a_period_fails_on_unreadable_dates(
     )
     assert "ledger: 2 row(s) outside 2025-01-01 to 2025-01-31" in text
     assert "ledger: 2 row(s) rejected" in text
-    assert "<th>outside period</th>" in text and "outside period" in (out / "report.html").read_text()
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "<th>outside period</th>" in text and "outside period" in report
+    assert "1 January 2025 to 31 January 2025 (UTC, both days included)" in report  # stated
     exceptions = (out / "exceptions.csv").read_text(encoding="utf-8")
     assert "BLANK,rejected_row" in exceptions and "UNREADABLE,rejected_row" in exceptions

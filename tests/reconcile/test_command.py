@@ -72,6 +72,27 @@ def test_tolerance_and_mapping(tmp_path: Path) -> None:
     assert main([*args, "--amount-tolerance", "1"]) == 0
 
 
+def test_period_selects_rows_and_is_stated_in_the_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ledger rows by ``date``, processor rows by ``createTime`` (the export's epoch ms), as the
+    notebook does; the rows left out are counted, and the page says which period it covers."""
+    _, processor = files(tmp_path)
+    ledger = tmp_path / "ledger.csv"
+    ledger.write_text("merchantReferenceId,date,amount,currency,status\n"
+                      "m1,2023-11-14,12.3,USD,1\nm2,2023-11-14,1200,JPY,pending\n"
+                      "m3,2023-11-14,1.25,KWD,5\nm4,2023-12-01,9.99,USD,success\n", encoding="utf-8")
+    args = ["reconcile", "--ledger", str(ledger), "--processor", str(processor),
+            "--output-dir", str(tmp_path / "o"), "--max-exceptions", "0"]
+    assert main(args) == 1  # m4 is not at the processor
+    assert main([*args, "--period-start", "2023-11-01", "--period-end", "2023-11-30"]) == 0
+    assert "+ 1 outside the period" in capsys.readouterr().out
+    html = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
+    assert "1 November 2023 to 30 November 2023 (UTC, both days included)" in html
+    assert "<th class=\"num\">outside period</th>" in html
+    assert main([*args, "--period-start", "2023-13-01"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_unusable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ledger, processor = files(tmp_path)
     bad = tmp_path / "bad.csv"

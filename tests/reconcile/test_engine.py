@@ -149,6 +149,28 @@ def test_summary_counts_and_exact_amounts() -> None:
     assert int(frame.loc[frame["category"] != "matched", "count"].sum()) == len(EXPECTED)
 
 
+def test_side_totals_add_every_usable_row_exactly() -> None:
+    """Duplicates count in full, rejected rows not: ledger minus processor is the books' net."""
+    result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    totals = {(t.side, t.currency): (t.rows, t.amount) for t in result.totals}
+    # USD ledger: 10.1 + 123456789012.34 + 10 + 7 + 3 + 3 + 4 + 9.99 + 1 (dup-led twice).
+    assert totals[("ledger", "USD")] == (9, Decimal("123456789060.43"))
+    # USD processor: 10.10 + ...012.34 + 10.01 + 100.00 (the JPY key) + 7 + 3 + 4 + 4 + 9.99 + 2.
+    assert totals[("processor", "USD")] == (10, Decimal("123456789162.44"))
+    assert totals[("ledger", "KWD")] == (2, Decimal("1.251"))
+    assert totals[("ledger", "JPY")] == (2, Decimal("1300"))
+    assert ("processor", "JPY") in totals and ("ledger", "EUR") in totals
+    assert sum(t.rows for t in result.totals if t.side == "ledger") == 14  # 18 rows - 4 rejected
+
+
+def test_side_totals_do_not_overflow() -> None:
+    """Eighteen-digit amounts: an int64 sum would wrap around; the total stays exact."""
+    big = "9999999999999999.99"
+    result = run([(f"k{i}", big, "USD", "success") for i in range(1000)], [])
+    (total,) = result.totals
+    assert total.amount == Decimal(big) * 1000 and total.rows == 1000
+
+
 def test_amount_tolerance_in_minor_units() -> None:
     result = run(PLANTED_LEDGER, PLANTED_PROCESSOR, amount_tolerance=1)
     assert ("amount", "amount_mismatch") not in found(result)

@@ -15,6 +15,7 @@ from toolkit.reconcile.engine import (
     SUMMARY_COLUMNS,
     ReconciliationResult,
     RowCounts,
+    SideTotal,
     reconcile,
 )
 from toolkit.reconcile.inputs import (
@@ -36,6 +37,7 @@ __all__ = [
     "LoadedInput",
     "ReconciliationResult",
     "RowCounts",
+    "SideTotal",
     "load_ledger",
     "load_processor",
     "load_subscription_ledger",

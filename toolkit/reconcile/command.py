@@ -9,18 +9,15 @@ line on stderr, never a traceback, and leaves no partial report.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib
 import json
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 from toolkit.errors import InputError, OutputError
 from toolkit.reconcile.engine import reconcile
-from toolkit.reconcile.inputs import load_ledger, load_processor
+from toolkit.reconcile.inputs import load_ledger, load_processor, select_period
 from toolkit.reconcile.report import summary_text, write_report
 
 EXIT_OK, EXIT_TOO_MANY, EXIT_INPUT = 0, 1, 2
@@ -46,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--environment", default=None,
                         help="where the processor data came from, printed at the top of the report")
     parser.add_argument("--title", default="Reconciliation report")
+    parser.add_argument("--period-start", default=None, metavar="YYYY-MM-DD",
+                        help="reconcile only rows from this day (UTC): ledger rows by their date "
+                        "column, processor rows by createTime, as the notebook does")
+    parser.add_argument("--period-end", default=None, metavar="YYYY-MM-DD",
+                        help="... up to and including this day (UTC)")
 
 
 def _mapping(text: str | None, option: str) -> dict[str, str] | None:
@@ -62,30 +64,27 @@ def _mapping(text: str | None, option: str) -> dict[str, str] | None:
     return value
 
 
-def _prewarm() -> None:
-    """Import the chart library while the CSV reader (C++, GIL released) loads the files."""
-    with contextlib.suppress(Exception):
-        importlib.import_module("matplotlib.figure")
-        importlib.import_module("matplotlib.backends.backend_agg")
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the reconciliation; returns the exit code."""
-    threading.Thread(target=_prewarm, name="reconcile-prewarm", daemon=True).start()
     if args.amount_tolerance < 0:
         print("error: --amount-tolerance must be >= 0", file=sys.stderr)
         return EXIT_INPUT
     try:
         ledger_map = _mapping(args.ledger_map, "--ledger-map")
         processor_map = _mapping(args.processor_map, "--processor-map")
-        # The reports use only the canonical columns: read nothing else. Both files load at
-        # once: the reading and the string kernels run in C++ with the GIL released.
+        # The reports use only the canonical columns (and the dates, for a period): read nothing
+        # else. Both files load at once: the reading and the string kernels run in C++ with the
+        # GIL released.
+        period = (args.period_start, args.period_end)
+        carry = any(period)
         with ThreadPoolExecutor(max_workers=2) as pool:
-            ledger_job = pool.submit(load_ledger, args.ledger, mapping=ledger_map, carry=False)
+            ledger_job = pool.submit(load_ledger, args.ledger, mapping=ledger_map, carry=carry)
             processor_job = pool.submit(
-                load_processor, args.processor, mapping=processor_map, carry=False
+                load_processor, args.processor, mapping=processor_map, carry=carry
             )
             ledger, processor = ledger_job.result(), processor_job.result()
+        ledger = select_period(ledger, "date", *period)
+        processor = select_period(processor, "createTime", *period)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -94,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
                                      datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     environment = args.environment or f"processor file {args.processor}"
     try:
-        paths = write_report(result, output, title=args.title, environment=environment)
+        paths = write_report(result, output, title=args.title, environment=environment,
+                             period=period if any(period) else None)
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_OUTPUT

@@ -18,6 +18,8 @@ Rules where the issue leaves a choice:
   else the processor amount; for ``amount_mismatch`` it is the absolute difference.
 * Each input row is counted once: ``matched`` when its key has no exception, else ``exception``,
   or ``rejected`` when it could not be read, or ``outside`` when a period left it out.
+* ``totals`` adds up every usable row of each side per currency (duplicates included, rejected
+  rows and rows outside the period not), so ledger minus processor is the books' net difference.
 """
 
 from __future__ import annotations
@@ -93,6 +95,16 @@ class RowCounts:
 
 
 @dataclass(frozen=True)
+class SideTotal:
+    """The exact sum of one side's usable rows in one currency (``rows`` of them)."""
+
+    side: str
+    currency: str
+    rows: int
+    amount: Decimal
+
+
+@dataclass(frozen=True)
 class ReconciliationResult:
     """The outcome of a reconciliation, as data; rendering lives in ``report.py``.
 
@@ -100,7 +112,8 @@ class ReconciliationResult:
     exact ``Decimal`` amounts. ``exceptions``: ``EXCEPTION_COLUMNS``, one row per problem.
     ``matched``: one row per matched key (``merchantReferenceId``, ``amountMinor``, ``currency``,
     ``status``, ``ledger_row``, ``processor_row``). ``rejected``: rows that could not be read,
-    with ``side`` and ``source``. ``counts``: the row accounting of each input.
+    with ``side`` and ``source``. ``counts``: the row accounting of each input. ``totals``: what
+    each side's usable rows add up to per currency (empty for subscription checks).
     """
 
     summary: pd.DataFrame
@@ -110,6 +123,7 @@ class ReconciliationResult:
     counts: tuple[RowCounts, ...]
     amount_tolerance: int = 0
     sources: tuple[str, ...] = field(default=())
+    totals: tuple[SideTotal, ...] = field(default=())
 
     @property
     def exception_count(self) -> int:
@@ -140,6 +154,7 @@ class ReconciliationResult:
             counts=self.counts + other.counts,
             amount_tolerance=self.amount_tolerance,
             sources=self.sources + other.sources,
+            totals=self.totals + other.totals,
         )
 
     def __repr__(self) -> str:
@@ -244,6 +259,20 @@ class _Side:
     currency: IntArray
     status: IntArray
     row: IntArray
+
+
+def _side_totals(side: _Side, currencies: list[str]) -> list[SideTotal]:
+    """Exact sums per currency: int64 where no sum can overflow, else Python integers."""
+    totals = []
+    for code, name in enumerate(currencies):
+        minor = side.minor[side.currency == code]
+        if not len(minor):
+            continue
+        # Amounts have at most 18 digits, so a large input could overflow an int64 sum.
+        bound = int(np.abs(minor).max()) * len(minor)
+        total = int(minor.sum()) if bound < 2**63 else sum(minor.tolist())
+        totals.append(SideTotal(side.inp.side, name, len(minor), from_minor(total, name)))
+    return totals
 
 
 @dataclass
@@ -515,6 +544,7 @@ def reconcile(
         counts=tuple(counts),
         amount_tolerance=amount_tolerance,
         sources=(ledger.source, processor.source),
+        totals=tuple(_side_totals(led, currencies) + _side_totals(pro, currencies)),
     )
 
 

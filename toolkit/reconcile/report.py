@@ -1,10 +1,10 @@
 """Rendering a ``ReconciliationResult``: report.html, report.xlsx, exceptions.csv, summary.csv.
 
 The result is data; this module only renders it. Amounts are written as their exact text
-(``12.30``), never as floats: the CSV files and the workbook hold every exception, the HTML page
-holds the summary, two charts and the first rows of each category. The environment the data came
-from is printed at the top of the HTML page and the workbook, so that a sandbox report is never
-mistaken for the books.
+(``12.30``), never as floats: the CSV files and the workbook hold every exception; the HTML page is
+a controller's view (``controller_view``: period, sources, totals per currency, findings in plain
+words) with the first rows of each category. The environment the data came from is printed at the
+top of the HTML page and the workbook, so that a sandbox report is never mistaken for the books.
 
 The files are written to temporary names and moved into place together, so a failed run (a full
 disk, a read-only folder) leaves the previous report or none, never part of one. CSV cells a
@@ -14,14 +14,10 @@ inline strings, which a spreadsheet never executes, so it keeps the text as writ
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import io
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +27,11 @@ import pyarrow.compute as pc
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from toolkit.errors import OutputError
-from toolkit.money import format_money, is_currency
 from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells
+from toolkit.reconcile.controller_view import HTML_ROWS, Period, page
 from toolkit.reconcile.engine import EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
 
-#: Rows of each category shown in the HTML page (the files hold them all).
-HTML_ROWS = 20
 REPORT_FILES: tuple[str, ...] = ("report.html", "report.xlsx", "exceptions.csv", "summary.csv")
-
-
-def _money(amount: Any, currency: Any) -> str:
-    """Formatted money (``$12.30``) when the currency is known, else the exact text or ''."""
-    if amount is None or amount is pd.NA:
-        return ""
-    if isinstance(currency, str) and is_currency(currency):
-        return format_money(Decimal(amount), currency)
-    return str(amount)
 
 
 def _text(value: Any) -> str:
@@ -109,104 +94,25 @@ def summary_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
     return frame.assign(amount=[_text(a) for a in frame["amount"]])
 
 
-@dataclass(frozen=True)
-class _Chart:
-    title: str
-    png: str
-
-
-def _png(figure: Any, *, left: float = 0.3, right: float = 0.95) -> str:
-    buffer = io.BytesIO()
-    # Fixed margins instead of bbox_inches="tight", which draws the figure twice.
-    figure.subplots_adjust(left=left, right=right, bottom=0.2, top=0.95)
-    figure.savefig(buffer, format="png", dpi=80, metadata={"Software": None})
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _charts(result: ReconciliationResult) -> list[_Chart]:
-    """Exceptions by category, and amounts at risk by currency (each in its own unit)."""
-    # A bare Figure renders with Agg without touching pyplot's global backend (notebooks keep theirs).
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
-    counts = {k: v for k, v in result.category_counts.items() if v}
-    charts: list[_Chart] = []
-    figure = Figure(figsize=(7, 0.4 * max(len(counts), 1) + 1))
-    axes = figure.subplots()
-    axes.barh(list(counts)[::-1], list(counts.values())[::-1], color="#b36b00")
-    axes.set_xlabel("exceptions")
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.25 ticks
-    charts.append(_Chart("Exceptions by category", _png(figure)))
-
-    # Currencies cannot share one axis of amounts, so each bar is the share of that currency's
-    # volume (matched + at risk) that is at risk; the label carries the exact amount.
-    summary = result.summary
-    known = summary[summary["amount"].notna()]
-    at_risk: dict[str, Decimal] = {}
-    matched: dict[str, Decimal] = {}
-    for category, currency, amount in zip(known["category"], known["currency"], known["amount"],
-                                          strict=True):
-        bucket = matched if category == "matched" else at_risk
-        bucket[str(currency)] = bucket.get(str(currency), Decimal(0)) + abs(Decimal(amount))
-    names = sorted(at_risk, reverse=True)
-    shares = [
-        float(100 * at_risk[n] / (at_risk[n] + matched.get(n, Decimal(0))))
-        if at_risk[n] else 0.0
-        for n in names
-    ]
-    figure = Figure(figsize=(8, 0.4 * max(len(names), 1) + 1))
-    axes = figure.subplots()
-    bars = axes.barh(names, shares, color="#4a6fa5")
-    axes.bar_label(bars, labels=[_money(at_risk[n], n) for n in names], padding=3)
-    axes.set_xlim(0, max([*shares, 1.0]) * 1.05)
-    axes.set_xlabel("amount at risk, % of the currency's volume (label: exact amount)")
-    charts.append(_Chart("Amounts at risk by currency", _png(figure, left=0.1, right=0.7)))
-    return charts
-
-
-def _sections(result: ReconciliationResult, rows: int) -> list[dict[str, Any]]:
-    exceptions = result.exceptions
-    sections = []
-    for category, count in result.category_counts.items():
-        if not count:
-            continue
-        part = exceptions[exceptions["category"] == category].head(rows)
-        body = []
-        for record in part.itertuples(index=False):
-            values = dict(zip(EXCEPTION_COLUMNS, record, strict=True))
-            values["ledger_amount"] = _money(values["ledger_amount"], values["ledger_currency"])
-            values["processor_amount"] = _money(
-                values["processor_amount"], values["processor_currency"]
-            )
-            body.append([_text(values[c]) for c in EXCEPTION_COLUMNS])
-        sections.append({"category": category, "count": count, "rows": body})
-    return sections
-
-
 def render_html(
     result: ReconciliationResult, *, title: str, environment: str,
-    generated_at: datetime | None = None, rows: int = HTML_ROWS,
+    generated_at: datetime | None = None, rows: int = HTML_ROWS, period: Period = None,
 ) -> str:
-    """The HTML page as a string (``generated_at`` fixed in tests for stable snapshots)."""
+    """The HTML page as a string (``generated_at`` fixed in tests for stable snapshots).
+
+    A controller's view first (period, sources, totals per currency, findings in plain words with
+    what to do), then the first ``rows`` exceptions of each category in one table that sorts and
+    filters offline; ``controller_view`` works out what it says.
+    """
     env = Environment(
         loader=PackageLoader("toolkit.reconcile", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
         keep_trailing_newline=True,
     )
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
-    outside = any(c.outside for c in result.counts)  # the column only when a period left rows out
-    summary = [
-        {"category": r.category, "currency": r.currency, "count": f"{r.count:,}",
-         "amount": _money(r.amount, r.currency)}
-        for r in result.summary.itertuples(index=False)
-    ]
-    return env.get_template("report.html.j2").render(
-        title=title, environment=environment, generated_at=when,
-        tolerance=result.amount_tolerance, exception_count=f"{result.exception_count:,}",
-        matched_count=f"{len(result.matched):,}", counts=result.counts, outside=outside,
-        summary=summary,
-        charts=_charts(result), sections=_sections(result, rows), columns=EXCEPTION_COLUMNS,
-    )
+    context = page(result, title=title, environment=environment, generated_at=when,
+                   period=period, rows=rows)
+    return env.get_template("report.html.j2").render(**context)
 
 
 _XLSX_PARTS = {
@@ -380,9 +286,12 @@ def write_xlsx(
 
 def write_report(
     result: ReconciliationResult, output_dir: str | Path, *, title: str = "Reconciliation report",
-    environment: str, generated_at: datetime | None = None,
+    environment: str, generated_at: datetime | None = None, period: Period = None,
 ) -> dict[str, Path]:
     """Write the four report files into ``output_dir`` (created); returns them by name.
+
+    ``period`` is said on the HTML page: ``(start, end)`` dates (either may be empty) or text;
+    None says that no period was selected.
 
     All four are written to temporary names and moved into place only when all are written; on
     failure none is, and ``OutputError`` names the path and the reason.
@@ -402,7 +311,8 @@ def write_report(
                     generated_at=when.strftime("%Y-%m-%d %H:%M:%S UTC"), table=table,
                 ),
             )
-            html = render_html(result, title=title, environment=environment, generated_at=when)
+            html = render_html(result, title=title, environment=environment, generated_at=when,
+                               period=period)
             _written(paths["report.html"],
                      lambda: temporary["report.html"].write_text(html, encoding="utf-8"))
             _written(paths["exceptions.csv"], lambda: _write_csv(table, temporary["exceptions.csv"]))

@@ -1,0 +1,158 @@
+"""report.html in a real browser (headless Chromium): it fits a laptop screen and A4 paper, and
+the exceptions table sorts and filters offline, with nothing fetched and no script refused.
+
+Skips, saying why, only where no Chromium or Playwright driver can start (see tests/browser.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.browser import BrowserUnavailable, chromium
+from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
+from toolkit.reconcile import write_report
+
+pytestmark = pytest.mark.slow  # starts a browser: several seconds
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+LAPTOP = {"width": 1280, "height": 800}
+#: A4 less the page's 12 mm margins, in CSS pixels (96 per inch): 186 mm.
+A4_PRINTABLE = {"width": 703, "height": 1032}
+LONG_KEY = "ORDER-" + "7F3A9C" * 30  # one unbroken word of 186 characters
+#: Two amounts a float cannot tell apart: the sort must still order them.
+BIG = ("9999999999999999.99", "9999999999999999.98")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    stack = contextlib.ExitStack()
+    try:
+        launched = stack.enter_context(chromium())
+    except BrowserUnavailable as exc:
+        pytest.skip(f"no headless Chromium to open report.html in: {exc}")
+    with stack:
+        yield launched
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The planted discrepancies, plus a very long key and two amounts beyond float precision."""
+    ledger = [*PLANTED_LEDGER, (LONG_KEY, "12.00", "USD", "success"),
+              ("big-1", BIG[0], "USD", "success"), ("big-2", BIG[1], "USD", "success")]
+    result = run(ledger, PLANTED_PROCESSOR)
+    folder = tmp_path_factory.mktemp("report")
+    paths = write_report(result, folder, title="Daily reconciliation", environment="embedded sandbox",
+                         generated_at=datetime(2026, 1, 2, tzinfo=UTC),
+                         period=("2024-05-01", "2024-05-31"))
+    return paths["report.html"]
+
+
+@pytest.fixture
+def page(browser: Browser, report: Path) -> Iterator[Page]:
+    """The report opened from disk; fails the test on any script error, refused script (CSP)
+    or request other than the file itself."""
+    context = browser.new_context(viewport=LAPTOP)  # type: ignore[arg-type]
+    opened = context.new_page()
+    opened.set_default_timeout(5_000)  # a local file: anything slower is a failure
+    problems: list[str] = []
+    opened.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    opened.on("pageerror", lambda e: problems.append(str(e)))
+    opened.on("request", lambda r: problems.append(f"request {r.url}") if r.url != report.as_uri() else None)
+    opened.goto(report.as_uri())
+    yield opened
+    context.close()
+    assert problems == []
+
+
+def overflow(page: Page) -> dict[str, int]:
+    result: dict[str, int] = page.evaluate(
+        "({scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth,"
+        " inner: window.innerWidth})")
+    return result
+
+
+def column(page: Page, index: int) -> list[str]:
+    """The visible rows' main text in one column (the cell's first text, not its second line)."""
+    texts: list[str] = page.eval_on_selector_all(
+        "#exceptions tbody tr:not([hidden])",
+        f"rows => rows.map(r => r.cells[{index}].firstChild ? r.cells[{index}].firstChild.textContent.trim() : '')",
+    )
+    return texts
+
+
+def test_fits_a_laptop_screen_with_the_detail_column_visible(page: Page) -> None:
+    sizes = overflow(page)
+    assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
+    detail = page.eval_on_selector("#exceptions thead th:last-child",
+                                   "th => { const r = th.getBoundingClientRect(); return [r.left, r.right]; }")
+    assert detail[1] <= LAPTOP["width"] and detail[1] - detail[0] >= 300, detail
+    key = page.eval_on_selector(f'#exceptions td:text-is("{LONG_KEY}")',
+                                "td => td.getBoundingClientRect().right")
+    assert key <= LAPTOP["width"]  # the long key wraps inside its column
+
+
+def test_fits_a4_paper_when_printed(page: Page) -> None:
+    page.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
+    page.emulate_media(media="print")
+    sizes = overflow(page)
+    assert sizes["scroll"] <= sizes["inner"], sizes
+    assert page.is_hidden("#exception-controls")  # no filter box on paper
+    assert page.eval_on_selector(".details", "s => getComputedStyle(s).breakBefore") == "page"
+
+
+def test_clicking_a_heading_sorts_the_exceptions(page: Page) -> None:
+    assert page.is_visible("#exception-controls")  # the script ran (the CSP allowed it)
+    keys = column(page, 0)
+    assert keys[:5] == ["miss-proc", LONG_KEY, "big-1", "big-2", "miss-led"]  # report order
+
+    page.click("#exceptions th:nth-child(1) button")
+    keys = column(page, 0)
+    assert keys[:4] == ["amount", "amount-kwd", "bad-amount", "bad-currency"] and keys[-1] == ""
+    assert page.get_attribute("#exceptions th:nth-child(1)", "aria-sort") == "ascending"
+
+    page.click("#exceptions th:nth-child(1) button")
+    keys = column(page, 0)
+    assert keys[0] == "unknown" and keys[-1] == ""  # descending; the row without a key stays last
+
+    page.click("#exceptions th:nth-child(3) button")  # ledger amount: by currency, then exactly
+    ledger = [text.replace("\xa0", "") for text in column(page, 2)]
+    assert ledger == [
+        "€5.00", "¥100", "KWD0.001", "$1.00", "$1.00", "$3.00", "$4.00", "$7.00", "$9.99",
+        "$10.00", "$12.00", "$9,999,999,999,999,999.98", "$9,999,999,999,999,999.99",
+        # No ledger amount (missing in the ledger, rows that could not be read): last, in
+        # report order, whichever way the column is sorted.
+        "", "USD", "ZZZ", "USD", "USD",
+    ]
+    page.click("#exceptions th:nth-child(3) button")
+    ledger = [text.replace("\xa0", "") for text in column(page, 2)]
+    assert ledger[:3] == ["$9,999,999,999,999,999.99", "$9,999,999,999,999,999.98", "$12.00"]
+    assert ledger[-5:] == ["", "USD", "ZZZ", "USD", "USD"]
+
+
+def test_typing_and_choosing_a_finding_filter_the_rows(page: Page) -> None:
+    total = len(column(page, 0))
+    page.fill("#filter-text", "kwd")
+    assert column(page, 0) == ["amount-kwd"]
+    assert page.text_content("#filter-count") == f"1 of {total} rows shown"
+
+    page.fill("#filter-text", "")
+    page.select_option("#filter-category", "rejected_row")
+    assert column(page, 0) == ["bad-amount", "bad-currency", "bad-status", ""]
+    page.fill("#filter-text", "zzz")
+    assert column(page, 0) == ["bad-currency"]
+
+    page.select_option("#filter-category", "")
+    page.fill("#filter-text", "")
+    assert len(column(page, 0)) == total
+
+    page.click('a[data-category="duplicate_in_processor"]')  # from the findings table
+    assert column(page, 0) == ["dup-proc"]
+    assert page.input_value("#filter-category") == "duplicate_in_processor"

@@ -1,0 +1,421 @@
+"""What report.html says, worked out as data: the controller's view of a ``ReconciliationResult``.
+
+The page is read by a controller who did not run the reconciliation: so it states the period and
+the sources in words, totals per currency, each category in plain words with what to do about
+it, and only then the exceptions. Everything here is exact: amounts stay ``Decimal`` and are
+formatted with their currency; ranks for sorting are computed here, so the page's script never
+compares amounts as floating-point numbers. ``report.py`` renders this with the template.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from importlib import resources
+from typing import Any
+
+import pandas as pd
+
+from toolkit.money import format_money, is_currency
+from toolkit.reconcile.engine import CATEGORIES, EXCEPTION_COLUMNS, ReconciliationResult
+
+#: Rows of each category shown in the HTML page (exceptions.csv and the workbook hold them all).
+HTML_ROWS = 20
+
+#: A period as ``write_report`` takes it: (start, end) dates (ISO text or ``date``, either may be
+#: empty), text said as it is, or None for no period.
+Period = tuple[date | str | None, date | str | None] | str | None
+
+NO_PERIOD = "whole files: no period was selected, so every row was reconciled"
+
+#: Each category in plain words (a short name, then what it means and what to do about it).
+CATEGORY_WORDS: dict[str, tuple[str, str]] = {
+    "missing_in_processor": (
+        "In the books, not at the processor",
+        "Check whether the payment was really taken (look it up at the processor by its "
+        "reference); if it never happened, reverse the booking.",
+    ),
+    "missing_in_ledger": (
+        "At the processor, not in the books",
+        "Money moved that the books do not show: find the order and book it, or refund the "
+        "customer if the payment is not ours.",
+    ),
+    "amount_mismatch": (
+        "Amounts differ",
+        "Both sides have the payment for different amounts (the amount shown is the "
+        "difference): check the order, then correct the booking or dispute the charge.",
+    ),
+    "currency_mismatch": (
+        "Currencies differ",
+        "Booked in one currency, charged in another: find out which currency the customer "
+        "paid in and correct the booking (amounts in two currencies are not compared).",
+    ),
+    "status_mismatch": (
+        "Statuses differ",
+        "For example paid in the books but failed or pending at the processor: confirm the "
+        "final status with the processor before recognising the revenue.",
+    ),
+    "duplicate_in_processor": (
+        "Charged more than once",
+        "The processor has the payment more than once: a possible double charge. Confirm "
+        "with the processor and refund the extra charge.",
+    ),
+    "duplicate_in_ledger": (
+        "Booked more than once",
+        "The books have the same payment more than once: remove the extra booking.",
+    ),
+    "unknown_outcome": (
+        "Outcome unknown at the processor",
+        "The processor has no final answer for this payment yet: look it up again before "
+        "acting, and do not charge the customer again.",
+    ),
+    "rejected_row": (
+        "Row could not be read",
+        "A row of an input file is unusable (the reason is in the detail) and its amount is "
+        "in no total: fix the file and run the reconciliation again.",
+    ),
+    "subscription_missing": (
+        "Subscription on one side only",
+        "Expected in the subscription ledger but not at the processor, or the reverse: check "
+        "whether it was ever created, or cancelled without the books knowing.",
+    ),
+    "subscription_price_mismatch": (
+        "Subscription on another price",
+        "The processor bills a different price than the ledger expects: check what the "
+        "customer agreed to, then move the subscription or correct the ledger.",
+    ),
+    "subscription_quantity_mismatch": (
+        "Subscription quantity differs",
+        "The processor bills a different number of units or seats: confirm the quantity "
+        "with the customer's contract and correct one side.",
+    ),
+    "subscription_amount_mismatch": (
+        "Next invoice differs",
+        "The next invoice at the processor is not the amount the ledger expects: check the "
+        "price, discounts and currency before the invoice goes out.",
+    ),
+    "subscription_state_mismatch": (
+        "Subscription state differs",
+        "For example active in the ledger but cancelled at the processor: confirm the state "
+        "and update the side that is wrong.",
+    ),
+}
+
+SIDE_WORDS = {"ledger": "Ledger (the books)", "processor": "Processor",
+              "subscription ledger": "Subscription ledger"}
+
+FOOTNOTE = (
+    "Matched: payments found on both sides with the same amount, currency and status (the "
+    "ledger's amount). At risk: the sum of the exception amounts, as in the table of findings "
+    "(for 'Amounts differ' the difference, otherwise the payment's amount; a payment with two "
+    "problems counts in both). Net difference: all usable ledger rows minus all usable "
+    "processor rows in that currency (duplicates count in full; rows that could not be read "
+    "and rows outside the period count on neither side)."
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Words
+
+
+def money_text(amount: Any, currency: Any, *, signed: bool = False) -> str:
+    """Formatted money (``$12.30``) when the currency is known, else the exact text or ''."""
+    if amount is None or amount is pd.NA:
+        return ""
+    if isinstance(currency, str) and is_currency(currency):
+        text = format_money(Decimal(amount), currency)
+    else:
+        text = str(amount)
+    return f"+{text}" if signed and Decimal(amount) > 0 else text
+
+
+def plain(value: Any) -> str:
+    """A cell's text: '' for missing values (None, NA, NaN)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return ""
+    return str(value)
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+
+
+def _day(value: date | str | None) -> str:
+    """A day in words (``1 May 2024``, not ``%B``, which follows the process locale); text that
+    is not an ISO date is said as written."""
+    if value is None:
+        return ""
+    if not isinstance(value, date):
+        text = str(value).strip()
+        try:
+            value = date.fromisoformat(text)
+        except ValueError:
+            return text
+    return f"{value.day} {_MONTHS[value.month - 1]} {value.year}"
+
+
+def period_text(period: Period) -> str:
+    """The period in words; inclusive whole days in UTC, as ``select_period`` applies it."""
+    if period is None:
+        return NO_PERIOD
+    if isinstance(period, str):
+        return period.strip() or NO_PERIOD
+    start, end = (_day(p) for p in period)
+    if start and end:
+        return f"{start} (UTC)" if start == end else f"{start} to {end} (UTC, both days included)"
+    if start:
+        return f"from {start} onwards (UTC)"
+    if end:
+        return f"up to and including {end} (UTC)"
+    return NO_PERIOD
+
+
+def source_words(source: str, *, short: bool = False) -> str:
+    """A source in words: a file by its name (not a local path); data handed over in Python
+    (``<processor frame>``) as such, ``short`` for a table cell."""
+    frame = re.fullmatch(r"<(.+) frame>", source)
+    if frame:
+        return f"{frame.group(1)} (from Python)" if short else f"{frame.group(1)} data passed in from Python"
+    return re.split(r"[\\/]", source.rstrip("\\/"))[-1] or source
+
+
+def tolerance_text(tolerance: int) -> str:
+    """The amount tolerance in words."""
+    if not tolerance:
+        return "amounts must match exactly"
+    unit = "unit" if tolerance == 1 else "units"
+    return f"differences of up to {tolerance} minor {unit} of the currency count as matching"
+
+
+def category_label(category: str) -> str:
+    """The short plain name of a category (the code itself for one this module does not know)."""
+    return CATEGORY_WORDS.get(category, (category, ""))[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The parts of the page
+
+
+@dataclass(frozen=True)
+class CurrencyLine:
+    """Headline totals of one currency (formatted; '' where there is nothing)."""
+
+    currency: str
+    matched_count: int
+    matched: str
+    at_risk_count: int
+    at_risk: str
+    net: str
+
+
+@dataclass(frozen=True)
+class CategoryLine:
+    """One category that has exceptions, in plain words."""
+
+    code: str
+    label: str
+    action: str
+    count: int
+    amounts: str
+    bar: int  # width of the count bar, percent of the largest category
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """What became of the rows of one input, its source in words."""
+
+    side: str
+    source: str
+    rows: int
+    matched: int
+    exceptions: int
+    rejected: int
+    outside: int
+    adds_up: bool
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A cell of the exceptions table: text, a muted second line, and a rank to sort by
+    (-1: empty, sorted last), or None to sort by the text."""
+
+    text: str
+    sub: str = ""
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class ExceptionRow:
+    category: str
+    cells: tuple[Cell, ...]
+
+
+def _sum(values: Iterable[Any]) -> Decimal | None:
+    amounts = [Decimal(v) for v in values if v is not None and v is not pd.NA]
+    return sum(amounts, Decimal(0)) if amounts else None
+
+
+def currency_lines(result: ReconciliationResult) -> list[CurrencyLine]:
+    """Matched, at risk and net difference per currency (see ``FOOTNOTE`` for the definitions)."""
+    summary = result.summary
+    codes = {str(c) for c in summary["currency"] if is_currency(str(c))}
+    codes |= {t.currency for t in result.totals}
+    net_of: dict[str, Decimal] = {}
+    for total in result.totals:
+        sign = {"ledger": 1, "processor": -1}.get(total.side)
+        if sign is not None:
+            net_of[total.currency] = net_of.get(total.currency, Decimal(0)) + sign * total.amount
+    lines = []
+    for code in sorted(codes):
+        rows = summary[summary["currency"].astype(str) == code]
+        matched = rows[rows["category"] == "matched"]
+        risky = rows[rows["category"] != "matched"]
+        matched_amount, risk_amount = _sum(matched["amount"]), _sum(risky["amount"])
+        lines.append(CurrencyLine(
+            currency=code,
+            matched_count=int(matched["count"].sum()),
+            matched=money_text(matched_amount, code),
+            at_risk_count=int(risky["count"].sum()),
+            at_risk=money_text(risk_amount, code),
+            net=money_text(net_of[code], code, signed=True) if code in net_of else "",
+        ))
+    return lines
+
+
+def category_lines(result: ReconciliationResult) -> tuple[list[CategoryLine], list[str]]:
+    """The categories with exceptions (in report order), and the labels of those without."""
+    counts = result.category_counts
+    summary = result.summary
+    largest = max(counts.values(), default=0)
+    found, clear = [], []
+    for code, count in counts.items():
+        label, action = CATEGORY_WORDS.get(code, (code, ""))
+        if not count:
+            clear.append(label)
+            continue
+        rows = summary[summary["category"] == code].sort_values("currency")
+        amounts = " · ".join(
+            money_text(amount, currency) for currency, amount in zip(rows["currency"], rows["amount"],
+                                                                     strict=True)
+            if amount is not None and amount is not pd.NA
+        )
+        found.append(CategoryLine(code, label, action, count, amounts,
+                                  bar=max(1, round(100 * count / largest))))
+    return found, clear
+
+
+def source_lines(result: ReconciliationResult) -> list[SourceLine]:
+    """The row accounting of each input, its source in words."""
+    return [
+        SourceLine(SIDE_WORDS.get(c.side, c.side.capitalize()), source_words(c.source), c.rows,
+                   c.matched, c.exceptions, c.rejected, c.outside, c.adds_up)
+        for c in result.counts
+    ]
+
+
+def verdict(result: ReconciliationResult) -> str:
+    """The page's headline sentence."""
+    matched = len(result.matched)
+    noun = "payment" if matched == 1 else "payments"
+    if not result.exception_count:
+        return f"Nothing to review: all {matched:,} {noun} matched."
+    rejected = result.category_counts.get("rejected_row", 0)
+    unreadable = f", {rejected:,} of them rows that could not be read" if rejected else ""
+    exceptions = "exception" if result.exception_count == 1 else "exceptions"
+    return (f"{result.exception_count:,} {exceptions} to review{unreadable}; "
+            f"{matched:,} {noun} matched.")
+
+
+def _ranks(keys: list[tuple[Any, ...] | None]) -> list[int]:
+    """The rank of each key in sorted order (-1 for None): exact, whatever the key holds."""
+    order = sorted((k, i) for i, k in enumerate(keys) if k is not None)
+    ranks = [-1] * len(keys)
+    for rank, (_, i) in enumerate(order):
+        ranks[i] = rank
+    return ranks
+
+
+def _amount_key(amount: Any, currency: Any) -> tuple[str, Decimal] | None:
+    if amount is None or amount is pd.NA:
+        return None
+    return (plain(currency), Decimal(amount))
+
+
+def exception_rows(
+    result: ReconciliationResult, rows: int
+) -> tuple[list[ExceptionRow], list[tuple[str, int, int]]]:
+    """The first ``rows`` exceptions of each category as table rows, and for each category cut
+    short (label, shown, count)."""
+    exceptions = result.exceptions
+    records: list[dict[str, Any]] = []
+    cut: list[tuple[str, int, int]] = []
+    for category, count in result.category_counts.items():
+        if not count:
+            continue
+        part = exceptions[exceptions["category"] == category].head(rows)
+        if count > len(part):
+            cut.append((category_label(category), len(part), count))
+        records += [dict(zip(EXCEPTION_COLUMNS, r, strict=True)) for r in part.itertuples(index=False)]
+    order = {name: i for i, name in enumerate(CATEGORIES)}
+    category_rank = _ranks([(order.get(str(r["category"]), len(order)), i) for i, r in enumerate(records)])
+    ledger_rank = _ranks([_amount_key(r["ledger_amount"], r["ledger_currency"]) for r in records])
+    processor_rank = _ranks([_amount_key(r["processor_amount"], r["processor_currency"])
+                             for r in records])
+    where = [source_words(plain(r["source"]), short=True) for r in records]
+    where_rank = _ranks([(w, int(r["source_row"])) for w, r in zip(where, records, strict=True)])
+    table = []
+    for i, r in enumerate(records):
+        category = str(r["category"])
+        table.append(ExceptionRow(category, (
+            Cell(plain(r["merchantReferenceId"])),
+            Cell(category_label(category), category, category_rank[i]),
+            _side_cell(r, "ledger", ledger_rank[i]),
+            _side_cell(r, "processor", processor_rank[i]),
+            Cell(where[i], f"row {r['source_row']}", where_rank[i]),
+            Cell(plain(r["detail"])),
+        )))
+    return table, cut
+
+
+def _side_cell(record: dict[str, Any], side: str, rank: int) -> Cell:
+    """Amount with its currency, status below; a currency alone where there is no amount."""
+    amount, currency = record[f"{side}_amount"], plain(record[f"{side}_currency"])
+    text = money_text(amount, currency) or currency
+    return Cell(text, plain(record[f"{side}_status"]), rank)
+
+
+# ---------------------------------------------------------------------------------------------
+# The page's script
+
+
+def script() -> tuple[str, str]:
+    """The inline script (sorting, filtering) and its CSP hash, so no other script can run."""
+    text = resources.files("toolkit.reconcile").joinpath("templates/report.js").read_text("utf-8")
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return text, f"sha256-{digest}"
+
+
+def page(
+    result: ReconciliationResult, *, title: str, environment: str, generated_at: str,
+    period: Period, rows: int,
+) -> dict[str, Any]:
+    """Everything the template shows, as plain values."""
+    found, clear = category_lines(result)
+    table, cut = exception_rows(result, rows)
+    code, script_hash = script()
+    return {
+        "title": title, "environment": environment, "generated_at": generated_at,
+        "period": period_text(period), "tolerance": tolerance_text(result.amount_tolerance),
+        "verdict": verdict(result), "sources": source_lines(result),
+        "outside": any(c.outside for c in result.counts),
+        "adds_up": all(c.adds_up for c in result.counts),
+        "currencies": currency_lines(result), "footnote": FOOTNOTE,
+        "unreadable": result.category_counts.get("rejected_row", 0),
+        "found": found, "clear": clear, "rows": table, "cut": cut, "per_category": rows,
+        "shown": len(table), "script": code, "script_hash": script_hash,
+    }
