@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/sandbox_throughput.py
 	$(BIN)/python benchmarks/frames.py
 	$(BIN)/python benchmarks/reconcile.py
+	$(BIN)/python benchmarks/workbook_writers.py
 
 screenshot: $(STAMP)
 	$(BIN)/python scripts/report_screenshot.py
