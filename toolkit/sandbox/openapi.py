@@ -31,7 +31,8 @@ _ERROR_ENVELOPE = {
 }
 _ERROR_TEXT = {
     400: "Invalid request: msg names the field and the rule.",
-    404: "Unknown resource.",
+    404: "Unknown resource (in the path or named by an identifier in the body): msg names the field.",
+    409: "Refused by the current state of a resource the request names: msg names the field and why.",
     413: "Body larger than 1 MiB.",
 }
 
