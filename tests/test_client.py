@@ -114,9 +114,13 @@ def test_invalid_requests_are_refused_before_sending(client: Client, sandbox: Ru
 
 def test_service_refusals_raise_api_error_with_code_and_msg(client: Client, unique: str) -> None:
     with pytest.raises(APIError) as raised:
-        client.create_payment(**payment(unique, paymentInstrumentId="pi_nobody_has_this"))
+        client.create_payment(**payment(unique, paymentCurrency="CHF"))
     assert raised.value.http_status == 400 and raised.value.code == 400
-    assert raised.value.msg and "paymentInstrumentId" in raised.value.msg
+    assert raised.value.msg and "paymentCurrency" in raised.value.msg
+    with pytest.raises(NotFoundError) as missing:
+        client.create_payment(**payment(unique, paymentInstrumentId="pi_nobody_has_this"))
+    assert missing.value.http_status == 404 and missing.value.code == 404
+    assert missing.value.msg and "paymentInstrumentId" in missing.value.msg
 
 
 def test_wrong_key_is_an_authentication_error(sandbox: RunningSandbox, unique: str) -> None:

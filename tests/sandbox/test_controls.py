@@ -43,6 +43,20 @@ def test_export_csv_and_json(api: Api) -> None:
     assert "format" in api.error("GET", "/sandbox/payments?format=xml", None, 400)
 
 
+def test_the_clock_does_not_pass_year_9000(api: Api) -> None:
+    """Periods computed from the clock stay within the calendar's year 9999."""
+    msg = api.error("POST", "/sandbox/clock/advance", {"hours": 10**8}, 409)
+    assert "9000" in msg
+    assert api.ok("POST", "/sandbox/clock/advance", {"days": 10**6})["now"] > now_ms()
+
+
+def test_a_query_parameter_given_twice_is_refused(api: Api) -> None:
+    """The sandbox does not silently pick one of several values."""
+    response = api.get("/sandbox/payments", params=[("merchantReferenceId", "a"), ("merchantReferenceId", "b")])
+    assert response.status_code == 400 and "merchantReferenceId" in response.json()["msg"]
+    assert api.get("/sandbox/payments", params={"merchantReferenceId": "a"}).status_code == 200
+
+
 def test_resolve_and_expiry(api: Api) -> None:
     pending = api.pay(amount=9.02, currency="USD", paymentMethodType="CARD", paymentInstrumentId="pi_test_default")
     wallet = api.pay(amount=100, currency="CNY", paymentMethodType="ALIPAY")
@@ -51,7 +65,7 @@ def test_resolve_and_expiry(api: Api) -> None:
     assert done["status"] == "success" and done["orderId"] == pending["orderId"]
     failed = api.ok("POST", f"/sandbox/payments/{other['orderId']}/resolve", {"status": "failure"})
     assert failed["status"] == "failure"
-    msg = api.error("POST", f"/sandbox/payments/{pending['orderId']}/resolve", {"status": "failure"}, 400)
+    msg = api.error("POST", f"/sandbox/payments/{pending['orderId']}/resolve", {"status": "failure"}, 409)
     assert "already success" in msg
     assert api.error("POST", "/sandbox/payments/ord_missing/resolve", {"status": "success"}, 404)
     assert "status" in api.error("POST", f"/sandbox/payments/{wallet['orderId']}/resolve",
@@ -61,7 +75,7 @@ def test_resolve_and_expiry(api: Api) -> None:
     rows = {p["orderId"]: p for p in api.ok("GET", "/sandbox/payments")["payments"]}
     assert rows[wallet["orderId"]]["status"] == "failure"
     assert rows[wallet["orderId"]]["updateTime"] == rows[wallet["orderId"]]["createTime"] + 900_000
-    msg = api.error("POST", f"/sandbox/payments/{wallet['orderId']}/resolve", {"status": "success"}, 400)
+    msg = api.error("POST", f"/sandbox/payments/{wallet['orderId']}/resolve", {"status": "success"}, 409)
     assert "expired" in msg
     upi = api.pay(amount=100, currency="INR", paymentMethodType="UPI", paymentInstrumentId="pi_test_default")
     assert upi["status"] == 2

@@ -54,8 +54,6 @@ def base(**fields: Any) -> dict[str, Any]:
          "currency", "USD is not supported by GCASH"),
         (base(paymentCurrency="PHP", paymentMethodType="ALIPAY"), "paymentCurrency",
          "PHP is not supported by ALIPAY"),
-        (base(paymentInstrumentId="pi_nope"), "paymentInstrumentId", "unknown payment instrument"),
-        (base(customerEmail=None, customerId="cus_nope"), "customerId", "unknown customer"),
         (base(amount="12.30"), "amount", "must be a JSON number"),
         (base(amount=True), "amount", "must be a JSON number"),
         (base(returnUrl=5), "returnUrl", "string"),
@@ -71,6 +69,17 @@ def base(**fields: Any) -> dict[str, Any]:
 def test_invalid_payment_is_400_naming_field_and_rule(api: Api, body: dict[str, Any], field: str,
                                                       rule: str) -> None:
     msg = api.error("POST", "/payment", body, 400)
+    assert field in msg and rule in msg, msg
+
+
+@pytest.mark.parametrize(("body", "field", "rule"), [
+    (base(paymentInstrumentId="pi_nope"), "paymentInstrumentId", "unknown payment instrument"),
+    (base(customerEmail=None, customerId="cus_nope"), "customerId", "unknown customer"),
+])
+def test_an_unknown_customer_or_instrument_is_404(api: Api, body: dict[str, Any], field: str,
+                                                  rule: str) -> None:
+    """The body is well formed (the OpenAPI document accepts it); what it names does not exist."""
+    msg = api.error("POST", "/payment", body, 404)
     assert field in msg and rule in msg, msg
 
 
@@ -133,11 +142,11 @@ def test_instrument_created_automatically(api: Api, method: str) -> None:
     other = "GCASH" if method != "GCASH" else "TNG"
     msg = api.error("POST", "/payment", base(paymentMethodType=other, paymentInstrumentId=instrument,
                                             customerEmail="buyer@example.com",
-                                            amount=100, currency=CURRENCY_OF[other]), 400)
+                                            amount=100, currency=CURRENCY_OF[other]), 409)
     assert "paymentInstrumentId" in msg and "instrument" in msg
     msg = api.error("POST", "/payment", base(customerEmail="stranger@example.com", amount=100,
                                             currency=currency, paymentMethodType=method,
-                                            paymentInstrumentId=instrument), 400)
+                                            paymentInstrumentId=instrument), 409)
     assert "another customer" in msg
 
 
@@ -278,25 +287,26 @@ def test_conversion_rounds_half_even(api: Api) -> None:
     assert data["amount"] == 2
 
 
-def test_price_rules_are_400(api: Api) -> None:
+def test_price_rules(api: Api) -> None:
+    """Malformed is 400; an unknown product or price 404; a price that refuses the request 409."""
     product, price = _product(api)
     other, other_price = _product(api)
     rec = api.ok("POST", "/product", {"name": "Plan", "priceList": [recurring()]})
     cases = [
-        (base(amount=None, currency=None, productId="prod_nope", priceId=price), "productId", "unknown"),
-        (base(amount=None, currency=None, productId=product, priceId="price_nope"), "priceId", "unknown"),
-        (base(amount=None, currency=None, productId=product, priceId=other_price), "priceId",
-         "does not belong"),
+        (base(amount=None, currency=None, productId="prod_nope", priceId=price), 404, "productId", "unknown"),
+        (base(amount=None, currency=None, productId=product, priceId="price_nope"), 404, "priceId", "unknown"),
+        (base(amount=None, currency=None, productId=product, priceId=other_price), 404, "priceId",
+         "in product"),
         (base(amount=None, currency=None, productId=rec["productId"],
-              priceId=rec["priceList"][0]["priceId"]), "priceId", "recurring"),
-        (base(productId=product, priceId=price), "amount", "not allowed together with priceId"),
-        (base(amount=None, currency="EUR", productId=product, priceId=price), "currency",
+              priceId=rec["priceList"][0]["priceId"]), 409, "priceId", "recurring"),
+        (base(productId=product, priceId=price), 400, "amount", "not allowed together with priceId"),
+        (base(amount=None, currency="EUR", productId=product, priceId=price), 409, "currency",
          "differs from the price"),
     ]
-    for body, field, rule in cases:
-        msg = api.error("POST", "/payment", body, 400)
+    for body, status, field, rule in cases:
+        msg = api.error("POST", "/payment", body, status)
         assert field in msg and rule in msg, msg
     api.ok("POST", f"/sandbox/prices/{price}/deactivate")
-    msg = api.error("POST", "/payment", base(amount=None, currency=None, productId=product, priceId=price), 400)
+    msg = api.error("POST", "/payment", base(amount=None, currency=None, productId=product, priceId=price), 409)
     assert "inactive" in msg
     assert other

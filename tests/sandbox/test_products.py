@@ -72,6 +72,9 @@ def test_every_interval_is_accepted(api: Api, interval: str) -> None:
     ({"name": "P", "priceList": [recurring() | {"recurringDetails": {"interval": "month",
                                                                      "intervalCount": "2"}}]},
      "intervalCount", "integer"),
+    ({"name": "P", "priceList": [recurring() | {"recurringDetails": {"interval": "month",
+                                                                     "intervalCount": 1201}}]},
+     "priceList.0.recurringDetails.intervalCount", "at most 1200 for interval month"),
 ])
 def test_invalid_product_is_400(api: Api, body: dict[str, Any], field: str, rule: str) -> None:
     msg = api.error("POST", "/product", body, 400)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from contextlib import closing
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,11 @@ def test_check_types_names_the_field(body: dict[str, object], message: str) -> N
 def test_check_types_accepts_right_types() -> None:
     check_types({"amount": 1, "quantity": None, "priceList": [{"unitAmount": 2, "currencyOptions": {"EUR": 3}}],
                  "metadata": {"amount": None}, "atPeriodEnd": False})
+
+
+def test_an_integer_may_be_written_with_a_zero_fraction() -> None:
+    """JSON Schema 2020-12 (OpenAPI 3.1) reads 2.0 as an integer; 2.5 and 1E+30 are refused."""
+    check_types({"quantity": Decimal("2.0"), "days": Decimal("1E+2"), "sequence": Decimal("-0")})
+    for value in (Decimal("2.5"), Decimal("1E+30"), Decimal("Infinity")):
+        with pytest.raises(BadRequest, match="must be a JSON integer"):
+            check_types({"quantity": value})

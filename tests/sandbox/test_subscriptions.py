@@ -106,7 +106,7 @@ def test_cancel_at_period_end_and_now(api: Api) -> None:
     ended = api.ok("GET", f"/subscription/{sub['subscriptionId']}")
     assert ended["status"] == "canceled" and ended["canceledAt"] == sub["currentPeriodEnd"]
     assert ended["elapsedCycles"] == 1
-    assert "already canceled" in api.error("POST", path, {"atPeriodEnd": False}, 400)
+    assert "already canceled" in api.error("POST", path, {"atPeriodEnd": False}, 409)
     other = _subscribe(api, plan)
     now = api.ok("POST", f"/sandbox/subscriptions/{other['subscriptionId']}/cancel", {"atPeriodEnd": False})
     assert now["status"] == "canceled" and now["canceledAt"] == now["cancelAt"]
@@ -119,7 +119,7 @@ def test_subscription_errors(api: Api) -> None:
     assert api.error("POST", "/sandbox/subscriptions/sub_missing/cancel", {}, 404)
     msg = api.error("POST", "/sandbox/subscriptions", {
         "customerEmail": "x@example.com", "productId": plan["productId"],
-        "priceId": plan["priceList"][1]["priceId"], "paymentInstrumentId": "pi_test_success"}, 400)
+        "priceId": plan["priceList"][1]["priceId"], "paymentInstrumentId": "pi_test_success"}, 409)
     assert "priceId" in msg and "recurring" in msg
     msg = api.error("POST", "/sandbox/subscriptions", {
         "productId": plan["productId"], "priceId": plan["priceList"][0]["priceId"],
@@ -129,5 +129,5 @@ def test_subscription_errors(api: Api) -> None:
         "customerEmail": "x@example.com", "productId": plan["productId"],
         "priceId": plan["priceList"][0]["priceId"], "paymentInstrumentId": "pi_test_success",
         "scheduledPhases": [{"effectiveCycle": 2, "priceSnapshotId": plan["priceList"][1]["priceSnapshotId"]}]},
-        400)
+        409)
     assert "scheduledPhases.0.priceSnapshotId" in msg

@@ -58,7 +58,13 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return error_response(exc.status_code, str(exc.detail))
+    response = error_response(exc.status_code, str(exc.detail))
+    response.headers.update(exc.headers or {})
+    if exc.status_code == 405:
+        # RFC 9110 §15.5.6: a 405 lists the methods the resource supports (Starlette's own names
+        # only those of the first route whose path matched).
+        response.headers["Allow"] = openapi.allowed_methods(request.app, request.scope["path"])
+    return response
 
 
 async def _value_error(request: Request, exc: Exception) -> Response:

@@ -47,8 +47,21 @@ class BadRequest(ApiError):
 
 
 class NotFound(ApiError):
+    """HTTP 404: a resource named in the path or the body does not exist (msg names the field)."""
+
     def __init__(self, msg: str) -> None:
         super().__init__(404, msg)
+
+
+class Conflict(ApiError):
+    """HTTP 409: a well-formed request that the current state of a resource refuses.
+
+    The request is valid by the OpenAPI document; what it names exists but cannot be used so
+    (an inactive or recurring price, another customer's instrument, a canceled subscription).
+    """
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(409, f"{field}: {rule}")
 
 
 class Unauthorized(Exception):
@@ -131,6 +144,23 @@ _FIELD_TYPES: dict[str, str] = {
 _SCALARS = frozenset({str, int, bool, float, Decimal})
 
 
+def _is_integer(value: Any) -> bool:
+    """A JSON integer as JSON Schema reads one: ``2`` or ``2.0`` (a number with no fractional part).
+
+    OpenAPI 3.1 documents use JSON Schema 2020-12, where ``2.0`` is an integer; refusing it would
+    refuse what the document calls valid. Past 19 digits it is refused here, before pydantic turns
+    it into an integer (``1E+999999999`` would become a billion-digit one).
+    """
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return (
+        isinstance(value, Decimal) and value.is_finite() and value.adjusted() <= 18
+        and value == value.to_integral_value()
+    )
+
+
 def check_types(value: Any, path: str = "") -> None:
     """Refuse wrong JSON types that pydantic's lax mode would coerce (string amounts, "3", 1 for true).
 
@@ -150,7 +180,7 @@ def check_types(value: Any, path: str = "") -> None:
         kind = _FIELD_TYPES.get(key)
         if kind == "number" and (isinstance(item, bool) or not isinstance(item, int | Decimal)):
             raise BadRequest(f"{path}.{key}" if path else str(key), "must be a JSON number")
-        if kind == "integer" and (isinstance(item, bool) or not isinstance(item, int)):
+        if kind == "integer" and not _is_integer(item):
             raise BadRequest(f"{path}.{key}" if path else str(key), "must be a JSON integer")
         if kind == "boolean" and not isinstance(item, bool):
             raise BadRequest(f"{path}.{key}" if path else str(key), "must be true or false")

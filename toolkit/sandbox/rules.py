@@ -176,6 +176,14 @@ DAY_MS = 86_400_000
 _MONTHS = {"month": 1, "quarter": 3, "year": 12}
 _DAYS = {"day": 1, "week": 7}
 
+#: The longest billing period the sandbox takes (intervalCount per interval): 100 years.
+MAX_INTERVAL_COUNT: dict[str, int] = {
+    "day": 36_500, "week": 5_200, "month": 1_200, "quarter": 400, "year": 100,
+}
+#: The sandbox clock does not move past this instant (9000-01-01), so that every period, trial and
+#: renewal computed from it stays within the calendar's year 9999.
+CLOCK_HORIZON_MS = int(datetime(9000, 1, 1, tzinfo=UTC).timestamp()) * 1000
+
 
 def _add_months(start: datetime, months: int) -> datetime:
     total = start.month - 1 + months

@@ -14,7 +14,7 @@ from toolkit.outputs import neutralise_cell
 from toolkit.sandbox import rules, store
 from toolkit.sandbox.billing import subscription_view
 from toolkit.sandbox.deps import Authenticated, DbDep
-from toolkit.sandbox.http import BadRequest, NotFound, build, ok, read_object
+from toolkit.sandbox.http import BadRequest, Conflict, NotFound, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
 from toolkit.sandbox.routes.payments import (
     EXPORT_COLUMNS,
@@ -65,7 +65,7 @@ async def info(db: DbDep) -> Response:
     "/subscriptions",
     summary="Create a subscription on a recurring price",
     openapi_extra=operation(data=model_ref(Subscription), body=SubscriptionCreateRequest,
-                            errors=(400, 413)),
+                            errors=(400, 404, 409, 413)),
 )
 async def create_subscription(request: Request, db: DbDep) -> Response:
     req = build(SubscriptionCreateRequest, await read_object(request))
@@ -73,17 +73,17 @@ async def create_subscription(request: Request, db: DbDep) -> Response:
         now = store.now_ms(conn)
         price = active_price(conn, product_id=req.productId, price_id=req.priceId)
         if price["price_type"] != "recurring":
-            raise BadRequest("priceId", "is a one_time price; a subscription needs a recurring price")
+            raise Conflict("priceId", "is a one_time price; a subscription needs a recurring price")
         phases: list[dict[str, Any]] = []
         for index, phase in enumerate(req.scheduledPhases or []):
             if phase.priceSnapshotId is not None:
                 field = f"scheduledPhases.{index}.priceSnapshotId"
                 other = store.get_price_by_snapshot(conn, snapshot_id=phase.priceSnapshotId)
                 if other is None:
-                    raise BadRequest(field, f"unknown price snapshot {phase.priceSnapshotId!r}")
+                    raise NotFound(f"{field}: unknown price snapshot {phase.priceSnapshotId!r}")
                 same = ("product_id", "price_type", "currency", "interval", "interval_count")
                 if any(other[key] != price[key] for key in same):
-                    raise BadRequest(
+                    raise Conflict(
                         field, "must be a recurring price of the same product, currency and interval"
                     )
             phases.append({
@@ -121,7 +121,7 @@ async def create_subscription(request: Request, db: DbDep) -> Response:
     "/subscriptions/{id}/cancel",
     summary="Cancel a subscription now or at the end of the current period",
     openapi_extra=operation(data=model_ref(Subscription), body=CancelRequest, body_required=False,
-                            errors=(400, 404, 413)),
+                            errors=(400, 404, 409, 413)),
 )
 async def cancel_subscription(id: str, request: Request, db: DbDep) -> Response:
     req = build(CancelRequest, await read_object(request, required=False))
@@ -132,7 +132,7 @@ async def cancel_subscription(id: str, request: Request, db: DbDep) -> Response:
             raise NotFound(f"id: unknown subscription {id!r}")
         view = subscription_view(conn, row, now=now)
         if view["status"] == "canceled":
-            raise BadRequest("id", "the subscription is already canceled")
+            raise Conflict("id", "the subscription is already canceled")
         cancel_at = int(view["currentPeriodEnd"]) if req.atPeriodEnd else now
         store.cancel_subscription(
             conn, subscription_id=id, cancel_at=cancel_at, at_period_end=req.atPeriodEnd,
@@ -150,12 +150,14 @@ async def cancel_subscription(id: str, request: Request, db: DbDep) -> Response:
     openapi_extra=operation(data={
         "type": "object", "required": ["now", "expiredPayments"],
         "properties": {"now": _INT, "expiredPayments": _INT},
-    }, body=ClockAdvanceRequest, errors=(400, 413)),
+    }, body=ClockAdvanceRequest, errors=(400, 409, 413)),
 )
 async def advance_clock(request: Request, db: DbDep) -> Response:
     """Subscriptions renew on their next read; open payments past their expiry fail now."""
     req = build(ClockAdvanceRequest, await read_object(request))
     with db.write() as conn:
+        if store.now_ms(conn) + req.total_ms > rules.CLOCK_HORIZON_MS:
+            raise Conflict("body", "the sandbox clock does not move past 9000-01-01")
         store.advance_clock(conn, delta_ms=req.total_ms)
         now = store.now_ms(conn)
         expired = store.expire_orders(conn, now=now)
@@ -165,7 +167,7 @@ async def advance_clock(request: Request, db: DbDep) -> Response:
 @router.post(
     "/payments/{orderId}/resolve",
     summary="Settle a pending or next-action payment",
-    openapi_extra=operation(data=_EXPORT_RECORD, body=ResolveRequest, errors=(400, 404, 413)),
+    openapi_extra=operation(data=_EXPORT_RECORD, body=ResolveRequest, errors=(400, 404, 409, 413)),
 )
 async def resolve_payment(orderId: str, request: Request, db: DbDep) -> Response:
     req = build(ResolveRequest, await read_object(request))
@@ -177,7 +179,7 @@ async def resolve_payment(orderId: str, request: Request, db: DbDep) -> Response
             raise NotFound(f"orderId: unknown order {orderId!r}")
         if int(row["status"]) not in (rules.PENDING, rules.NEXT_ACTION):
             reason = " (expired)" if row["failure_reason"] == "expired" else ""
-            raise BadRequest(
+            raise Conflict(
                 "orderId", f"the payment is already {rules.STATUS_NAMES[int(row['status'])]}{reason}"
             )
         status = rules.SUCCESS if req.status == "success" else rules.FAILURE
@@ -200,9 +202,12 @@ async def resolve_payment(orderId: str, request: Request, db: DbDep) -> Response
     ),
 )
 async def export_payments(
-    db: DbDep, format: Literal["json", "csv"] = "json",
+    request: Request, db: DbDep, format: Literal["json", "csv"] = "json",
     merchantReferenceId: str | None = None,
 ) -> Response:
+    for name in ("format", "merchantReferenceId"):
+        if len(request.query_params.getlist(name)) > 1:  # FastAPI would silently keep the last one
+            raise BadRequest(name, "given more than once")
     with db.write() as conn:
         store.expire_orders(conn, now=store.now_ms(conn))
     rows = store.list_orders(db.conn, merchant_reference_id=merchantReferenceId)

@@ -12,10 +12,10 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from toolkit.models import AUTO_INSTRUMENT_METHODS, PaymentMethodType, PaymentRequest, PaymentResult
-from toolkit.money import from_minor, to_minor
+from toolkit.money import MoneyError, from_minor, to_minor
 from toolkit.sandbox import rules, store
 from toolkit.sandbox.deps import authenticate
-from toolkit.sandbox.http import BadRequest, build, ok, read_object
+from toolkit.sandbox.http import BadRequest, Conflict, NotFound, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
 from toolkit.sandbox.qr import qr_data_urls
 from toolkit.sandbox.requests_log import note_reference
@@ -43,11 +43,11 @@ def resolve_customer(
     """customerId must exist; else find by referenceCustomerId, then e-mail; else create."""
     if customer_id is not None:
         if store.get_customer(conn, customer_id=customer_id) is None:
-            raise BadRequest("customerId", f"unknown customer {customer_id!r}")
+            raise NotFound(f"customerId: unknown customer {customer_id!r}")
         if reference_id is not None:
             bound = store.find_customer(conn, email=None, reference_id=reference_id)
             if bound is not None and bound["id"] != customer_id:
-                raise BadRequest("referenceCustomerId", "already bound to another customer")
+                raise Conflict("referenceCustomerId", "already bound to another customer")
             store.bind_reference(conn, customer_id=customer_id, reference_id=reference_id)
         return customer_id
     found = store.find_customer(conn, email=email, reference_id=reference_id)
@@ -75,11 +75,11 @@ def resolve_instrument(
         return instrument_id, store.TEST_INSTRUMENTS[instrument_id]
     row = store.get_instrument(conn, instrument_id=instrument_id)
     if row is None:
-        raise BadRequest("paymentInstrumentId", f"unknown payment instrument {instrument_id!r}")
+        raise NotFound(f"paymentInstrumentId: unknown payment instrument {instrument_id!r}")
     if row["customer_id"] is not None and row["customer_id"] != customer_id:
-        raise BadRequest("paymentInstrumentId", "belongs to another customer")
+        raise Conflict("paymentInstrumentId", "belongs to another customer")
     if row["method"] is not None and row["method"] != method.value:
-        raise BadRequest("paymentInstrumentId", f"is a {row['method']} instrument, not {method.value}")
+        raise Conflict("paymentInstrumentId", f"is a {row['method']} instrument, not {method.value}")
     outcome = row["test_outcome"]
     return instrument_id, None if outcome is None else int(outcome)
 
@@ -87,14 +87,14 @@ def resolve_instrument(
 def active_price(conn: sqlite3.Connection, *, product_id: str, price_id: str) -> sqlite3.Row:
     """The price, after checking the product exists, the price is the product's, and it is active."""
     if store.get_product(conn, product_id=product_id) is None:
-        raise BadRequest("productId", f"unknown product {product_id!r}")
+        raise NotFound(f"productId: unknown product {product_id!r}")
     price = store.get_price(conn, price_id=price_id)
     if price is None:
-        raise BadRequest("priceId", f"unknown price {price_id!r}")
+        raise NotFound(f"priceId: unknown price {price_id!r}")
     if price["product_id"] != product_id:
-        raise BadRequest("priceId", f"does not belong to product {product_id!r}")
+        raise NotFound(f"priceId: no price {price_id!r} in product {product_id!r}")
     if not price["active"]:
-        raise BadRequest("priceId", "the price is inactive")
+        raise Conflict("priceId", "the price is inactive")
     return price
 
 
@@ -106,9 +106,9 @@ def resolve_charge(conn: sqlite3.Connection, *, req: PaymentRequest) -> Charge:
             raise BadRequest("amount", "not allowed together with priceId (the price sets the amount)")
         price = active_price(conn, product_id=str(req.productId), price_id=req.priceId)
         if price["price_type"] == "recurring":
-            raise BadRequest("priceId", "is a recurring price; a one-time payment needs a one_time price")
+            raise Conflict("priceId", "is a recurring price; a one-time payment needs a one_time price")
         if req.currency is not None and req.currency != price["currency"]:
-            raise BadRequest(
+            raise Conflict(
                 "currency",
                 f"differs from the price's currency {price['currency']}; "
                 "use paymentCurrency to charge in another currency",
@@ -119,7 +119,7 @@ def resolve_charge(conn: sqlite3.Connection, *, req: PaymentRequest) -> Charge:
     else:
         assert req.amount is not None and req.currency is not None
         if req.productId is not None and store.get_product(conn, product_id=req.productId) is None:
-            raise BadRequest("productId", f"unknown product {req.productId!r}")
+            raise NotFound(f"productId: unknown product {req.productId!r}")
         pricing_currency = req.currency
         rules.check_magnitude(req.amount, "amount")
         pricing_minor = to_minor(req.amount, pricing_currency)
@@ -129,9 +129,10 @@ def resolve_charge(conn: sqlite3.Connection, *, req: PaymentRequest) -> Charge:
     supported = rules.METHOD_CURRENCIES[method]
     if currency not in supported:
         field = "paymentCurrency" if req.paymentCurrency else ("priceId" if req.priceId else "currency")
-        raise BadRequest(
-            field, f"{currency} is not supported by {method.value} (supported: {', '.join(supported)})"
-        )
+        rule = f"{currency} is not supported by {method.value} (supported: {', '.join(supported)})"
+        if field == "priceId" and req.currency is None:
+            raise Conflict(field, rule)  # the request names no currency: the stored price's refuses it
+        raise BadRequest(field, rule)
     if currency == pricing_currency:
         amount_minor = pricing_minor
     elif currency in fixed:
@@ -139,9 +140,12 @@ def resolve_charge(conn: sqlite3.Connection, *, req: PaymentRequest) -> Charge:
     else:
         try:
             converted = rules.convert(from_minor(pricing_minor, pricing_currency), pricing_currency, currency)
-        except rules.FxError as exc:
-            raise BadRequest("paymentCurrency", str(exc)) from None
-        amount_minor = to_minor(converted, currency)
+            amount_minor = to_minor(converted, currency)
+        except (rules.FxError, MoneyError) as exc:
+            if req.priceId is None and pricing_currency not in rules.FX_PER_USD:
+                raise BadRequest("currency", str(exc)) from None  # a currency the sandbox never converts
+            # The rates decide (a live service's move; the sandbox's are a table), or the stored price.
+            raise Conflict("paymentCurrency", str(exc)) from None
     return Charge(product_id, price_id, pricing_minor, pricing_currency, amount_minor, currency)
 
 
@@ -192,7 +196,8 @@ def wallet_action(
 @router.post(
     "/payment",
     summary="Create a one-time payment",
-    openapi_extra=operation(data=model_ref(PaymentResult), body=PaymentRequest, errors=(400, 413)),
+    openapi_extra=operation(data=model_ref(PaymentResult), body=PaymentRequest,
+                            errors=(400, 404, 409, 413)),
 )
 async def create_payment(request: Request) -> Response:
     """Everything is decided and written in one BEGIN IMMEDIATE transaction; the QR comes after."""

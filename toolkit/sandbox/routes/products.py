@@ -78,6 +78,13 @@ async def create_product(request: Request, db: DbDep) -> Response:
     prices = req.priceList or []
     for index, item in enumerate(prices):
         rules.check_magnitude(item.unitAmount, f"priceList.{index}.unitAmount")
+        details = item.recurringDetails
+        if details is not None and details.intervalCount > rules.MAX_INTERVAL_COUNT[details.interval.value]:
+            raise BadRequest(
+                f"priceList.{index}.recurringDetails.intervalCount",
+                f"at most {rules.MAX_INTERVAL_COUNT[details.interval.value]} for interval "
+                f"{details.interval.value} (a billing period is at most 100 years)",
+            )
         for currency, amount in (item.currencyOptions or {}).items():
             field = f"priceList.{index}.currencyOptions.{currency}"
             if currency == item.currency:
