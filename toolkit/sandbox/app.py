@@ -20,7 +20,7 @@ from toolkit.money import MoneyError
 from toolkit.sandbox import openapi, rules, store
 from toolkit.sandbox.deps import SandboxState
 from toolkit.sandbox.http import ApiError, Unauthorized, error_response
-from toolkit.sandbox.routes import controls, payments, products, subscriptions
+from toolkit.sandbox.routes import controls, images, payments, products, subscriptions
 
 logger = logging.getLogger("toolkit.sandbox")
 
@@ -91,6 +91,7 @@ def create_app(
     )
     for router in (payments.router, products.router, subscriptions.router, controls.router):
         app.include_router(router)
+    app.include_router(images.router)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(Unauthorized, _unauthorized)
     app.add_exception_handler(FastAPIValidationError, _validation_error)
