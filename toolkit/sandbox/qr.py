@@ -1,11 +1,11 @@
 """Real, scannable QR codes for wallet next actions, cheap enough for the request path.
 
 segno encodes every code: error correction M, byte mode, and data mask pattern ``MASK`` fixed
-rather than chosen by evaluating all eight (that evaluation was 3.7 ms of CPU per wallet payment).
+rather than chosen by evaluating all eight (milliseconds of CPU per code: ``benchmarks/qr_codes.py``).
 Every decoder reads any of the eight masks (the symbol's format information names it); the
 evaluation of ISO/IEC 18004 section 7.8.3 only steers away from patterns that make scanning
-harder. Mask 2 is the one that evaluation picks for most of the sandbox's checkout URLs
-(``benchmarks/qr_codes.py`` measures it), so fixing it gives up almost nothing.
+harder. Mask 2 is the one that evaluation picks for most of the sandbox's checkout URLs (the same
+benchmark counts), so fixing it gives up almost nothing.
 
 A ``QrFamily`` draws the codes of payloads that share a prefix and differ in a fixed-length ASCII
 tail (``https://checkout.sandbox.invalid/pay/ord_<32 hex>``) from one template, in tens of
