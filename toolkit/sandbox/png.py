@@ -127,6 +127,9 @@ def _layout(width: int, line_size: int, count: int, scale: int) -> _Layout:
     )
 
 
+_IDAT_CRC = zlib.crc32(b"IDAT")
+
+
 def scaled_png(lines: bytes, *, width: int, line_size: int, scale: int) -> bytes:
     """A greyscale 1-bit PNG, ``width`` pixels wide, of ``lines`` (each ``line_size`` bytes: filter
     byte 0, then the pixels, 0 for black, padded to a whole byte), each line shown ``scale`` times."""
@@ -135,4 +138,5 @@ def scaled_png(lines: bytes, *, width: int, line_size: int, scale: int) -> bytes
     adler = zlib.adler32(layout.repeat.join(rows) + layout.repeat)
     stream = b"".join((layout.opening, rows[0], layout.repeat, layout.separator,
                        layout.glue.join(rows[1:]), layout.closing, adler.to_bytes(4, "big")))
-    return layout.head + _chunk(b"IDAT", stream) + layout.tail
+    return b"".join((layout.head, len(stream).to_bytes(4, "big"), b"IDAT", stream,
+                     zlib.crc32(stream, _IDAT_CRC).to_bytes(4, "big"), layout.tail))

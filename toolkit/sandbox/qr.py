@@ -50,24 +50,44 @@ def _line_size(size: int) -> int:
     return 1 + ((size + 2 * BORDER) * SCALE + 7) // 8
 
 
-def _line(modules: bytes, pad: int) -> bytes:
-    """One scanline: filter 0, then SCALE 1-bit pixels per module (0 is dark), padded to a byte."""
-    bits = modules.replace(b"\x00", b"1" * SCALE).replace(b"\x01", b"0" * SCALE) + b"1" * pad
-    return b"\x00" + int(bits, 2).to_bytes(len(bits) // 8, "big")
+# The raster is built at one bit per module ("slots": a scanline's bits divided by SCALE), then every
+# slot is widened to SCALE pixels with bytes.translate: table j gives output byte j of each input
+# byte, and strided slice assignment interleaves the SCALE results, all in C.
+if 8 % SCALE:
+    raise AssertionError("SCALE must divide 8")
+_FILTER_SLOTS = 8 // SCALE
+_WIDEN = tuple(
+    bytes((int("".join(bit * SCALE for bit in f"{value:08b}"), 2) >> (8 * (SCALE - 1 - j))) & 0xFF
+          for value in range(256))
+    for j in range(SCALE)
+)
+_LIGHT = bytes.maketrans(b"\x00\x01", b"10")  # module (1 dark) -> pixel bit (1 light), as a digit
+
+
+def _slots(matrix: Sequence[bytes | bytearray]) -> bytes:
+    """One bit per module, quiet zone included, laid out so that ``_widen`` makes the scanlines."""
+    size = len(matrix)
+    per_line = _line_size(size) * 8 // SCALE
+    pad = b"1" * (per_line - _FILTER_SLOTS - size - 2 * BORDER)
+    quiet = b"1" * BORDER
+    blank = b"0" * _FILTER_SLOTS + b"1" * (per_line - _FILTER_SLOTS)
+    rows = [b"0" * _FILTER_SLOTS + quiet + bytes(row).translate(_LIGHT) + quiet + pad for row in matrix]
+    digits = blank * BORDER + b"".join(rows) + blank * BORDER
+    digits += b"0" * (-len(digits) % 8)  # whole bytes; ``_widen`` drops what this adds
+    return int(digits, 2).to_bytes(len(digits) // 8, "big")
+
+
+def _widen(slots: bytes, size: int) -> bytes:
+    """Each slot bit repeated SCALE times: the scanlines, each a filter byte 0 then its pixels."""
+    lines = bytearray(len(slots) * SCALE)
+    for j, table in enumerate(_WIDEN):
+        lines[j::SCALE] = slots.translate(table)
+    return bytes(lines[:(size + 2 * BORDER) * _line_size(size)])
 
 
 def module_lines(matrix: Sequence[bytes | bytearray]) -> bytes:
-    """One scanline per module row, quiet zone included: the raster before vertical scaling.
-
-    The raster is a bitwise function of the modules, so it XORs the way the modules do (what
-    ``QrFamily`` relies on).
-    """
-    width = len(matrix) + 2 * BORDER
-    pad = -(width * SCALE) % 8
-    quiet = bytes(BORDER)
-    blank = _line(bytes(width), pad)
-    rows = [_line(quiet + bytes(row) + quiet, pad) for row in matrix]
-    return blank * BORDER + b"".join(rows) + blank * BORDER
+    """One scanline per module row, quiet zone included: the raster before vertical scaling."""
+    return _widen(_slots(matrix), len(matrix))
 
 
 def matrix_png(matrix: Sequence[bytes | bytearray]) -> bytes:
@@ -83,13 +103,14 @@ def _png(lines: bytes, line_size: int) -> bytes:
 
 @dataclass(frozen=True)
 class _Template:
-    """The raster of ``prefix + tail`` as ``base`` XOR one difference per (position, byte) of the tail.
+    """The slots of ``prefix + tail`` as ``base`` XOR one difference per (position, byte) of the tail.
 
     ``tables[position][byte]`` caches the XOR of that byte's bit differences, filled on first use.
     """
 
     base: int
     nbytes: int
+    size: int
     line_size: int
     bit_deltas: tuple[tuple[int, ...], ...]
     tables: tuple[dict[int, int], ...]
@@ -106,7 +127,7 @@ class _Template:
                         delta ^= deltas[bit]
                 table[value] = delta
             acc ^= delta
-        return acc.to_bytes(self.nbytes, "big")
+        return _widen(acc.to_bytes(self.nbytes, "big"), self.size)
 
 
 def _build_template(prefix: bytes, length: int) -> _Template:
@@ -114,26 +135,26 @@ def _build_template(prefix: bytes, length: int) -> _Template:
 
     With version, error level, mode, length and mask fixed, a symbol is an affine function of the
     payload's bits over GF(2): Reed-Solomon codewords are linear, module placement is a permutation,
-    the mask and the format information are constants, and so is the raster drawn from the modules.
-    The raster of any tail is then the raster of the all-zero tail XOR the differences made by each of
+    the mask and the format information are constants, and so are the slots drawn from the modules.
+    The slots of any tail are then those of the all-zero tail XOR the differences made by each of
     its set bits.
     """
-    def raster(tail: bytes) -> int:
+    def slots(tail: bytes) -> int:
         matrix = encode(prefix + tail).matrix
         if len(matrix) != size:
             raise AssertionError("payloads of one length must share a QR version")
-        return int.from_bytes(module_lines(matrix), "big")
+        return int.from_bytes(_slots(matrix), "big")
 
     zero = encode(prefix + bytes(length)).matrix
     size = len(zero)
-    lines = module_lines(zero)
-    base = int.from_bytes(lines, "big")
+    raster = _slots(zero)
+    base = int.from_bytes(raster, "big")
     deltas = tuple(
-        tuple(raster(bytes(position) + bytes((1 << bit,)) + bytes(length - position - 1)) ^ base
+        tuple(slots(bytes(position) + bytes((1 << bit,)) + bytes(length - position - 1)) ^ base
               for bit in range(8))
         for position in range(length)
     )
-    return _Template(base, len(lines), _line_size(size), deltas, tuple({} for _ in range(length)))
+    return _Template(base, len(raster), size, _line_size(size), deltas, tuple({} for _ in range(length)))
 
 
 class QrFamily:
