@@ -26,6 +26,21 @@ def test_checkout_codes_are_segnos_symbols_with_the_fixed_mask() -> None:
         assert CHECKOUT_QR.png_data_url(checkout_url(order_id)) == qr.data_url("image/png", png)
 
 
+def test_checkout_codes_call_no_encoder_once_the_template_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What keeps QR work off the request path: after the first code, no segno symbol is built."""
+    CHECKOUT_QR.png(checkout_url(f"ord_{uuid.uuid4().hex}"))
+
+    def refuse(content: str | bytes) -> segno.QRCode:
+        raise AssertionError(f"segno called for {content!r}")
+
+    monkeypatch.setattr(qr, "encode", refuse)
+    url = checkout_url(f"ord_{uuid.uuid4().hex}")
+    data_url = CHECKOUT_QR.png_data_url(url)
+    monkeypatch.undo()
+    assert decode_png(CHECKOUT_QR.png(url)).text == url
+    assert data_url == qr.data_url("image/png", CHECKOUT_QR.png(url))
+
+
 def test_svg_is_the_same_symbol() -> None:
     url = checkout_url(f"ord_{uuid.uuid4().hex}")
     svg = CHECKOUT_QR.svg(url)
