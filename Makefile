@@ -31,6 +31,7 @@ lab: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/client_throughput.py
 	$(BIN)/python benchmarks/sandbox_throughput.py
+	$(BIN)/python benchmarks/qr_codes.py
 	$(BIN)/python benchmarks/frames.py
 	$(BIN)/python benchmarks/reconcile.py
 	$(BIN)/python benchmarks/workbook_writers.py

@@ -1,17 +1,25 @@
-"""Sandbox throughput: POST /payment and GET /subscription/{id}, 32 concurrent clients, loopback.
+"""Sandbox throughput: POST /payment (card and wallet) and GET /subscription/{id}, 32 clients, loopback.
 
 Runs the sandbox (``toolkit sandbox``) with 1 and 2 uvicorn workers, and, as the reference, a
 minimal FastAPI app doing the same SQLite insert (POST, same WAL and synchronous settings) and a
 dict lookup (GET, answering a body of the same size and shape as the sandbox's Subscription), each
 in its own process; an aiohttp load generator on 127.0.0.1 measures requests/s and p50/p99 latency
 for a bounded duration. Target: sandbox >= 70% of the reference's throughput and p99 <= 1.5x its p99.
+Each run also reports the server's CPU time per request (its processes' user + system time over
+the run, warm-up included, divided by the requests answered): a figure that load from other
+processes on a shared machine disturbs much less than requests/s.
+
+Two kinds of payment: a card payment (test instrument, status 1) and a wallet payment (ALIPAY with
+no instrument: one is created, and the answer is a next action carrying a QR code). The reference
+answers both the same way: it is the floor cost of FastAPI + one SQLite insert.
 
 Fairness on a shared machine: both servers run at the same time (an idle one costs nothing) and
 their runs alternate, reference/sandbox then sandbox/reference, ``--rounds`` times; each side's
 best round (highest requests/s) is reported, so a burst of load from other processes does not
 land on one side only.
 
-    python benchmarks/sandbox_throughput.py [--seconds 5] [--clients 32] [--rounds 2]
+    python benchmarks/sandbox_throughput.py [--seconds 5] [--clients 32] [--rounds 2] \
+        [--workers 1 2] [--operations card wallet subscription]
 """
 
 from __future__ import annotations
@@ -31,11 +39,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import aiohttp
 import httpx
+import psutil  # type: ignore[import-untyped]
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
@@ -45,6 +54,10 @@ PAYMENT = {
     "customerEmail": "bench@example.com", "paymentMethodType": "CARD",
     "paymentInstrumentId": "pi_test_default", "amount": 12.30, "currency": "USD",
     "returnUrl": "https://shop.example/return", "merchantReferenceId": "bench",
+}
+WALLET_PAYMENT = {
+    "customerEmail": "bench@example.com", "paymentMethodType": "ALIPAY", "amount": 12.30,
+    "currency": "CNY", "returnUrl": "https://shop.example/return", "merchantReferenceId": "bench",
 }
 
 
@@ -149,8 +162,26 @@ def wait_ready(url: str, timeout: float = 120) -> None:
     raise RuntimeError(f"server at {url} did not start")
 
 
+@dataclass(frozen=True)
+class Server:
+    url: str
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time so far of the server process and its workers."""
+        total = 0.0
+        root = psutil.Process(self.pid)
+        for process in (root, *root.children(recursive=True)):
+            try:
+                times = process.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return float(total)
+
+
 @contextmanager
-def serve(kind: str, workers: int, workdir: Path) -> Iterator[str]:
+def serve(kind: str, workers: int, workdir: Path) -> Iterator[Server]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLKIT_")}
     if kind == "sandbox":
@@ -166,7 +197,7 @@ def serve(kind: str, workers: int, workdir: Path) -> Iterator[str]:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     try:
         wait_ready(f"http://{HOST}:{port}/openapi.json")
-        yield f"http://{HOST}:{port}"
+        yield Server(f"http://{HOST}:{port}", proc.pid)
     finally:
         proc.terminate()
         try:
@@ -187,6 +218,9 @@ class Result:
     seconds: float
     p50_ms: float
     p99_ms: float
+    answered: int  # warm-up included
+    cpu_us: float = 0.0  # server CPU per answered request
+
 
     @property
     def rps(self) -> float:
@@ -202,6 +236,7 @@ async def load(method: str, url: str, body: bytes | None, *, clients: int, secon
                warmup: float = 1.0) -> Result:
     latencies: list[float] = []
     errors = 0
+    answered = 0
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=connector) as session:
         start = time.perf_counter()
@@ -209,7 +244,7 @@ async def load(method: str, url: str, body: bytes | None, *, clients: int, secon
         stop_at = measure_from + seconds
 
         async def client() -> None:
-            nonlocal errors
+            nonlocal errors, answered
             while True:
                 began = time.perf_counter()
                 if began >= stop_at:
@@ -221,6 +256,7 @@ async def load(method: str, url: str, body: bytes | None, *, clients: int, secon
                 except aiohttp.ClientError:  # counted, not fatal: one reset must not lose the run
                     ok = False
                 ended = time.perf_counter()
+                answered += 1
                 if began >= measure_from:
                     latencies.append(ended - began)
                     errors += 0 if ok else 1
@@ -228,7 +264,7 @@ async def load(method: str, url: str, body: bytes | None, *, clients: int, secon
         await asyncio.gather(*(client() for _ in range(clients)))
     latencies.sort()
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
-    return Result(len(latencies), errors, seconds, cuts[49] * 1000, cuts[98] * 1000)
+    return Result(len(latencies), errors, seconds, cuts[49] * 1000, cuts[98] * 1000, answered)
 
 
 def create_subscription(base: str) -> str:
@@ -242,7 +278,31 @@ def create_subscription(base: str) -> str:
     return str(sub["subscriptionId"])
 
 
-OPERATIONS = ("POST /payment", "GET /subscription")
+#: Short name (``--operations``) -> label in the table.
+OPERATIONS = {
+    "card": "POST /payment card",
+    "wallet": "POST /payment wallet",
+    "subscription": "GET /subscription",
+}
+
+
+def check_wallet(base: str) -> None:
+    """Refuse to measure a wallet run that would not answer a QR next action (status 5); the extra
+    requests, each on a new connection, let every worker derive its QR template before timing."""
+    for _ in range(20):
+        data = httpx.post(base + "/payment", headers=headers(), json=WALLET_PAYMENT).json()["data"]
+        wallet = data["action"]["walletHandleRedirectOrDisplayQrCode"]
+        if data["status"] != 5 or not wallet["imageDataUrl"].startswith("data:image/png;base64,"):
+            raise RuntimeError(f"the wallet payment did not answer a QR next action: {data}")
+
+
+def request_of(operation: str, base: str, subscription: str) -> tuple[str, str, bytes | None]:
+    """(method, url, body) of one operation against one app."""
+    if operation == "card":
+        return "POST", base + "/payment", json.dumps(PAYMENT).encode()
+    if operation == "wallet":
+        return "POST", base + "/payment", json.dumps(WALLET_PAYMENT).encode()
+    return "GET", f"{base}/subscription/{subscription}", None
 
 
 def main() -> int:
@@ -250,45 +310,48 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per run")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2, help="runs per app and case; best is kept")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="uvicorn workers")
+    parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS), default=list(OPERATIONS))
     args = parser.parse_args()
-    body = json.dumps(PAYMENT).encode()
+    operations = [name for name in OPERATIONS if name in args.operations]
     results: dict[tuple[str, int, str], Result] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        for workers in (1, 2):
-            with serve("reference", workers, workdir) as ref_base, \
-                    serve("sandbox", workers, workdir) as sandbox_base:
-                bases = {"reference": ref_base, "sandbox": sandbox_base}
-                subs = {"reference": "sub_bench", "sandbox": create_subscription(sandbox_base)}
-                for name in OPERATIONS:
+        for workers in args.workers:
+            with serve("reference", workers, workdir) as reference, \
+                    serve("sandbox", workers, workdir) as sandbox:
+                servers = {"reference": reference, "sandbox": sandbox}
+                subs = {"reference": "sub_bench", "sandbox": create_subscription(sandbox.url)}
+                check_wallet(sandbox.url)
+                for name in operations:
                     for round_ in range(args.rounds):
                         order = ("reference", "sandbox") if round_ % 2 == 0 else ("sandbox", "reference")
                         for kind in order:
-                            if name == "POST /payment":
-                                method, url, payload = "POST", bases[kind] + "/payment", body
-                            else:
-                                method, url, payload = "GET", f"{bases[kind]}/subscription/{subs[kind]}", None
+                            method, url, payload = request_of(name, servers[kind].url, subs[kind])
+                            cpu_before = servers[kind].cpu_seconds()
                             run = asyncio.run(load(
                                 method, url, payload, clients=args.clients, seconds=args.seconds))
-                            print(f"  {name} workers={workers} {kind} round {round_ + 1}: "
-                                  f"{run.rps:.0f} req/s, p99 {run.p99_ms:.1f} ms",
-                                  file=sys.stderr, flush=True)
+                            cpu = (servers[kind].cpu_seconds() - cpu_before) / max(run.answered, 1)
+                            run = replace(run, cpu_us=cpu * 1e6)
+                            print(f"  {OPERATIONS[name]} workers={workers} {kind} round {round_ + 1}: "
+                                  f"{run.rps:.0f} req/s, p99 {run.p99_ms:.1f} ms, "
+                                  f"server CPU {run.cpu_us:.0f} us/request", file=sys.stderr, flush=True)
                             best = results.get((kind, workers, name))
                             if best is None or run.rps > best.rps:
                                 results[(kind, workers, name)] = run
     print(f"{args.clients} concurrent clients, {args.seconds:g} s measured per run, best of "
           f"{args.rounds} alternating rounds, loopback, {os.cpu_count()} CPUs (load generator shares them)")
-    print(f"{'operation':<20}{'workers':>8}{'app':>11}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
-          f"{'errors':>8}{'vs ref':>9}{'p99 x':>7}")
-    for workers in (1, 2):
-        for name in OPERATIONS:
+    print(f"{'operation':<22}{'workers':>8}{'app':>11}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'errors':>8}{'vs ref':>9}{'p99 x':>7}{'CPU us/req':>12}")
+    for workers in args.workers:
+        for name in operations:
             ref = results[("reference", workers, name)]
             for kind in ("reference", "sandbox"):
                 r = results[(kind, workers, name)]
                 ratio = f"{r.rps / ref.rps:8.0%}" if kind == "sandbox" else ""
                 p99x = f"{r.p99_ms / ref.p99_ms:6.2f}" if kind == "sandbox" else ""
-                print(f"{name:<20}{workers:>8}{kind:>11}{r.rps:>10.0f}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}"
-                      f"{r.errors:>8}{ratio:>9}{p99x:>7}")
+                print(f"{OPERATIONS[name]:<22}{workers:>8}{kind:>11}{r.rps:>10.0f}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}"
+                      f"{r.errors:>8}{ratio:>9}{p99x:>7}{r.cpu_us:>12.0f}")
     return 0
 
 

@@ -8,12 +8,15 @@ import xml.etree.ElementTree as ET
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 import segno
 from PIL import Image
 
 from tests.sandbox.conftest import Api, now_ms, product_body, recurring
-from toolkit.sandbox.qr import BORDER, SCALE
+from tests.sandbox.qr_decode import Decoded, decode_png, decode_svg
+from toolkit.models import PaymentResult
+from toolkit.sandbox.qr import BORDER, MASK, SCALE
 
 WALLETS = ["ALIPAY", "WECHAT", "GCASH", "TNG", "KAKAO", "QRIS", "PROMPTPAY", "CASHAPP", "PIX"]
 CURRENCY_OF = {"ALIPAY": "CNY", "WECHAT": "CNY", "GCASH": "PHP", "TNG": "MYR", "KAKAO": "KRW",
@@ -214,6 +217,12 @@ def _png_matrix(png: bytes, size: int) -> list[list[bool]]:
     return [[dark(x, y) for x in range(size)] for y in range(size)]
 
 
+def _data_url_bytes(value: str, media_type: str) -> bytes:
+    prefix = f"data:{media_type};base64,"
+    assert value.startswith(prefix)
+    return base64.b64decode(value[len(prefix):], validate=True)
+
+
 @pytest.mark.parametrize("method", WALLETS)
 def test_wallet_next_action_has_a_real_qr_code(api: Api, method: str) -> None:
     before = now_ms() // 1000
@@ -221,29 +230,71 @@ def test_wallet_next_action_has_a_real_qr_code(api: Api, method: str) -> None:
     if method in NEEDS_INSTRUMENT:
         body["paymentInstrumentId"] = "pi_test_default"
     data = api.pay(**body)
+    assert PaymentResult.model_validate(data).action is not None  # what the client reads
     action = data["action"]
     assert action["method"] == "GET" and action["type"] == method
     assert action["paymentMethodType"] == method
+    assert action["redirectUrl"] == f"https://checkout.sandbox.invalid/pay/{data['orderId']}"
     wallet = action["walletHandleRedirectOrDisplayQrCode"]
     assert wallet["expiresSecond"] == 900
     assert before + 890 <= wallet["expiresAt"] <= before + 910
     assert wallet["fallbackUrl"].startswith("https://") and wallet["mobileAuthUrl"]
     assert ("packageName" in wallet) == (method in {"ALIPAY", "WECHAT", "GCASH", "TNG", "KAKAO", "CASHAPP"})
-    # the PNG holds exactly the modules of a QR code encoding the redirect URL
-    prefix = "data:image/png;base64,"
-    assert wallet["imageUrlPng"].startswith(prefix) and wallet["imageDataUrl"] == wallet["imageUrlPng"]
-    png = base64.b64decode(wallet["imageUrlPng"][len(prefix):])
+    # imageDataUrl: a PNG holding exactly the modules of segno's QR code of the redirect URL (mask
+    # fixed), which an independent decoder reads back without needing any error correction
+    png = _data_url_bytes(wallet["imageDataUrl"], "image/png")
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    expected = segno.make_qr(action["redirectUrl"], error="m")
+    expected = segno.make_qr(action["redirectUrl"], error="m", mask=MASK)
     size = int(expected.symbol_size(scale=1, border=0)[0])
-    wanted = [[bool(cell) for cell in row] for row in expected.matrix]
-    assert _png_matrix(png, size) == wanted
-    svg_prefix = "data:image/svg+xml;base64,"
-    assert wallet["imageUrlSvg"].startswith(svg_prefix)
-    svg_bytes = base64.b64decode(wallet["imageUrlSvg"][len(svg_prefix):])
-    svg = ET.fromstring(svg_bytes)  # noqa: S314 - our own server's output
+    assert _png_matrix(png, size) == [[bool(cell) for cell in row] for row in expected.matrix]
+    assert decode_png(png) == Decoded(action["redirectUrl"], int(expected.version), "M", MASK)
+    # the image URLs: absolute, on this sandbox, public, and the same code
+    base = f"{api.sandbox.base_url}/sandbox/qr/{data['orderId']}"
+    assert (wallet["imageUrlPng"], wallet["imageUrlSvg"]) == (f"{base}.png", f"{base}.svg")
+    served = httpx.get(wallet["imageUrlPng"])
+    assert served.status_code == 200 and served.headers["content-type"] == "image/png"
+    assert served.content == png
+    svg_response = httpx.get(wallet["imageUrlSvg"])
+    assert svg_response.status_code == 200 and svg_response.headers["content-type"] == "image/svg+xml"
+    svg = ET.fromstring(svg_response.content)  # noqa: S314 - our own server's output
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
     assert int(float(svg.attrib["width"])) == (size + 2 * BORDER) * SCALE
+    assert decode_svg(svg_response.content).text == action["redirectUrl"]
+
+
+def test_qr_images_are_404_unless_a_wallet_payment_has_them(api: Api) -> None:
+    card = api.pay(paymentMethodType="CARD", paymentInstrumentId="pi_test_default", amount=1, currency="USD")
+    wallet = api.pay(paymentMethodType="GCASH", amount=100, currency="PHP")
+    for order_id in (card["orderId"], "ord_" + "0" * 32, "nope", "..", "%F0%9F%92%B3"):
+        for kind in ("png", "svg"):
+            response = api.http.get(f"/sandbox/qr/{order_id}.{kind}")
+            assert response.status_code == 404, order_id
+            assert response.json() == {"code": 404, "msg": response.json()["msg"], "data": None}
+            assert "orderId" in response.json()["msg"]
+    assert api.http.get(f"/sandbox/qr/{wallet['orderId']}.gif").status_code == 404
+    api.ok("POST", "/sandbox/reset")
+    assert httpx.get(wallet["action"]["walletHandleRedirectOrDisplayQrCode"]["imageUrlPng"]).status_code == 404
+
+
+def test_image_urls_follow_the_host_the_client_used(api: Api) -> None:
+    response = api.http.post("/payment", content=_json(base(
+        paymentMethodType="QRIS", paymentInstrumentId=None, amount=10000, currency="IDR")),
+        headers={"Host": "sandbox.test:8080"})
+    wallet = response.json()["data"]["action"]["walletHandleRedirectOrDisplayQrCode"]
+    assert wallet["imageUrlPng"].startswith("http://sandbox.test:8080/sandbox/qr/ord_")
+    again = api.pay(paymentMethodType="QRIS", amount=10000, currency="IDR")
+    assert again["action"]["walletHandleRedirectOrDisplayQrCode"]["imageUrlSvg"].startswith(
+        f"{api.sandbox.base_url}/sandbox/qr/ord_")
+
+
+def test_qr_images_need_no_key_and_may_be_cached(api: Api) -> None:
+    data = api.pay(paymentMethodType="WECHAT", amount=1, currency="CNY")
+    for url in data["action"]["walletHandleRedirectOrDisplayQrCode"].values():
+        if isinstance(url, str) and url.startswith(api.sandbox.base_url):
+            response = httpx.get(url)  # no X-API-KEY, no X-Timestamp: a customer's browser
+            assert response.status_code == 200
+            assert response.headers["cache-control"] == "public, max-age=86400, immutable"
+            assert httpx.get(url).content == response.content
 
 
 def _product(api: Api, **price: Any) -> tuple[str, str]:

@@ -22,7 +22,7 @@ from toolkit.sandbox.deps import SandboxState
 from toolkit.sandbox.faults import FaultMiddleware
 from toolkit.sandbox.http import ApiError, Unauthorized, error_response
 from toolkit.sandbox.requests_log import RequestLog, RequestLogMiddleware
-from toolkit.sandbox.routes import controls, payments, products, subscriptions
+from toolkit.sandbox.routes import controls, images, payments, products, subscriptions
 from toolkit.sandbox.routes import faults as fault_routes
 
 logger = logging.getLogger("toolkit.sandbox")
@@ -106,6 +106,7 @@ def create_app(
     )
     for router in (payments.router, products.router, subscriptions.router, controls.router):
         app.include_router(router)
+    app.include_router(images.router)
     app.include_router(fault_routes.router)  # last: see its module docstring
     # The last added runs first: the log sees every request, faults apply inside it.
     app.add_middleware(FaultMiddleware, db=db)

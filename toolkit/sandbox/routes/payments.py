@@ -9,7 +9,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from starlette.concurrency import run_in_threadpool
 
 from toolkit.models import AUTO_INSTRUMENT_METHODS, PaymentMethodType, PaymentRequest, PaymentResult
 from toolkit.money import MoneyError, from_minor, to_minor
@@ -17,8 +16,8 @@ from toolkit.sandbox import rules, store
 from toolkit.sandbox.deps import authenticate
 from toolkit.sandbox.http import BadRequest, Conflict, NotFound, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
-from toolkit.sandbox.qr import qr_data_urls
 from toolkit.sandbox.requests_log import note_reference
+from toolkit.sandbox.routes.images import CHECKOUT_QR, checkout_url, image_base
 
 #: No router-level auth dependency: the route authenticates itself (see ``deps.authenticate``).
 router = APIRouter(tags=["payments"])
@@ -162,20 +161,24 @@ def card_action(*, method: str, order_id: str, return_url: str) -> dict[str, Any
 
 
 def wallet_action(
-    *, method: PaymentMethodType, order_id: str, expires_at_ms: int, now: int
+    *, method: PaymentMethodType, order_id: str, expires_at_ms: int, now: int, images: str
 ) -> dict[str, Any]:
-    """Wallet or QR next action: GET redirectUrl, or scan the QR code, before expiresAt."""
-    redirect = f"{rules.CHECKOUT_BASE}/pay/{order_id}"
-    png, svg = qr_data_urls(redirect)
+    """Wallet or QR next action: GET redirectUrl, or scan the QR code, before expiresAt.
+
+    The images are URLs under ``images`` (served by ``routes.images``, built when first asked
+    for); only ``imageDataUrl`` carries a PNG in the response, drawn from the checkout family's
+    template in tens of microseconds.
+    """
+    redirect = checkout_url(order_id)
     app = rules.WALLETS[method]
     mobile = (
         f"{rules.CHECKOUT_BASE}/app/{order_id}" if app.scheme == "https"
         else f"{app.scheme}://pay?orderId={order_id}"
     )
     wallet: dict[str, Any] = {
-        "imageUrlPng": png,
-        "imageUrlSvg": svg,
-        "imageDataUrl": png,
+        "imageUrlPng": f"{images}{order_id}.png",
+        "imageUrlSvg": f"{images}{order_id}.svg",
+        "imageDataUrl": CHECKOUT_QR.png_data_url(redirect),
         "hostedInstructionsUrl": f"{rules.CHECKOUT_BASE}/instructions/{order_id}",
         "mobileAuthUrl": mobile,
         "fallbackUrl": redirect,
@@ -247,8 +250,9 @@ async def create_payment(request: Request) -> Response:
         if forced == rules.NEXT_ACTION or method is PaymentMethodType.CARD:
             data["action"] = card_action(method=method.value, order_id=order_id, return_url=req.returnUrl)
         else:
-            data["action"] = await run_in_threadpool(
-                wallet_action, method=method, order_id=order_id, expires_at_ms=expires_at, now=now
+            data["action"] = wallet_action(
+                method=method, order_id=order_id, expires_at_ms=expires_at, now=now,
+                images=image_base(request),
             )
     return ok(data)
 
