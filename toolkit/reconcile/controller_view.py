@@ -13,7 +13,7 @@ import base64
 import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from decimal import Decimal
 from importlib import resources
@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.money import format_money, is_currency
-from toolkit.reconcile.engine import CATEGORIES, EXCEPTION_COLUMNS, ReconciliationResult
+from toolkit.reconcile.engine import CATEGORIES, EXCEPTION_COLUMNS, ReconciliationResult, RowCounts
 
 #: Rows of each category shown in the HTML page (exceptions.csv and the workbook hold them all).
 HTML_ROWS = 20
@@ -226,20 +226,6 @@ class CategoryLine:
 
 
 @dataclass(frozen=True)
-class SourceLine:
-    """What became of the rows of one input, its source in words."""
-
-    side: str
-    source: str
-    rows: int
-    matched: int
-    exceptions: int
-    rejected: int
-    outside: int
-    adds_up: bool
-
-
-@dataclass(frozen=True)
 class Cell:
     """A cell of the exceptions table: text, a muted second line, and a rank to sort by
     (-1: empty, sorted last), or None to sort by the text."""
@@ -309,11 +295,10 @@ def category_lines(result: ReconciliationResult) -> tuple[list[CategoryLine], li
     return found, clear
 
 
-def source_lines(result: ReconciliationResult) -> list[SourceLine]:
-    """The row accounting of each input, its source in words."""
+def source_lines(result: ReconciliationResult) -> list[RowCounts]:
+    """The row accounting of each input, its side and source in words."""
     return [
-        SourceLine(SIDE_WORDS.get(c.side, c.side.capitalize()), source_words(c.source), c.rows,
-                   c.matched, c.exceptions, c.rejected, c.outside, c.adds_up)
+        replace(c, side=SIDE_WORDS.get(c.side, c.side.capitalize()), source=source_words(c.source))
         for c in result.counts
     ]
 
