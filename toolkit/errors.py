@@ -12,6 +12,7 @@
     │   └── JournalConflictError    same business key, different request
     ├── InputError                  an input file or row that cannot be used; names the file, column or row
     ├── OutputError                 an output that cannot be written (a file in the way, read-only, disk full)
+    ├── EngineError                 the reconciliation engine cannot run (memory limit, spill space, no Spark)
     └── SandboxError                a sandbox-only control used against something that is not a sandbox
 
 Messages never contain the API key: errors are built from status codes, envelope fields and
@@ -123,3 +124,8 @@ class OutputError(ToolkitError):
 
 class SandboxError(ToolkitError):
     """A sandbox-only control was aimed at something that is not a sandbox."""
+
+
+class EngineError(ToolkitError):
+    """The reconciliation engine could not run: its memory limit or spill space ran out, or the
+    backend (Spark: Java, a cluster) could not start. The message says which and what to change."""

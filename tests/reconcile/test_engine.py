@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from decimal import Decimal, localcontext
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ def frame(rows: list[tuple[str, str, str, str]]) -> pd.DataFrame:
 
 
 def run(ledger: list[tuple[str, str, str, str]], processor: list[tuple[str, str, str, str]],
-        **kwargs: int) -> ReconciliationResult:
+        **kwargs: Any) -> ReconciliationResult:
     return reconcile(load_ledger(frame(ledger)), load_processor(frame(processor)), **kwargs)
 
 

@@ -14,7 +14,8 @@ import pytest
 from toolkit.errors import InputError
 from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger
-from toolkit.reconcile.inputs import minor_to_text, parse_minor
+from toolkit.reconcile.backends import connect
+from toolkit.reconcile.inputs import amount_parts, minor_text
 
 SANDBOX_EXPORT = (
     "orderId,merchantReferenceId,customerId,paymentMethodType,paymentInstrumentId,amount,currency,"
@@ -150,16 +151,24 @@ def test_excel_and_parquet(tmp_path: Path) -> None:
     assert loaded.frame["source_row"].tolist() == [1, 2]
 
 
-def test_vectorised_parse_and_text_round_trip() -> None:
-    values = np.array([0, 1, -1, 99, 100, 123456789012345, -5], dtype=np.int64)
-    for digits in (0, 2, 3):
-        d = np.full(len(values), digits, dtype=np.int64)
-        text = minor_to_text(values, d)
-        minor, errors = parse_minor(pa.chunked_array([pa.array(text)]), d)
-        assert errors.tolist() == [0] * len(values)
-        assert minor.tolist() == values.tolist()
-        assert all(Decimal(t) == Decimal(int(v)).scaleb(-digits) for t, v in zip(text, values,
-                                                                                  strict=True))
+def test_engine_parse_and_text_round_trip() -> None:
+    """The engine's text of minor units reads back as the same minor units, exactly."""
+    import ibis
+
+    values = [0, 1, -1, 99, 100, 123456789012345, -5, 10**17, -(10**16)]
+    engine = connect("duckdb")
+    for digits in (0, 2, 3, 4):
+        table = ibis.memtable(pa.table({"minor": pa.array(values, pa.int64()),
+                                        "digits": pa.array([digits] * len(values), pa.int64())}))
+        text = minor_text(table.minor, table.digits)
+        minor, problem = amount_parts(text, table.digits)
+        out = engine.arrow(table.select(text=text, minor=minor, problem=problem)).to_pylist()
+        fits = [len(str(abs(v))) + max(digits - len(str(abs(v))) + 1, 0) <= 18 for v in values]
+        assert [r["problem"] for r in out] == [0 if ok else 3 for ok in fits]
+        assert [r["minor"] for r in out if r["problem"] == 0] == [
+            v for v, ok in zip(values, fits, strict=True) if ok]
+        assert all(Decimal(r["text"]) == Decimal(v).scaleb(-digits)
+                   for r, v in zip(out, values, strict=True))
 
 
 def test_subscription_ledger(tmp_path: Path) -> None:

@@ -7,17 +7,7 @@
     write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
 """
 
-from toolkit.reconcile.engine import (
-    CATEGORIES,
-    EXCEPTION_COLUMNS,
-    PAYMENT_CATEGORIES,
-    SUBSCRIPTION_CATEGORIES,
-    SUMMARY_COLUMNS,
-    ReconciliationResult,
-    RowCounts,
-    SideTotal,
-    reconcile,
-)
+from toolkit.reconcile.engine import reconcile
 from toolkit.reconcile.inputs import (
     LoadedInput,
     load_ledger,
@@ -26,6 +16,16 @@ from toolkit.reconcile.inputs import (
     select_period,
 )
 from toolkit.reconcile.report import render_html, summary_text, write_report
+from toolkit.reconcile.result import (
+    CATEGORIES,
+    EXCEPTION_COLUMNS,
+    PAYMENT_CATEGORIES,
+    SUBSCRIPTION_CATEGORIES,
+    SUMMARY_COLUMNS,
+    ReconciliationResult,
+    RowCounts,
+    SideTotal,
+)
 from toolkit.reconcile.subscriptions import reconcile_subscriptions
 
 __all__ = [

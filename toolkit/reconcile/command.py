@@ -1,9 +1,10 @@
 """``toolkit reconcile``: load both sides, reconcile, write the four report files, print the summary.
 
 Exit codes: 0 completed; 1 completed with more than ``--max-exceptions`` exceptions; 2 unusable
-input (the message names the file and the column) or an output that cannot be written (a file in
-the way, a read-only folder, a full disk: the message names the path). Code 2 is one ``error:``
-line on stderr, never a traceback, and leaves no partial report.
+input (the message names the file and the column), an engine that cannot run (its memory limit or
+spill disk ran out, Spark cannot start: the message says what to change) or an output that cannot
+be written (a file in the way, a read-only folder, a full disk: the message names the path).
+Code 2 is one ``error:`` line on stderr, never a traceback, and leaves no partial report.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from toolkit.errors import InputError, OutputError
+from toolkit.errors import EngineError, InputError, OutputError
+from toolkit.reconcile.backends import BACKENDS, connect
 from toolkit.reconcile.engine import reconcile
 from toolkit.reconcile.inputs import load_ledger, load_processor, select_period
 from toolkit.reconcile.report import summary_text, write_report
@@ -27,9 +28,11 @@ EXIT_OUTPUT = EXIT_INPUT
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the command's options on the subcommand parser."""
-    parser.add_argument("--ledger", required=True, type=Path, help="ledger file (.csv/.xlsx/.parquet)")
-    parser.add_argument("--processor", required=True, type=Path,
-                        help="processor file, e.g. the sandbox's settlement export CSV")
+    parser.add_argument("--ledger", required=True,
+                        help="ledger: .csv, .xlsx, .parquet (a file, a folder or a glob), or "
+                        "table:NAME on Spark")
+    parser.add_argument("--processor", required=True,
+                        help="processor side, e.g. the sandbox's settlement export CSV")
     parser.add_argument("--output-dir", type=Path, default=None,
                         help="where to write the report (default reports/reconcile/<UTC time>/)")
     parser.add_argument("--ledger-map", default=None, metavar="JSON",
@@ -46,6 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--period-start", default=None, metavar="YYYY-MM-DD",
                         help="reconcile only rows from this day (UTC): ledger rows by their date "
                         "column, processor rows by createTime, as the notebook does")
+    parser.add_argument("--backend", choices=BACKENDS, default="duckdb",
+                        help="where the engine runs: duckdb, embedded (default), or pyspark (a "
+                        "local session, or TOOLKIT_SPARK_MASTER / SPARK_REMOTE)")
+    parser.add_argument("--memory-limit", default=None, metavar="SIZE",
+                        help="DuckDB's memory limit, e.g. 6GB (default: 60%% of the machine's "
+                        "memory); beyond it the engine spills to --spill-dir")
+    parser.add_argument("--spill-dir", type=Path, default=None,
+                        help="where the engine spills what does not fit in memory (default: a "
+                        "temporary folder, removed afterwards)")
     parser.add_argument("--period-end", default=None, metavar="YYYY-MM-DD",
                         help="... up to and including this day (UTC)")
 
@@ -73,22 +85,18 @@ def run(args: argparse.Namespace) -> int:
         ledger_map = _mapping(args.ledger_map, "--ledger-map")
         processor_map = _mapping(args.processor_map, "--processor-map")
         # The reports use only the canonical columns (and the dates, for a period): read nothing
-        # else. Both files load at once: the reading and the string kernels run in C++ with the
-        # GIL released.
+        # else.
         period = (args.period_start, args.period_end)
-        carry = any(period)
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            ledger_job = pool.submit(load_ledger, args.ledger, mapping=ledger_map, carry=carry)
-            processor_job = pool.submit(
-                load_processor, args.processor, mapping=processor_map, carry=carry
-            )
-            ledger, processor = ledger_job.result(), processor_job.result()
+        ledger = load_ledger(args.ledger, mapping=ledger_map, carry=False)
+        processor = load_processor(args.processor, mapping=processor_map, carry=False)
         ledger = select_period(ledger, "date", *period)
         processor = select_period(processor, "createTime", *period)
-    except InputError as exc:
+        engine = connect(args.backend, memory_limit=args.memory_limit, spill_dir=args.spill_dir)
+        result = reconcile(ledger, processor, amount_tolerance=args.amount_tolerance,
+                           backend=engine)
+    except (InputError, EngineError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    result = reconcile(ledger, processor, amount_tolerance=args.amount_tolerance)
     output = args.output_dir or Path("reports", "reconcile",
                                      datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     environment = args.environment or f"processor file {args.processor}"

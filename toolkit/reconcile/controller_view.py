@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.money import format_money, is_currency
-from toolkit.reconcile.engine import CATEGORIES, EXCEPTION_COLUMNS, ReconciliationResult, RowCounts
+from toolkit.reconcile.result import CATEGORIES, EXCEPTION_COLUMNS, ReconciliationResult, RowCounts
 
 #: Rows of each category shown in the HTML page (exceptions.csv and the workbook hold them all).
 HTML_ROWS = 20

@@ -1,8 +1,17 @@
-"""The reconciliation engine: ledger vs processor, keyed by ``merchantReferenceId``.
+"""The reconciliation engine: ledger vs processor, keyed by ``merchantReferenceId``, relational.
 
-The keys of both sides are factorized once, together; everything after that is numpy on integer
-codes (counts with ``bincount``, first occurrences by scatter, comparisons on aligned arrays), with
-no merge. A million rows a side reconcile in a fraction of a second.
+``reconcile`` reads as its steps, each a relational transformation written once in Ibis and run
+by the backend (DuckDB by default, Spark on request; ``backends.py``):
+
+1. ``checked_rows``: each side read and validated in the backend (``inputs.py``);
+2. ``pair_keys``: one row per key of each side (how many rows, the first row's values), the two
+   sides joined on the key;
+3. ``classify``: the categories of each key, and only the keys with an exception kept;
+4. ``exception_rows``: one row per exception, with its detail, in report order;
+5. ``count_rows`` and ``summarise``: the row accounting, the totals, the summary.
+
+Only what is small by nature leaves the backend (exceptions, totals, counts); matched keys are
+counted there and fetched only when asked for (``ReconciliationResult.matched``).
 
 Rules where the issue leaves a choice:
 
@@ -24,624 +33,494 @@ Rules where the issue leaves a choice:
 
 from __future__ import annotations
 
-import html
-import itertools
-from dataclasses import dataclass, field
-from decimal import Context, Decimal, localcontext
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+import ibis
+import ibis.expr.datatypes as dt
+import ibis.expr.types as ir
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.models import PAYMENT_STATUS_NAMES
-from toolkit.money import from_minor, is_currency, minor_digits
-from toolkit.reconcile.inputs import LoadedInput, minor_text
+from toolkit.money import from_minor
+from toolkit.reconcile.backends import Backend, connect
+from toolkit.reconcile.inputs import REJECTED_COLUMNS, LoadedInput, minor_text, rejected_frame
+from toolkit.reconcile.result import (
+    CATEGORIES,
+    EXCEPTION_COLUMNS,
+    MATCHED_COLUMNS,
+    PAYMENT_CATEGORIES,
+    SUBSCRIPTION_CATEGORIES,
+    SUMMARY_COLUMNS,
+    LazyRows,
+    ReconciliationResult,
+    RowCounts,
+    SideTotal,
+    _decimals,
+    _sort_summary,
+    rejected_exceptions,
+)
 
-#: Payment categories, in report order.
-PAYMENT_CATEGORIES: tuple[str, ...] = (
-    "missing_in_processor",
-    "missing_in_ledger",
-    "amount_mismatch",
-    "currency_mismatch",
-    "status_mismatch",
-    "duplicate_in_processor",
-    "duplicate_in_ledger",
-    "unknown_outcome",
-    "rejected_row",
-)
-#: Subscription categories, in report order.
-SUBSCRIPTION_CATEGORIES: tuple[str, ...] = (
-    "subscription_missing",
-    "subscription_price_mismatch",
-    "subscription_quantity_mismatch",
-    "subscription_amount_mismatch",
-    "subscription_state_mismatch",
-)
-CATEGORIES: tuple[str, ...] = PAYMENT_CATEGORIES + SUBSCRIPTION_CATEGORIES
-#: Columns of ``ReconciliationResult.exceptions`` and of exceptions.csv, in order.
-EXCEPTION_COLUMNS: tuple[str, ...] = (
-    "merchantReferenceId", "category", "ledger_amount", "processor_amount", "ledger_currency",
-    "processor_currency", "ledger_status", "processor_status", "source", "source_row", "detail",
-)
-#: Columns of ``ReconciliationResult.summary``.
-SUMMARY_COLUMNS: tuple[str, ...] = ("category", "currency", "count", "amount")
+__all__ = [
+    "CATEGORIES", "EXCEPTION_COLUMNS", "PAYMENT_CATEGORIES", "SUBSCRIPTION_CATEGORIES",
+    "SUMMARY_COLUMNS", "ReconciliationResult", "RowCounts", "SideTotal", "_decimals", "reconcile",
+]
 
-_UNKNOWN = PAYMENT_STATUS_NAMES.index("unknown")
-IntArray = npt.NDArray[np.int64]
+_SIDES = ("ledger", "processor")
+#: Exact sums: int64 amounts widened before they are added (100M rows of 18 digits overflow).
+_SUM_TYPE = dt.Decimal(38, 0)
+#: The columns of one side's row kept for the steps after the check.
+_SLIM = ("_key", "_minor", "_currency", "_digits", "_status", "_ord", "source_row", "_source",
+         "_problem", "_outside")
 
 
 @dataclass(frozen=True)
-class RowCounts:
-    """What became of the rows of one input: ``rows == matched + exceptions + rejected + outside``.
-
-    ``outside``: rows dated outside the period that was asked for (counted, not reconciled).
-    """
-
-    side: str
-    source: str
-    rows: int
-    matched: int
-    exceptions: int
-    rejected: int
-    outside: int = 0
-
-    @property
-    def adds_up(self) -> bool:
-        """True when every row is accounted for (it always should be)."""
-        return self.rows == self.matched + self.exceptions + self.rejected + self.outside
-
-
-@dataclass(frozen=True)
-class SideTotal:
-    """The exact sum of one side's usable rows in one currency (``rows`` of them)."""
-
-    side: str
-    currency: str
-    rows: int
-    amount: Decimal
-
-
-@dataclass(frozen=True)
-class ReconciliationResult:
-    """The outcome of a reconciliation, as data; rendering lives in ``report.py``.
-
-    ``summary``: ``SUMMARY_COLUMNS``, one row per category and currency (``matched`` first), with
-    exact ``Decimal`` amounts. ``exceptions``: ``EXCEPTION_COLUMNS``, one row per problem.
-    ``matched``: one row per matched key (``merchantReferenceId``, ``amountMinor``, ``currency``,
-    ``status``, ``ledger_row``, ``processor_row``). ``rejected``: rows that could not be read,
-    with ``side`` and ``source``. ``counts``: the row accounting of each input. ``totals``: what
-    each side's usable rows add up to per currency (empty for subscription checks).
-    """
-
-    summary: pd.DataFrame
-    exceptions: pd.DataFrame
-    matched: pd.DataFrame
-    rejected: pd.DataFrame
-    counts: tuple[RowCounts, ...]
-    amount_tolerance: int = 0
-    sources: tuple[str, ...] = field(default=())
-    totals: tuple[SideTotal, ...] = field(default=())
-
-    @property
-    def exception_count(self) -> int:
-        """Number of exceptions (rejected rows included)."""
-        return len(self.exceptions)
-
-    @property
-    def category_counts(self) -> dict[str, int]:
-        """Exceptions per category, every category of the result's kind listed (zeros included)."""
-        counts = self.exceptions["category"].value_counts()
-        present = set(self.exceptions["category"].astype(str))
-        names = list(PAYMENT_CATEGORIES)
-        if present & set(SUBSCRIPTION_CATEGORIES) or any(
-            c.side == "subscription ledger" for c in self.counts
-        ):
-            names += list(SUBSCRIPTION_CATEGORIES)
-        return {name: int(counts.get(name, 0)) for name in names}
-
-    def merged(self, other: ReconciliationResult) -> ReconciliationResult:
-        """One result holding both (for a report of payments and subscriptions together)."""
-        return ReconciliationResult(
-            summary=_sort_summary(pd.concat([self.summary, other.summary], ignore_index=True)),
-            exceptions=_sort_exceptions(
-                pd.concat([self.exceptions, other.exceptions], ignore_index=True)
-            ),
-            matched=pd.concat([self.matched, other.matched], ignore_index=True),
-            rejected=pd.concat([self.rejected, other.rejected], ignore_index=True),
-            counts=self.counts + other.counts,
-            amount_tolerance=self.amount_tolerance,
-            sources=self.sources + other.sources,
-            totals=self.totals + other.totals,
-        )
-
-    def __repr__(self) -> str:
-        parts = ", ".join(f"{k}={v}" for k, v in self.category_counts.items() if v)
-        return (
-            f"ReconciliationResult(matched={len(self.matched)}, "
-            f"exceptions={self.exception_count}{', ' + parts if parts else ''})"
-        )
-
-    def _repr_html_(self) -> str:
-        """A readable summary in a notebook: row accounting, then counts and amounts."""
-        period = any(c.outside for c in self.counts)  # the column only when a period left rows out
-        rows = "".join(
-            f"<tr><td>{html.escape(c.side)}</td><td>{html.escape(c.source)}</td>"
-            f"<td>{c.rows:,}</td><td>{c.matched:,}</td><td>{c.exceptions:,}</td>"
-            f"<td>{c.rejected:,}</td>" + (f"<td>{c.outside:,}</td>" if period else "") + "</tr>"
-            for c in self.counts
-        )
-        accounting = (
-            "<table><thead><tr><th>side</th><th>source</th><th>rows</th><th>matched</th>"
-            "<th>in exceptions</th><th>rejected</th>"
-            + ("<th>outside period</th>" if period else "")
-            + f"</tr></thead><tbody>{rows}</tbody></table>"
-        )
-        summary = self.summary.assign(
-            amount=[("" if a is None else str(a)) for a in self.summary["amount"]]
-        ).to_html(index=False, na_rep="")
-        return (
-            f"<div><strong>Reconciliation</strong>: {len(self.matched):,} matched, "
-            f"{self.exception_count:,} exceptions (amount tolerance {self.amount_tolerance} "
-            f"minor units){accounting}{summary}</div>"
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-
-
-def _factorize_together(left: pd.Series, right: pd.Series) -> tuple[IntArray, IntArray, pa.Array]:
-    """Codes of both key columns in one shared dictionary (one pass over both sides)."""
-    chunks = []
-    for series in (left, right):
-        array = pa.array(series) if not isinstance(series.dtype, pd.ArrowDtype) else (
-            series.array._pa_array
-        )
-        if isinstance(array, pa.ChunkedArray):
-            chunks.extend(array.chunks)
-        else:
-            chunks.append(array)
-    chunks = [c.cast(pa.large_string()) if c.type != pa.large_string() else c for c in chunks]
-    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=pa.large_string()))
-    combined = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
-    codes = combined.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return codes[: len(left)], codes[len(left):], combined.dictionary
-
-
-def _from_codes(codes: IntArray, categories: list[str]) -> pd.Categorical:
-    """A categorical from integer codes (the stubs do not accept int64 arrays, pandas does)."""
-    if not categories:
-        return pd.Categorical([])
-    result: pd.Categorical = pd.Categorical.from_codes(
-        codes, categories=categories  # type: ignore[call-overload]
-    )
-    return result
-
-
-def _int_text(values: IntArray) -> pa.Array:
-    """Decimal text of integers, as an arrow string array (same text as ``str(int)``)."""
-    return pc.cast(pa.array(values, type=pa.int64()), pa.string())
-
-
-def _join_text(*parts: pa.Array | str) -> list[str]:
-    """Row-wise concatenation of string arrays and constant strings: one arrow call per column."""
-    joined: list[str] = pc.binary_join_element_wise(*parts, "").to_pylist()
-    return joined
-
-
-def _first_rows(codes: IntArray, size: int) -> IntArray:
-    """For each code, the first row where it occurs (-1 where it never does)."""
-    first = np.full(size, -1, dtype=np.int64)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1, dtype=np.int64)
-    return first
-
-
-def _currency_codes(frame: pd.DataFrame, categories: list[str]) -> IntArray:
-    """The currency of each row as an index into ``categories`` (the union of both sides)."""
-    cat = frame["currency"].cat
-    lut = np.array(
-        [categories.index(str(c)) for c in cat.categories] or [0], dtype=np.int64
-    )
-    codes = cat.codes.to_numpy().astype(np.int64)
-    return lut[codes] if len(codes) else codes
-
-
-@dataclass
 class _Side:
-    """The arrays of one side that the engine needs, aligned by row of ``LoadedInput.frame``."""
+    """One side in the backend: its checked rows and its usable rows, and where they came from."""
 
-    inp: LoadedInput
-    codes: IntArray
-    minor: IntArray
-    currency: IntArray
-    status: IntArray
-    row: IntArray
-
-
-def _side_totals(side: _Side, currencies: list[str]) -> list[SideTotal]:
-    """Exact sums per currency: int64 where no sum can overflow, else Python integers."""
-    totals = []
-    for code, name in enumerate(currencies):
-        minor = side.minor[side.currency == code]
-        if not len(minor):
-            continue
-        # Amounts have at most 18 digits, so a large input could overflow an int64 sum.
-        bound = int(np.abs(minor).max()) * len(minor)
-        total = int(minor.sum()) if bound < 2**63 else sum(minor.tolist())
-        totals.append(SideTotal(side.inp.side, name, len(minor), from_minor(total, name)))
-    return totals
-
-
-@dataclass
-class _Block:
-    """Exceptions of one category, before they become frame rows."""
-
-    category: str
-    keys: IntArray  # codes into the key dictionary
-    lrow: IntArray  # row in the ledger frame, or -1
-    prow: IntArray  # row in the processor frame, or -1
-    on_processor: bool  # source is the processor side
-    detail: list[str]
-    amount: IntArray  # minor units at risk (see module docstring)
-
-
-def _sort_exceptions(frame: pd.DataFrame) -> pd.DataFrame:
-    order = {name: i for i, name in enumerate(CATEGORIES)}
-    rank = frame["category"].astype(str).map(order)
-    keyed = frame.assign(_rank=rank.to_numpy())
-    keyed = keyed.sort_values(["_rank"], kind="stable")
-    out = keyed.drop(columns="_rank").reset_index(drop=True)
-    out["category"] = pd.Categorical(out["category"].astype(str), categories=list(CATEGORIES))
-    return out
-
-
-def _sort_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    order = {name: i for i, name in enumerate(("matched", *CATEGORIES))}
-    keyed = frame.assign(_rank=frame["category"].map(order))
-    keyed = keyed.sort_values(["_rank", "currency"], kind="stable")
-    return keyed.drop(columns="_rank").reset_index(drop=True)
-
-
-def build_summary(
-    categories: list[str], currencies: list[str], amounts: list[int | None]
-) -> pd.DataFrame:
-    """Counts and exact amounts per category and currency (amount None where not applicable)."""
-    has = np.array([a is not None for a in amounts], dtype=bool)
-    frame = pd.DataFrame({
-        "category": categories, "currency": currencies,
-        "minor": np.array([a if a is not None else 0 for a in amounts], dtype=np.int64),
-        "has": has,
-    })
-    if frame.empty:
-        return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS})
-    totals = frame.groupby(["category", "currency"], sort=False).agg(
-        size=("minor", "size"), total=("minor", "sum"), counted=("has", "sum")
-    ).reset_index()
-    rows = []
-    for category, currency, size, total, counted in totals.itertuples(index=False):
-        amount = (
-            from_minor(int(total), str(currency))
-            if counted and is_currency(str(currency)) else None
-        )
-        rows.append((category, currency, int(size), amount))
-    return _sort_summary(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)))
-
-
-def rejected_exceptions(inp: LoadedInput) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Rejected rows of one input as exceptions (category ``rejected_row``) and as a side frame."""
-    rejected = inp.rejected
-    on_ledger = inp.side != "processor"
-    prefix_own, prefix_other = ("ledger", "processor") if on_ledger else ("processor", "ledger")
-    n = len(rejected)
-    # Object arrays rather than lists: pandas converts long lists element by element.
-    currencies = np.empty(n, dtype=object)
-    currencies[:] = [str(c).strip().upper() for c in rejected["currency"]]
-    nothing = np.full(n, None, dtype=object)
-    exceptions = pd.DataFrame({
-        "merchantReferenceId": rejected["merchantReferenceId"].astype(object).to_numpy(),
-        "category": np.full(n, "rejected_row", dtype=object),
-        f"{prefix_own}_amount": nothing,
-        f"{prefix_other}_amount": nothing,
-        f"{prefix_own}_currency": currencies,
-        f"{prefix_other}_currency": nothing,
-        f"{prefix_own}_status": rejected["status"].astype(object).to_numpy(),
-        f"{prefix_other}_status": nothing,
-        "source": np.full(n, inp.source, dtype=object),
-        "source_row": rejected["source_row"].to_numpy(dtype=np.int64),
-        "detail": rejected["detail"].astype(object).to_numpy(),
-    })
-    side_frame = rejected.assign(side=inp.side, source=inp.source)
-    return exceptions.reindex(columns=list(EXCEPTION_COLUMNS)), side_frame
-
-
-# ---------------------------------------------------------------------------------------------
-# The engine
+    name: str
+    loaded: LoadedInput
+    rows: ir.Table  # every row, slim (``_SLIM``), kept in the backend
+    usable: ir.Table
 
 
 def reconcile(
-    ledger: LoadedInput, processor: LoadedInput, *, amount_tolerance: int = 0
+    ledger: LoadedInput,
+    processor: LoadedInput,
+    *,
+    amount_tolerance: int = 0,
+    backend: str | Backend = "duckdb",
+    memory_limit: str | int | None = None,
+    spill_dir: str | Path | None = None,
 ) -> ReconciliationResult:
-    """Reconcile the ledger against the processor; see the module docstring for the rules."""
+    """Reconcile the ledger against the processor; see the module docstring for the rules.
+
+    ``backend`` is ``duckdb`` (default; ``memory_limit`` such as ``"6GB"`` and ``spill_dir`` set
+    how far it goes before spilling, and where) or ``pyspark``, or a ``Backend`` from
+    ``backends.connect``.
+    """
     if amount_tolerance < 0:
         raise ValueError("amount_tolerance must be >= 0 (minor units)")
-    lf, pf = ledger.frame, processor.frame
-    lcodes, pcodes, dictionary = _factorize_together(lf["merchantReferenceId"],
-                                                     pf["merchantReferenceId"])
-    size = len(dictionary)
-    currencies = sorted(
-        {str(c) for c in lf["currency"].cat.categories}
-        | {str(c) for c in pf["currency"].cat.categories}
+    engine = backend if isinstance(backend, Backend) else connect(
+        backend, memory_limit=memory_limit, spill_dir=spill_dir)
+    with engine.failures():
+        led, pro = (checked_rows(engine, name, loaded)
+                    for name, loaded in zip(_SIDES, (ledger, processor), strict=True))
+        keys = pair_keys(led, pro)
+        flagged = engine.keep(classify(keys, amount_tolerance))
+        stats = flag_stats(engine, flagged)
+        duplicates = {side.name: duplicate_rows(engine, side, flagged)
+                      for side in (led, pro) if stats[f"duplicate_in_{side.name}"].sum()}
+        exceptions = exception_rows(engine, flagged, duplicates, stats)
+        side_sums = side_aggregates(engine, (led, pro))
+        rejected = {side.name: rejected_rows(engine, side, side_sums[side.name])
+                    for side in (led, pro)}
+        counts = count_rows((led, pro), stats, side_sums, rejected)
+        matched = matched_summary(engine, led, stats, duplicates.get("ledger"),
+                                  side_sums["ledger"])
+        return summarise(engine, keys, (led, pro), exceptions, rejected, side_sums, matched,
+                         counts, amount_tolerance)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Each side, checked
+
+
+def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
+    """Read and check one side in the backend; keep the columns the next steps need."""
+    rows = engine.keep(loaded.rows(engine).select(*_SLIM))
+    usable = rows.filter(rows._problem.isnull() & ~rows._outside)
+    return _Side(name, loaded, rows, usable)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. One row per key, both sides side by side
+
+
+def _per_key(side: _Side) -> ir.Table:
+    """How many usable rows each key has, and the values of its first row (file order)."""
+    rows = side.usable
+    p = side.name[0]  # "l" or "p"
+    return rows.group_by(rows._key).aggregate(**{
+        f"{p}_n": rows.count(),
+        f"{p}_ord": rows._ord.min(),
+        f"{p}_minor": rows._minor.argmin(rows._ord),
+        f"{p}_currency": rows._currency.argmin(rows._ord),
+        f"{p}_digits": rows._digits.argmin(rows._ord),
+        f"{p}_status": rows._status.argmin(rows._ord),
+        f"{p}_row": rows.source_row.argmin(rows._ord),
+        f"{p}_source": rows._source.argmin(rows._ord),
+    })
+
+
+def pair_keys(led: _Side, pro: _Side) -> ir.Table:
+    """Every key of either side, with both sides' counts and first rows (nulls where absent)."""
+    left = _per_key(led).rename(l_key="_key")
+    right = _per_key(pro).rename(p_key="_key")
+    joined = left.outer_join(right, left.l_key == right.p_key)
+    return joined.mutate(key=joined.l_key.fill_null(joined.p_key)).drop("l_key", "p_key")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Categories of each key
+
+
+def classify(keys: ir.Table, amount_tolerance: int) -> ir.Table:
+    """A flag per payment category, and only the keys with at least one flag."""
+    has_l, has_p = keys.l_n.notnull(), keys.p_n.notnull()
+    both = has_l & has_p
+    same_currency = keys.l_currency == keys.p_currency
+    difference = keys.l_minor - keys.p_minor
+    unknown = keys.p_status == "unknown"
+    flags = {
+        "missing_in_processor": has_l & ~has_p,
+        "missing_in_ledger": has_p & ~has_l,
+        "amount_mismatch": both & same_currency & (
+            (difference < 0).ifelse(-difference, difference) > amount_tolerance),
+        "currency_mismatch": both & ~same_currency,
+        "status_mismatch": both & (keys.l_status != keys.p_status) & ~unknown,
+        "duplicate_in_processor": has_p & (keys.p_n > 1),
+        "duplicate_in_ledger": has_l & (keys.l_n > 1),
+        "unknown_outcome": has_p & unknown,
+    }
+    flags = {name: flag.fill_null(False) for name, flag in flags.items()}
+    any_flag = ibis.literal(False)
+    for flag in flags.values():
+        any_flag |= flag
+    return keys.mutate(**flags, l_minus_p=difference).filter(any_flag)
+
+
+def flag_stats(engine: Backend, flagged: ir.Table) -> pd.DataFrame:
+    """Per ledger currency of the flagged keys: how many keys of each category, how many rows of
+    each side they hold, and the keys with one ledger row (count and exact sum)."""
+    single = flagged.l_n == 1
+    table = flagged.group_by(currency=flagged.l_currency).aggregate(
+        **{name: flagged[name].ifelse(1, 0).sum() for name in PAYMENT_CATEGORIES
+           if name != "rejected_row"},
+        l_rows=flagged.l_n.fill_null(0).sum(), p_rows=flagged.p_n.fill_null(0).sum(),
+        single_n=single.ifelse(1, 0).sum(),
+        single_total=single.ifelse(flagged.l_minor, 0).cast(_SUM_TYPE).sum(),
     )
-    digits = np.array([minor_digits(c) for c in currencies] or [0], dtype=np.int64)
-    sides = [
-        _Side(
-            inp=inp, codes=codes, minor=frame["amountMinor"].to_numpy(dtype=np.int64),
-            currency=_currency_codes(frame, currencies),
-            status=frame["status"].cat.codes.to_numpy().astype(np.int64),
-            row=frame["source_row"].to_numpy(dtype=np.int64),
-        )
-        for inp, codes, frame in ((ledger, lcodes, lf), (processor, pcodes, pf))
-    ]
-    led, pro = sides
-    count_l = np.bincount(lcodes, minlength=size)
-    count_p = np.bincount(pcodes, minlength=size)
-    first_l = _first_rows(lcodes, size)
-    first_p = _first_rows(pcodes, size)
-    blocks: list[_Block] = []
-    none = np.full(0, -1, dtype=np.int64)
+    frame: pd.DataFrame = engine.arrow(table).to_pandas()
+    return frame
 
-    # One side only.
-    only_l = np.flatnonzero((count_l > 0) & (count_p == 0))
-    rows = first_l[only_l]
-    blocks.append(_Block("missing_in_processor", only_l, rows, np.full(len(rows), -1),
-                         False, ["not found at the processor"] * len(rows), led.minor[rows]))
-    only_p = np.flatnonzero((count_p > 0) & (count_l == 0))
-    rows = first_p[only_p]
-    blocks.append(_Block("missing_in_ledger", only_p, np.full(len(rows), -1), rows,
-                         True, ["not found in the ledger"] * len(rows), pro.minor[rows]))
 
-    # Both sides: compare first rows.
-    both = np.flatnonzero((count_l > 0) & (count_p > 0))
-    il, ip = first_l[both], first_p[both]
-    cur_l, cur_p = led.currency[il], pro.currency[ip]
-    same_currency = cur_l == cur_p
-    diff = led.minor[il] - pro.minor[ip]
-    amount_bad = same_currency & (np.abs(diff) > amount_tolerance)
-    status_l, status_p = led.status[il], pro.status[ip]
-    unknown = status_p == _UNKNOWN
+# ---------------------------------------------------------------------------------------------
+# 4. Exceptions
 
-    # Details are built column-wise in arrow (_join_text), not with an f-string per row.
-    currency_names = pa.array(currencies, type=pa.string())
-    status_names = pa.array(PAYMENT_STATUS_NAMES, type=pa.string())
-    sel = amount_bad
-    d = digits[cur_l[sel]]
-    name = currency_names.take(pa.array(cur_l[sel]))
-    details = _join_text(
-        "ledger ", minor_text(led.minor[il[sel]], d), " ", name, ", processor ",
-        minor_text(pro.minor[ip[sel]], d), " ", name, " (difference ", minor_text(diff[sel], d),
-        "); processor row ", _int_text(pro.row[ip[sel]]),
+
+def duplicate_rows(engine: Backend, side: _Side, flagged: ir.Table) -> ir.Table:
+    """Per duplicated key of one side: its rows (``_rows_text``, in file order), how many, and the
+    second row's values (the row that should not be there), as ``l2_*`` or ``p2_*``."""
+    p = side.name[0]
+    keys = flagged.filter(flagged[f"duplicate_in_{side.name}"]).select(_dup_key=flagged.key)
+    rows = side.usable.join(keys, side.usable._key == keys._dup_key)
+    rows = rows.mutate(_rank=ibis.row_number().over(group_by=rows._key, order_by=rows._ord))
+    second = rows._rank == 1
+    grouped = rows.group_by(_dup_key=rows._key).aggregate(
+        _rows=rows.source_row.collect(), _count=rows.count(),
+        **{f"{p}2_{name}": rows[column].max(where=second) for name, column in (
+            ("minor", "_minor"), ("currency", "_currency"), ("digits", "_digits"),
+            ("status", "_status"), ("row", "source_row"), ("source", "_source"))},
     )
-    blocks.append(_Block("amount_mismatch", both[sel], il[sel], ip[sel], False, details,
-                         np.abs(diff[sel])))
-    sel = ~same_currency
-    details = _join_text(
-        "ledger ", currency_names.take(pa.array(cur_l[sel])), ", processor ",
-        currency_names.take(pa.array(cur_p[sel])), "; processor row ", _int_text(pro.row[ip[sel]]),
-    )
-    blocks.append(_Block("currency_mismatch", both[sel], il[sel], ip[sel], False, details,
-                         led.minor[il[sel]]))
-    sel = (status_l != status_p) & ~unknown
-    details = _join_text(
-        "ledger ", status_names.take(pa.array(status_l[sel])), ", processor ",
-        status_names.take(pa.array(status_p[sel])), "; processor row ", _int_text(pro.row[ip[sel]]),
-    )
-    blocks.append(_Block("status_mismatch", both[sel], il[sel], ip[sel], False, details,
-                         led.minor[il[sel]]))
+    listed = grouped._rows.sort().map(lambda r: r.cast("string")).join(", ")
+    return engine.keep(grouped.mutate(_rows_text=listed).drop("_rows"))
 
-    # Duplicates: one exception per key, every row in the detail.
-    for category, side, counts, _first, other_first, on_processor in (
-        ("duplicate_in_processor", pro, count_p, first_p, first_l, True),
-        ("duplicate_in_ledger", led, count_l, first_l, first_p, False),
-    ):
-        dup_keys = np.flatnonzero(counts > 1)
-        if len(dup_keys):
-            dup_rows = np.flatnonzero(counts[side.codes] > 1)
-            order = np.lexsort((dup_rows, side.codes[dup_rows]))
-            dup_rows = dup_rows[order]
-            bounds = np.cumsum(counts[dup_keys])[:-1]
-            where = "processor" if on_processor else "ledger"
-            edges = np.concatenate(([0], bounds, [len(dup_rows)]))
-            per_key = pa.ListArray.from_arrays(pa.array(edges, type=pa.int32()),
-                                               _int_text(side.row[dup_rows]))
-            rows_text = pc.binary_join(per_key, ", ")
-            details = _join_text("appears ", _int_text(np.diff(edges)), f" times in the {where} "
-                                 "(rows ", rows_text, ")")
-            # The source row shown is the second occurrence: the one that should not be there.
-            second = dup_rows[np.concatenate(([0], bounds)) + 1]
-        else:
-            details, second = [], none
-        own = second
-        other = other_first[dup_keys]
-        lrow, prow = (other, own) if on_processor else (own, other)
-        amount = np.where(lrow >= 0, led.minor[np.maximum(lrow, 0)] if len(led.minor) else 0,
-                          pro.minor[np.maximum(prow, 0)] if len(pro.minor) else 0)
-        blocks.append(_Block(category, dup_keys, lrow, prow, on_processor, details,
-                             amount.astype(np.int64)))
 
-    # Unknown outcome at the processor (first row of each processor key).
-    keys_p = np.flatnonzero(count_p > 0)
-    rows = first_p[keys_p]
-    sel = pro.status[rows] == _UNKNOWN
-    lrow = first_l[keys_p[sel]]
-    amount = np.where(lrow >= 0, led.minor[np.maximum(lrow, 0)] if len(led.minor) else 0,
-                      pro.minor[rows[sel]])
-    blocks.append(_Block("unknown_outcome", keys_p[sel], lrow, rows[sel], True,
-                         ["the processor does not know the outcome of this payment"]
-                         * int(sel.sum()), amount.astype(np.int64)))
+def exception_rows(
+    engine: Backend, flagged: ir.Table, duplicates: dict[str, ir.Table], stats: pd.DataFrame
+) -> pd.DataFrame:
+    """One row per exception, ``EXCEPTION_COLUMNS`` plus the summary's ``_cur`` and ``_amount``,
+    in report order (category, the ledger's before the processor's, row)."""
+    f = flagged
+    parts: list[ir.Table] = []
 
-    # Row accounting and matched keys.
-    flagged = np.zeros(size, dtype=bool)
-    for block in blocks:
-        flagged[block.keys] = True
-    matched_keys = np.flatnonzero(~flagged & (count_l > 0) & (count_p > 0))
-    ml, mp = first_l[matched_keys], first_p[matched_keys]
-    matched = pd.DataFrame({
-        "merchantReferenceId": pd.array(dictionary.take(pa.array(matched_keys)),
-                                        dtype=pd.ArrowDtype(pa.large_string())),
-        "amountMinor": led.minor[ml],
-        "currency": _from_codes(led.currency[ml], currencies),
-        "status": _from_codes(led.status[ml], list(PAYMENT_STATUS_NAMES)),
-        "ledger_row": led.row[ml],
-        "processor_row": pro.row[mp],
-    }, copy=False)  # fresh arrays: copy=False skips pandas' consolidating copy of ~1M rows
+    def part(category: str, table: ir.Table, on_processor: bool, detail: ir.StringValue,
+             amount: ir.IntegerValue, **sides: ir.Value) -> None:
+        if not stats[category].sum():  # a smaller query: only the categories found
+            return
+        columns = {
+            "merchantReferenceId": table.key, "category": ibis.literal(category),
+            "_rank": ibis.literal(CATEGORIES.index(category)),
+            "_on_processor": ibis.literal(on_processor),
+            "l_minor": table.l_minor, "l_digits": table.l_digits,
+            "l_currency": table.l_currency, "l_status": table.l_status, "l_row": table.l_row,
+            "l_source": table.l_source,
+            "p_minor": table.p_minor, "p_digits": table.p_digits,
+            "p_currency": table.p_currency, "p_status": table.p_status, "p_row": table.p_row,
+            "p_source": table.p_source,
+        }
+        columns |= sides
+        columns["detail"] = detail
+        columns["_amount"] = amount
+        selected = table.select(**columns)
+        parts.append(selected.cast({"l_minor": "int64", "p_minor": "int64", "l_digits": "int64",
+                                    "p_digits": "int64", "l_row": "int64", "p_row": "int64",
+                                    "_amount": "int64"}))
+
+    only_l = f.filter(f.missing_in_processor)
+    part("missing_in_processor", only_l, False, ibis.literal("not found at the processor"),
+         only_l.l_minor)
+    only_p = f.filter(f.missing_in_ledger)
+    part("missing_in_ledger", only_p, True, ibis.literal("not found in the ledger"), only_p.p_minor)
+    amount = f.filter(f.amount_mismatch)
+    difference = amount.l_minus_p
+    part("amount_mismatch", amount, False,
+         "ledger " + minor_text(amount.l_minor, amount.l_digits) + " " + amount.l_currency
+         + ", processor " + minor_text(amount.p_minor, amount.l_digits) + " " + amount.l_currency
+         + " (difference " + minor_text(difference, amount.l_digits) + "); processor row "
+         + amount.p_row.cast("string"),
+         (difference < 0).ifelse(-difference, difference))
+    currency = f.filter(f.currency_mismatch)
+    part("currency_mismatch", currency, False,
+         "ledger " + currency.l_currency + ", processor " + currency.p_currency
+         + "; processor row " + currency.p_row.cast("string"), currency.l_minor)
+    status = f.filter(f.status_mismatch)
+    part("status_mismatch", status, False,
+         "ledger " + status.l_status + ", processor " + status.p_status + "; processor row "
+         + status.p_row.cast("string"), status.l_minor)
+    for side in ("processor", "ledger"):
+        p = side[0]
+        if side not in duplicates:
+            continue
+        dups = duplicates[side]
+        keyed = f.filter(f[f"duplicate_in_{side}"])
+        joined = keyed.join(dups, keyed.key == dups._dup_key)
+        # The row shown is the second occurrence: the one that should not be there.
+        own = {f"{p}_{name}": joined[f"{p}2_{name}"]
+               for name in ("minor", "currency", "digits", "status", "row", "source")}
+        other_minor = joined["l_minor" if side == "processor" else "p_minor"]
+        own_minor = joined[f"{p}2_minor"]
+        led_minor = own_minor if side == "ledger" else other_minor
+        part(f"duplicate_in_{side}", joined, side == "processor",
+             "appears " + joined._count.cast("string") + f" times in the {side} (rows "
+             + joined._rows_text + ")",
+             led_minor.isnull().ifelse(own_minor, led_minor) if side == "processor"
+             else own_minor, **own)
+    unknown = f.filter(f.unknown_outcome)
+    part("unknown_outcome", unknown, True,
+         ibis.literal("the processor does not know the outcome of this payment"),
+         unknown.l_minor.isnull().ifelse(unknown.p_minor, unknown.l_minor))
+    if not parts:
+        return _exception_frame(None)
+    union = parts[0]
+    for more in parts[1:]:
+        union = union.union(more)
+    return _exception_frame(engine.arrow(union))
+
+
+def _integers(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """An integer column as int64 (0 where null) and where it is present: never through float."""
+    values = pc.fill_null(column.cast(pa.int64()), 0).to_numpy()
+    return values.astype(np.int64), column.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _texts(column: pa.ChunkedArray) -> np.ndarray:
+    out = np.empty(len(column), dtype=object)
+    out[:] = column.to_pylist()
+    return out
+
+
+def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
+    """The engine's exception rows as the result's frame: exact ``Decimal`` amounts, in order,
+    plus ``_cur`` and ``_amount`` (the currency and minor units the summary adds up)."""
+    if table is None or not table.num_rows:
+        frame = pd.DataFrame({name: np.empty(0, dtype=object) for name in EXCEPTION_COLUMNS})
+        frame["source_row"] = np.empty(0, dtype=np.int64)
+        return frame.assign(_cur=np.empty(0, dtype=object), _amount=np.empty(0, dtype=np.int64))
+    on_processor = table.column("_on_processor").to_numpy().astype(bool)
+    l_row, _ = _integers(table.column("l_row"))
+    p_row, _ = _integers(table.column("p_row"))
+    row = np.where(on_processor, p_row, l_row)
+    rank, _ = _integers(table.column("_rank"))
+    order = np.lexsort((row, on_processor, rank))
+    table = table.take(pa.array(order))
+    on_processor, row = on_processor[order], row[order]
+    minors, digits, present = [], [], []
+    for p in ("l", "p"):
+        minor, has = _integers(table.column(f"{p}_minor"))
+        places, _ = _integers(table.column(f"{p}_digits"))
+        minors.append(minor)
+        digits.append(np.where(has, places, -1))
+        present.append(has)
+    ledger_amount, processor_amount = _decimals(minors, digits)
+    source = np.where(on_processor, _texts(table.column("p_source")),
+                      _texts(table.column("l_source")))
+    amount, _ = _integers(table.column("_amount"))
+    return pd.DataFrame({
+        "merchantReferenceId": _texts(table.column("merchantReferenceId")),
+        "category": pd.Categorical(_texts(table.column("category")), categories=list(CATEGORIES)),
+        "ledger_amount": ledger_amount, "processor_amount": processor_amount,
+        "ledger_currency": _texts(table.column("l_currency")),
+        "processor_currency": _texts(table.column("p_currency")),
+        "ledger_status": _texts(table.column("l_status")),
+        "processor_status": _texts(table.column("p_status")),
+        "source": source, "source_row": row, "detail": _texts(table.column("detail")),
+        "_cur": np.where(present[0], _texts(table.column("l_currency")),
+                         _texts(table.column("p_currency"))),
+        "_amount": amount,
+    })
+
+
+def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFrame:
+    """The rows of one side that cannot be used, with their reasons (few, by nature); read
+    again, with the columns the reasons quote, only when there are any."""
+    if not int(sums["rejected"].sum()):
+        return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
+    return rejected_frame(side.loaded, engine, side.loaded.rows(engine))
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Counts, totals, summary
+
+
+def side_aggregates(engine: Backend, sides: tuple[_Side, _Side]) -> dict[str, pd.DataFrame]:
+    """Per side and currency: rows, usable rows and their exact sum, rejected, outside."""
+    parts = []
+    for side in sides:
+        rows = side.rows
+        usable = rows._problem.isnull() & ~rows._outside
+        parts.append(rows.group_by(currency=rows._currency).aggregate(
+            rows=rows.count(),
+            usable=usable.ifelse(1, 0).sum(),
+            total=usable.ifelse(rows._minor, 0).cast(_SUM_TYPE).sum(),
+            rejected=rows._problem.notnull().ifelse(1, 0).sum(),
+            outside=rows._outside.ifelse(1, 0).sum(),
+        ).mutate(side=ibis.literal(side.name)))
+    frame = engine.arrow(parts[0].union(parts[1])).to_pandas()
+    return {side.name: frame[frame["side"] == side.name].reset_index(drop=True) for side in sides}
+
+
+def count_rows(
+    sides: tuple[_Side, _Side], stats: pd.DataFrame, side_sums: dict[str, pd.DataFrame],
+    rejected: dict[str, pd.DataFrame],
+) -> tuple[RowCounts, RowCounts]:
+    """What became of every row of each side: the rows of flagged keys are in exceptions."""
     counts = []
-    for side, per_key in ((led, count_l), (pro, count_p)):
-        in_exceptions = int(per_key[flagged].sum())  # rows of flagged keys, without a row gather
+    for side in sides:
+        sums = side_sums[side.name]
+        flagged_rows = int(stats[f"{side.name[0]}_rows"].sum())
         counts.append(RowCounts(
-            side=side.inp.side, source=side.inp.source, rows=side.inp.row_count,
-            matched=len(side.codes) - in_exceptions, exceptions=in_exceptions,
-            rejected=len(side.inp.rejected), outside=side.inp.outside,
+            side=side.name, source=side.loaded.source, rows=int(sums["rows"].sum()),
+            matched=int(sums["usable"].sum()) - flagged_rows, exceptions=flagged_rows,
+            rejected=len(rejected[side.name]), outside=int(sums["outside"].sum()),
         ))
+    return counts[0], counts[1]
 
-    # Exceptions and summary, built once from all blocks. The blocks and the rejected rows are
-    # joined column by column into one frame: a single copy, no pd.concat or consolidation.
-    columns, summary_parts = _exception_columns(blocks, dictionary, led, pro, currencies, digits)
-    rejected_frames = []
-    parts = [columns]
-    for inp in (ledger, processor):
-        exc, side_frame = rejected_exceptions(inp)
-        part = {name: exc[name].to_numpy() for name in EXCEPTION_COLUMNS}
-        part["category"] = np.full(len(exc), CATEGORIES.index("rejected_row"), dtype=np.int64)
-        parts.append(part)
-        rejected_frames.append(side_frame)
-    joined = {name: np.concatenate([p[name] for p in parts]) for name in EXCEPTION_COLUMNS}
-    joined["category"] = _from_codes(joined["category"], list(CATEGORIES))
-    exceptions = pd.DataFrame(joined, copy=False)
-    rejected_count = sum(len(frame) for frame in rejected_frames)
+
+def matched_summary(
+    engine: Backend, led: _Side, stats: pd.DataFrame, duplicates: ir.Table | None,
+    sums: pd.DataFrame,
+) -> list[tuple[str, str, int, Decimal | None]]:
+    """Matched keys per currency, without another pass over every key: a matched key has one
+    ledger row, so the matched rows are the usable ledger rows minus the rows of flagged keys
+    (the one row of each key that has one, every row of a key duplicated in the ledger)."""
+    less: dict[str, tuple[int, int]] = {}
+    for row in _records(stats):
+        if isinstance(row["currency"], str) and row["single_n"]:
+            less[row["currency"]] = (int(row["single_n"]), int(row["single_total"]))
+    if duplicates is not None:
+        rows = led.usable
+        keys = duplicates.select("_dup_key")
+        rows = rows.join(keys, rows._key == keys._dup_key)
+        repeated = engine.arrow(rows.group_by(currency=rows._currency).aggregate(
+            n=rows.count(), total=rows._minor.cast(_SUM_TYPE).sum()))
+        for currency, n, total in zip(*(repeated.column(c).to_pylist()
+                                        for c in ("currency", "n", "total")), strict=True):
+            had_n, had_total = less.get(currency, (0, 0))
+            less[currency] = (had_n + int(n), had_total + int(total))
+    out: list[tuple[str, str, int, Decimal | None]] = []
+    for row in _records(sums.sort_values("currency")):
+        currency = str(row["currency"])
+        minus_n, minus_total = less.get(currency, (0, 0))
+        n, total = int(row["usable"]) - minus_n, int(row["total"]) - minus_total
+        if n:
+            out.append(("matched", currency, n, from_minor(total, currency)))
+    return out
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A small frame's rows as dicts (exact values: ints, Decimals, strings)."""
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def summarise(
+    engine: Backend, keys: ir.Table, sides: tuple[_Side, _Side], exceptions: pd.DataFrame,
+    rejected: dict[str, pd.DataFrame], side_sums: dict[str, pd.DataFrame],
+    matched: list[tuple[str, str, int, Decimal | None]], counts: tuple[RowCounts, RowCounts],
+    amount_tolerance: int,
+) -> ReconciliationResult:
+    """The result: exceptions with the rejected rows after them, the summary, totals, counts."""
+    led, pro = sides
+    rejected_parts = [rejected_exceptions(rejected[s.name], s.name, s.loaded.source)
+                      for s in sides]
+    summary_rows = matched + _exception_summary(exceptions)
+    rejected_count = sum(len(frame) for frame in rejected.values())
     if rejected_count:
-        summary_parts.append(("rejected_row", "", rejected_count, None))
-    summary = _sort_summary(pd.DataFrame(summary_parts, columns=list(SUMMARY_COLUMNS)))
-    if len(matched):
-        # Per currency on the integer codes (few currencies; exact int64 sums, no groupby).
-        matched_cur, matched_minor = led.currency[ml], led.minor[ml]
-        per_currency = np.bincount(matched_cur, minlength=len(currencies))
-        totals = np.zeros(len(currencies), dtype=np.int64)
-        np.add.at(totals, matched_cur, matched_minor)
-        extra = pd.DataFrame([
-            ("matched", currencies[c], int(n), from_minor(int(total), currencies[c]))
-            for c, (n, total) in enumerate(zip(per_currency.tolist(), totals.tolist(), strict=True))
-            if n
-        ], columns=list(SUMMARY_COLUMNS))
-        summary = _sort_summary(pd.concat([extra, summary], ignore_index=True))
+        summary_rows.append(("rejected_row", "", rejected_count, None))
+    summary = _sort_summary(pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)))
+    frames = [exceptions[list(EXCEPTION_COLUMNS)], *(exc for exc, _ in rejected_parts if len(exc))]
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+    table["category"] = pd.Categorical(table["category"].astype(str), categories=list(CATEGORIES))
+    totals = tuple(
+        SideTotal(side.name, str(row["currency"]), int(row["usable"]),
+                  from_minor(int(row["total"]), str(row["currency"])))
+        for side in sides
+        for row in _records(side_sums[side.name].sort_values("currency"))
+        if row["usable"]
+    )
     return ReconciliationResult(
         summary=summary,
-        exceptions=exceptions,
-        matched=matched,
-        rejected=pd.concat(rejected_frames, ignore_index=True),
-        counts=tuple(counts),
+        exceptions=table.reset_index(drop=True),
+        matched_rows=LazyRows(counts[0].matched,
+                              lambda: _matched_frame(engine, matched_keys(keys, amount_tolerance))),
+        rejected=pd.concat([side for _, side in rejected_parts], ignore_index=True),
+        counts=counts,
         amount_tolerance=amount_tolerance,
-        sources=(ledger.source, processor.source),
-        totals=tuple(_side_totals(led, currencies) + _side_totals(pro, currencies)),
+        sources=(led.loaded.source, pro.loaded.source),
+        totals=totals,
     )
 
 
-def _exception_columns(
-    blocks: list[_Block], dictionary: pa.Array, led: _Side, pro: _Side, currencies: list[str],
-    digits: IntArray,
-) -> tuple[dict[str, Any], list[tuple[str, str, int, Decimal | None]]]:
-    """All blocks as ``EXCEPTION_COLUMNS`` arrays in report order (category, side, row).
-
-    ``category`` holds codes into ``CATEGORIES``; the caller adds the rejected rows and builds the
-    frame once.
-    """
-    keys = np.concatenate([b.keys for b in blocks]).astype(np.int64)
-    lrow = np.concatenate([b.lrow for b in blocks]).astype(np.int64)
-    prow = np.concatenate([b.prow for b in blocks]).astype(np.int64)
-    on_proc = np.concatenate([np.full(len(b.keys), b.on_processor) for b in blocks])
-    cat = np.concatenate([np.full(len(b.keys), CATEGORIES.index(b.category)) for b in blocks])
-    amount = np.concatenate([b.amount for b in blocks]).astype(np.int64)
-    detail = np.empty(len(keys), dtype=object)
-    detail[:] = list(itertools.chain.from_iterable(b.detail for b in blocks))
-    safe_l, safe_p = np.maximum(lrow, 0), np.maximum(prow, 0)
-    row = np.where(on_proc, pro.row[safe_p] if len(pro.row) else 0,
-                   led.row[safe_l] if len(led.row) else 0).astype(np.int64)
-    order = np.lexsort((row, on_proc, cat))
-    keys, lrow, prow, on_proc, cat, amount, detail, row = (
-        a[order] for a in (keys, lrow, prow, on_proc, cat, amount, detail, row)
-    )
-    names = np.array([*currencies, None], dtype=object)
-    statuses = np.array([*PAYMENT_STATUS_NAMES, None], dtype=object)
-    columns: dict[str, Any] = {
-        "merchantReferenceId": dictionary.take(pa.array(keys)).to_numpy(zero_copy_only=False),
-        "category": cat,
-    }
-    side_currency: dict[str, IntArray] = {}
-    side_minor: dict[str, IntArray] = {}
-    for prefix, side, rows in (("ledger", led, lrow), ("processor", pro, prow)):
-        present = rows >= 0
-        safe = np.maximum(rows, 0)
-        cur = side.currency[safe] if len(side.currency) else np.zeros(len(rows), dtype=np.int64)
-        minor = side.minor[safe] if len(side.minor) else np.zeros(len(rows), dtype=np.int64)
-        status = side.status[safe] if len(side.status) else np.zeros(len(rows), dtype=np.int64)
-        columns[f"{prefix}_currency"] = names[np.where(present, cur, len(currencies))]
-        columns[f"{prefix}_status"] = statuses[np.where(present, status, len(statuses) - 1)]
-        side_currency[prefix] = np.where(present, cur, -1)
-        side_minor[prefix] = minor
-    ledger_amount, processor_amount = _decimals(
-        [side_minor["ledger"], side_minor["processor"]],
-        [np.where(c >= 0, digits[np.maximum(c, 0)], -1) for c in side_currency.values()],
-    )
-    columns["ledger_amount"], columns["processor_amount"] = ledger_amount, processor_amount
-    columns["source"] = np.array([led.inp.source, pro.inp.source], dtype=object)[
-        on_proc.astype(np.intp)
-    ]
-    columns["source_row"] = row
-    columns["detail"] = detail
-    # Currency of each exception for the summary: the ledger's when it has the key.
-    cur = np.where(side_currency["ledger"] >= 0, side_currency["ledger"],
-                   side_currency["processor"])
-    return columns, _summary_rows(cat, cur, amount, currencies)
+def matched_keys(keys: ir.Table, amount_tolerance: int) -> ir.Table:
+    """The keys on both sides without an exception (``MATCHED_COLUMNS``), in ledger order."""
+    flagged = classify(keys, amount_tolerance).select(_flagged_key=ibis._.key)
+    both = keys.filter(keys.l_n.notnull() & keys.p_n.notnull())
+    matched = both.anti_join(flagged, both.key == flagged._flagged_key)
+    return matched.select(
+        merchantReferenceId=matched.key, amountMinor=matched.l_minor, currency=matched.l_currency,
+        status=matched.l_status, ledger_row=matched.l_row, processor_row=matched.p_row,
+        _ord=matched.l_ord,
+    ).order_by("_ord").drop("_ord")
 
 
-def _decimals(
-    minors: list[IntArray], digits: list[IntArray]
-) -> list[npt.NDArray[np.object_]]:
-    """Exact ``Decimal`` amounts (``None`` where ``digits`` is -1) for several columns at once.
-
-    Building a ``Decimal`` costs about a microsecond, and both sides of most exceptions carry the
-    same amount, so one ``Decimal`` is built per distinct (amount, digits) and shared (they are
-    immutable). ``1E-digits * minor`` keeps the exponent (``12.30``, like ``Decimal("12.30")``) and
-    is exact under a 40-digit context (int64 has at most 19 digits), whatever the caller's context.
-    """
-    minor, places = np.concatenate(minors), np.concatenate(digits)
-    out = np.full(len(minor), None, dtype=object)
-    with localcontext(Context(prec=40)):
-        for d in np.unique(places[places >= 0]).tolist():
-            rows = np.flatnonzero(places == d)
-            codes, uniques = pd.factorize(minor[rows])
-            values = np.empty(len(uniques), dtype=object)
-            values[:] = list(map(Decimal(1).scaleb(-d).__mul__, uniques.tolist()))
-            out[rows] = values[codes]
-    return np.split(out, np.cumsum([len(m) for m in minors])[:-1])
+def _matched_frame(engine: Backend, matched: ir.Table) -> pd.DataFrame:
+    table = engine.arrow(matched)
+    frame = pd.DataFrame({
+        "merchantReferenceId": pd.array(table.column("merchantReferenceId"),
+                                        dtype=pd.ArrowDtype(pa.large_string())),
+        "amountMinor": table.column("amountMinor").to_numpy().astype(np.int64),
+        "currency": pd.Categorical(table.column("currency").to_pylist()),
+        "status": pd.Categorical(table.column("status").to_pylist(),
+                                 categories=list(PAYMENT_STATUS_NAMES)),
+        "ledger_row": table.column("ledger_row").to_numpy().astype(np.int64),
+        "processor_row": table.column("processor_row").to_numpy().astype(np.int64),
+    }, columns=list(MATCHED_COLUMNS))
+    return frame
 
 
-def _summary_rows(
-    cat: IntArray, cur: IntArray, amount: IntArray, currencies: list[str]
-) -> list[tuple[str, str, int, Decimal | None]]:
-    """Counts and exact sums per (category, currency), grouped on integer codes."""
-    if not len(cat):
+def _exception_summary(exceptions: pd.DataFrame) -> list[tuple[str, str, int, Decimal | None]]:
+    """Count and exact sum of the exceptions per category and currency."""
+    if exceptions.empty:
         return []
-    width = len(currencies) + 1
-    combined = cat.astype(np.int64) * width + (cur + 1)
-    groups, inverse, counts = np.unique(combined, return_inverse=True, return_counts=True)
-    sums = np.zeros(len(groups), dtype=np.int64)
-    np.add.at(sums, inverse, amount)
-    rows = []
-    for group, count, total in zip(groups.tolist(), counts.tolist(), sums.tolist(), strict=True):
-        category, currency = CATEGORIES[group // width], group % width - 1
-        code = currencies[currency] if currency >= 0 else ""
-        rows.append((category, code, int(count), from_minor(int(total), code) if code else None))
+    grouped = exceptions.groupby(["category", "_cur"], observed=True, sort=False)["_amount"]
+    rows: list[tuple[str, str, int, Decimal | None]] = []
+    for (category, currency), values in grouped:
+        total = sum(int(v) for v in values.tolist())
+        rows.append((str(category), str(currency), len(values), from_minor(total, str(currency))))
     return rows

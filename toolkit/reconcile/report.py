@@ -29,7 +29,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from toolkit.errors import OutputError
 from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells
 from toolkit.reconcile.controller_view import HTML_ROWS, Period, page
-from toolkit.reconcile.engine import EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
+from toolkit.reconcile.result import EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
 from toolkit.reconcile.workbook import write_xlsx
 
 REPORT_FILES: tuple[str, ...] = ("report.html", "report.xlsx", "exceptions.csv", "summary.csv")

@@ -18,16 +18,17 @@ import numpy as np
 import pandas as pd
 
 from toolkit.money import MoneyError, from_minor, to_minor
-from toolkit.reconcile.engine import (
+from toolkit.reconcile.inputs import LoadedInput
+from toolkit.reconcile.result import (
     EXCEPTION_COLUMNS,
     SUBSCRIPTION_CATEGORIES,
+    LazyRows,
     ReconciliationResult,
     RowCounts,
     _sort_exceptions,
     build_summary,
     rejected_exceptions,
 )
-from toolkit.reconcile.inputs import LoadedInput
 
 PROCESSOR_SOURCE = "<subscriptions frame>"
 
@@ -146,7 +147,8 @@ def reconcile_subscriptions(
         amounts.append(None)
         currencies.append(_text(got.get("currency")) or "")
 
-    rejected_exc, rejected_frame = rejected_exceptions(sub_ledger)
+    rejected_exc, rejected_frame = rejected_exceptions(sub_ledger.rejected, sub_ledger.side,
+                                                           sub_ledger.source)
     rejected_exc["category"] = "rejected_row"
     exceptions = pd.DataFrame(records, columns=list(EXCEPTION_COLUMNS))
     if len(rejected_exc):
@@ -164,7 +166,8 @@ def reconcile_subscriptions(
     assert set(cats) <= {*SUBSCRIPTION_CATEGORIES, "rejected_row"}
     return ReconciliationResult(
         summary=summary, exceptions=exceptions,
-        matched=pd.DataFrame(matched, columns=["subscriptionId", "merchantReferenceId",
-                                               "amountMinor", "currency", "state", "ledger_row"]),
+        matched_rows=LazyRows.of(pd.DataFrame(matched, columns=[
+            "subscriptionId", "merchantReferenceId", "amountMinor", "currency", "state",
+            "ledger_row"])),
         rejected=rejected_frame, counts=counts, sources=(sub_ledger.source, PROCESSOR_SOURCE),
     )

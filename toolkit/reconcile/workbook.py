@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.money import is_currency, minor_digits
-from toolkit.reconcile.engine import CATEGORIES, EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
+from toolkit.reconcile.result import CATEGORIES, EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
 
 #: Excel's limits: rows per sheet (one is the header) and characters per cell.
 MAX_SHEET_ROWS = 1_048_576

@@ -1,0 +1,132 @@
+"""The same engine on DuckDB and on Spark: identical results; resource failures exit 2 in one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, frame
+from tests.reconcile.test_inputs import SANDBOX_EXPORT
+from toolkit.errors import EngineError
+from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
+from toolkit.reconcile.backends import Backend, connect, parse_memory_limit
+
+pytestmark = [
+    pytest.mark.timeout(600),
+    # py4j leaves its gateway's sockets to the garbage collector.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Backend:
+    """A local Spark session (Java 17 is on the machines; it takes seconds to start)."""
+    return connect("pyspark")
+
+
+def same(a: ReconciliationResult, b: ReconciliationResult) -> None:
+    """Identical exceptions, summary, counts, totals and matched keys."""
+    pd.testing.assert_frame_equal(a.exceptions, b.exceptions)
+    pd.testing.assert_frame_equal(a.summary, b.summary)
+    assert a.counts == b.counts and a.totals == b.totals
+    key = "merchantReferenceId"
+    left = a.matched.sort_values(key).reset_index(drop=True)
+    right = b.matched.sort_values(key).reset_index(drop=True)
+    assert left.astype(str).equals(right.astype(str))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tolerance", [0, 1])
+def test_planted_discrepancies_identical_on_spark(spark: Backend, tolerance: int) -> None:
+    ledger, processor = load_ledger(frame(PLANTED_LEDGER)), load_processor(frame(PLANTED_PROCESSOR))
+    on_duckdb = reconcile(ledger, processor, amount_tolerance=tolerance)
+    on_spark = reconcile(ledger, processor, amount_tolerance=tolerance, backend=spark)
+    same(on_duckdb, on_spark)
+    assert on_spark.category_counts["amount_mismatch"] == (3 if tolerance == 0 else 1)
+
+
+@pytest.mark.slow
+def test_files_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
+    """CSV with blank lines and a value over two lines, and a folder of Parquet files."""
+    csv_path = tmp_path / "export.csv"
+    csv_path.write_text(SANDBOX_EXPORT.replace("\no2,", "\n\no2,") + 'o4,m4,c1,CARD,pi1,"1.00",'
+                        'USD,,,success,1700000000000,"17000\n00000001"\n', encoding="utf-8")
+    folder = tmp_path / "ledger"
+    folder.mkdir()
+    rows = [("m1", "12.30", "USD", "success"), ("m2", "1200", "JPY", "pending"),
+            ("m3", "1.250", "KWD", "next_action"), ("m9", "x", "USD", "success")]
+    for i, part in enumerate((rows[:2], rows[2:])):
+        pq.write_table(pa.Table.from_pandas(frame(part), preserve_index=False),
+                       folder / f"part-{i}.parquet")
+    ledger, processor = load_ledger(folder), load_processor(csv_path)
+    on_duckdb, on_spark = reconcile(ledger, processor), reconcile(ledger, processor, backend=spark)
+    same(on_duckdb, on_spark)
+    assert on_duckdb.category_counts["missing_in_ledger"] == 1  # m4
+    rejected = on_duckdb.rejected
+    assert rejected["source"].tolist() == [str(folder)] and rejected["source_row"].tolist() == [2]
+    missing = on_duckdb.exceptions.set_index("merchantReferenceId").loc["m4"]
+    assert missing["source_row"] == 6  # the line after the blank one
+
+
+def test_a_glob_of_parquet_files_reads_every_file(tmp_path: Path) -> None:
+    for i in range(3):
+        pq.write_table(pa.Table.from_pandas(frame([(f"k{i}", "1.00", "USD", "success")]),
+                                            preserve_index=False), tmp_path / f"p{i}.parquet")
+    loaded = load_ledger(str(tmp_path / "p*.parquet"))
+    assert loaded.frame["merchantReferenceId"].tolist() == ["k0", "k1", "k2"]
+    assert loaded.frame["source_row"].tolist() == [1, 1, 1]  # each the first row of its file
+
+
+def test_memory_limits_are_read_like_duckdb_and_spark() -> None:
+    assert parse_memory_limit("6GB") == 6 << 30
+    assert parse_memory_limit("500mb") == 500 << 20
+    with pytest.raises(EngineError, match="--memory-limit"):
+        parse_memory_limit("lots")
+
+
+def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "toolkit.cli", "reconcile", *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def _big_inputs(tmp_path: Path, rows: int) -> tuple[Path, Path]:
+    keys = [f"k{i}" for i in range(rows)]
+    data = pd.DataFrame({"merchantReferenceId": keys, "amount": ["1.00"] * rows,
+                         "currency": ["USD"] * rows, "status": ["success"] * rows})
+    ledger, processor = tmp_path / "ledger.parquet", tmp_path / "processor.parquet"
+    data.to_parquet(ledger)
+    data.to_parquet(processor)
+    return ledger, processor
+
+
+def test_out_of_memory_limit_exits_2_in_one_line(tmp_path: Path) -> None:
+    ledger, processor = _big_inputs(tmp_path, 300_000)
+    done = _cli("--ledger", str(ledger), "--processor", str(processor), "--output-dir",
+                str(tmp_path / "out"), "--memory-limit", "8MB", "--spill-dir",
+                str(tmp_path / "nowhere" / "file-not-dir"), cwd=tmp_path)
+    # A spill folder that cannot be used, so the limit cannot be escaped by spilling.
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr
+    assert "memory limit" in lines[0] and "--memory-limit" in lines[0]
+    assert not (tmp_path / "out").exists()  # no partial report
+
+
+@pytest.mark.slow
+def test_spark_without_java_exits_2_in_one_line(tmp_path: Path) -> None:
+    ledger, processor = _big_inputs(tmp_path, 10)
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "PATH": "/usr/bin:/bin"}
+    done = _cli("--ledger", str(ledger), "--processor", str(processor), "--output-dir",
+                str(tmp_path / "out"), "--backend", "pyspark", env=env, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    error = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(error) == 1 and "Spark could not start" in error[0] and "Java" in error[0]
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()

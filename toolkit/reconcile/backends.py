@@ -1,0 +1,222 @@
+"""Where the reconciliation engine runs: DuckDB, embedded (the default), or Spark, through Ibis.
+
+The engine is written once, as Ibis expressions; a ``Backend`` gives it a connection, reads the
+sources into it (``sources.py``), keeps the intermediate tables it reuses, and turns the
+backend's own failures (a memory limit, a full spill disk, no Java) into one-line ``EngineError``.
+
+DuckDB runs in memory with a memory limit (default: ``MEMORY_SHARE`` of the machine's memory) and
+spills to a directory beyond it, so inputs larger than memory reconcile on one machine. Spark
+comes from the environment: ``TOOLKIT_SPARK_MASTER`` (``spark://host:7077``, ``yarn``,
+``local[4]``) or ``SPARK_REMOTE`` (a Spark Connect address, ``sc://host:15002``); without
+either, a local session on this machine. A session that already runs in the process (a
+Databricks or Jupyter kernel with Spark) is used as it is.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import ibis
+import ibis.expr.types as ir
+import pyarrow as pa
+
+from toolkit.errors import EngineError
+
+BackendName = Literal["duckdb", "pyspark"]
+BACKENDS: tuple[BackendName, ...] = ("duckdb", "pyspark")
+#: DuckDB's default memory limit as a share of the machine's physical memory.
+MEMORY_SHARE = 0.6
+#: Shuffle partitions of a local Spark session (Spark's 200 suit a cluster, not one machine).
+LOCAL_SHUFFLE_PARTITIONS = 8
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_memory_limit(text: str) -> int:
+    """``6GB``, ``500MB``, ``2g`` -> bytes (binary units, as DuckDB and Spark read them)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise EngineError(f"--memory-limit {text!r}: write a size such as 6GB or 500MB")
+    unit = (match.group(2) or "").upper()[:1]
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def default_memory_limit() -> int:
+    """``MEMORY_SHARE`` of the machine's physical memory, in bytes."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not on every platform
+        total = 8 << 30
+    return int(total * MEMORY_SHARE)
+
+
+@dataclass
+class Backend:
+    """A connection the engine runs on, and what it needs to read and keep tables there."""
+
+    name: BackendName
+    con: Any  # an Ibis backend (duckdb or pyspark); Ibis types them loosely
+    memory_limit: int
+    spill_dir: Path | None = None
+    _owned_spill: Path | None = None
+    _counter: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def temp_name(self, stem: str) -> str:
+        """A fresh name for a table or view of this connection."""
+        with self._lock:
+            self._counter += 1
+            return f"toolkit_{stem}_{self._counter}"
+
+    def keep(self, expr: ir.Table) -> ir.Table:
+        """Compute ``expr`` once and keep it (a DuckDB temp table, a persisted Spark frame)."""
+        # ``expr.cache()`` would pick Ibis's default backend for expressions of in-memory tables;
+        # the connection's own cache is the same mechanism, on this connection. The table is
+        # dropped when the last expression using it is gone.
+        with self.failures():
+            self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables it reads
+            table: ir.Table = self.con._cached_table(expr)
+            return table
+
+    def arrow(self, expr: ir.Table) -> pa.Table:
+        """The rows of ``expr`` as an Arrow table (for results that are small by nature)."""
+        with self.failures():
+            if self.name == "pyspark":  # Ibis goes through pandas there: int64 with nulls -> float
+                self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables
+                table: pa.Table = self.con._session.sql(self.con.compile(expr)).toArrow()
+            else:
+                table = self.con.to_pyarrow(expr)
+            return table
+
+    def scalar(self, expr: ir.Scalar) -> Any:
+        with self.failures():
+            return self.con.execute(expr)
+
+    @contextlib.contextmanager
+    def failures(self) -> Iterator[None]:
+        """Turn the backend's resource failures into ``EngineError`` naming what to change."""
+        try:
+            yield
+        except EngineError:
+            raise
+        except Exception as exc:
+            reason = _resource_failure(self, exc)
+            if reason is None:
+                raise
+            raise EngineError(reason) from exc
+
+    def close(self) -> None:
+        if self._owned_spill is not None:
+            shutil.rmtree(self._owned_spill, ignore_errors=True)
+
+
+def _resource_failure(backend: Backend, exc: Exception) -> str | None:
+    """What ran out, in one line, or None for any other failure (a bug: shown as it is)."""
+    text = f"{type(exc).__name__}: {exc}"
+    limit = f"{backend.memory_limit / (1 << 30):.1f} GiB"
+    if "No space left on device" in text or "ENOSPC" in text:
+        where = backend.spill_dir or "the temporary directory"
+        return (f"the {backend.name} engine ran out of disk space while spilling to {where}; "
+                "free space there or give --spill-dir on a disk with room")
+    if "OutOfMemory" in type(exc).__name__ or "Out of Memory" in text or "OutOfMemoryError" in text:
+        return (f"the {backend.name} engine ran out of its memory limit ({limit}); raise "
+                "--memory-limit, or give --spill-dir on a disk with room to spill to")
+    return None
+
+
+_CACHE: dict[tuple[str, int, str], Backend] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def connect(
+    name: str = "duckdb", *, memory_limit: str | int | None = None, spill_dir: str | Path | None = None
+) -> Backend:
+    """A backend for the engine; one per (name, limit, spill directory) for the whole process.
+
+    A Spark session takes seconds to start, so it is made once and reused; DuckDB connections
+    are cheap but keep their temporary tables, so each settings combination has its own.
+    """
+    if name not in BACKENDS:
+        raise EngineError(f"unknown backend {name!r}: use one of {', '.join(BACKENDS)}")
+    limit = (parse_memory_limit(memory_limit) if isinstance(memory_limit, str)
+             else memory_limit or default_memory_limit())
+    spill = Path(spill_dir).resolve() if spill_dir else None
+    key = (name, limit, str(spill or ""))
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = _duckdb(limit, spill) if name == "duckdb" else _pyspark(limit, spill)
+        return _CACHE[key]
+
+
+def _duckdb(limit: int, spill: Path | None) -> Backend:
+    owned = None
+    if spill is None:
+        owned = spill = Path(tempfile.mkdtemp(prefix="toolkit-spill-"))
+        atexit.register(shutil.rmtree, owned, True)
+    try:
+        spill.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EngineError(f"--spill-dir {spill}: cannot be created ({exc.strerror})") from None
+    con = ibis.duckdb.connect()
+    raw = con.con
+    raw.execute(f"SET memory_limit = '{limit // (1 << 20)}MiB'")
+    raw.execute(f"SET temp_directory = '{_sql_text(str(spill))}'")
+    return Backend("duckdb", con, limit, spill_dir=spill, _owned_spill=owned)
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _pyspark(limit: int, spill: Path | None) -> Backend:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise EngineError("the pyspark backend needs pyspark: pip install 'pyspark>=3.5,<4.1'") from None
+    session = SparkSession.getActiveSession()
+    if session is None:
+        session = _start_spark(SparkSession, limit, spill)
+    return Backend("pyspark", ibis.pyspark.connect(session), limit, spill_dir=spill)
+
+
+def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
+    """A Spark session from the environment: a master URL, Spark Connect, or local."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = session_class.builder.appName("toolkit-reconcile")
+    remote = os.environ.get("SPARK_REMOTE")
+    master = os.environ.get("TOOLKIT_SPARK_MASTER")
+    if remote:
+        builder = builder.remote(remote)
+    else:
+        builder = builder.master(master or "local[*]").config("spark.ui.enabled", "false")
+        if not master or master.startswith("local"):
+            # Nothing is written where the command runs (Spark's default warehouse is ./).
+            warehouse = Path(tempfile.mkdtemp(prefix="toolkit-spark-"))
+            atexit.register(shutil.rmtree, warehouse, True)
+            builder = (builder.config("spark.driver.memory", f"{max(limit >> 20, 512)}m")
+                       .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+                       .config("spark.sql.warehouse.dir", str(warehouse))
+                       .config("spark.sql.session.timeZone", "UTC"))
+        if spill is not None:
+            builder = builder.config("spark.local.dir", str(spill))
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:
+        where = remote or master or "a local session"
+        hint = ("is Java 17 installed and JAVA_HOME set?" if not (remote or master)
+                else "is the cluster reachable?")
+        raise EngineError(f"Spark could not start ({where}): {type(exc).__name__}; {hint} "
+                          "Or run with --backend duckdb") from None
