@@ -1,0 +1,474 @@
+"""A brute-force reference of the payments reconciliation, for the differential test.
+
+It reads the engine's rules (``toolkit/reconcile/engine.py``, module docstring) and the input
+rules (``toolkit/reconcile/inputs.py``) literally, one row and one key at a time, with ``Decimal``,
+plain Python integers, dicts and loops: no numpy, pandas or arrow, and nothing imported from
+``toolkit``, so that it cannot share a bug with the code it checks. It is slow and meant to be: a
+few dozen rows per example.
+
+``reference_reconcile(ledger_rows, processor_rows, amount_tolerance)`` takes each side as
+``(merchantReferenceId, amount, currency, status)`` tuples of text, as they would come from a file
+or a frame (the first row is row 1), and returns an ``Expected``: every part of a
+``ReconciliationResult`` as lists of plain tuples, in the engine's order where the engine
+documents one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Context, Decimal, localcontext
+
+#: One input row as text: (merchantReferenceId, amount, currency, status).
+Row = tuple[str, str, str, str]
+#: merchantReferenceId, category, ledger_amount, processor_amount, ledger_currency,
+#: processor_currency, ledger_status, processor_status, source, source_row, detail.
+ExceptionRow = tuple[
+    str,
+    str,
+    Decimal | None,
+    Decimal | None,
+    str | None,
+    str | None,
+    str | None,
+    str | None,
+    str,
+    int,
+    str,
+]
+#: category, currency ("" for rejected rows), count, amount (None for rejected rows).
+SummaryRow = tuple[str, str, int, Decimal | None]
+#: merchantReferenceId, amountMinor, currency, status, ledger_row, processor_row.
+MatchedRow = tuple[str, int, str, str, int, int]
+#: merchantReferenceId, amount, currency, status (all as written), source_row, detail, side, source.
+RejectedRow = tuple[str, str, str, str, int, str, str, str]
+#: side, source, rows, matched, exceptions, rejected, outside.
+CountRow = tuple[str, str, int, int, int, int, int]
+#: side, currency, rows, amount.
+TotalRow = tuple[str, str, int, Decimal]
+
+#: ISO 4217 minor digits of the currencies the tests write. The reference refuses to guess about
+#: any other three-letter code (see ``currency_digits``).
+ISO_DIGITS: dict[str, int] = {
+    "USD": 2,
+    "EUR": 2,
+    "JPY": 0,
+    "ISK": 0,
+    "KWD": 3,
+    "BHD": 3,
+    "TND": 3,
+    "CLF": 4,
+}
+#: Three-letter codes the tests write that are not ISO 4217 currencies.
+NOT_ISO: frozenset[str] = frozenset({"ZZZ", "ABC", "QQQ"})
+
+STATUS_NAMES: tuple[str, ...] = ("success", "pending", "failure", "next_action", "unknown")
+STATUS_CODES: dict[str, str] = {"1": "success", "2": "pending", "3": "failure", "5": "next_action"}
+#: Payment categories in report order, and the summary's order ("matched" first).
+CATEGORIES: tuple[str, ...] = (
+    "missing_in_processor",
+    "missing_in_ledger",
+    "amount_mismatch",
+    "currency_mismatch",
+    "status_mismatch",
+    "duplicate_in_processor",
+    "duplicate_in_ledger",
+    "unknown_outcome",
+    "rejected_row",
+)
+SUMMARY_ORDER: tuple[str, ...] = ("matched", *CATEGORIES)
+EXCEPTION_COLUMNS: tuple[str, ...] = (
+    "merchantReferenceId",
+    "category",
+    "ledger_amount",
+    "processor_amount",
+    "ledger_currency",
+    "processor_currency",
+    "ledger_status",
+    "processor_status",
+    "source",
+    "source_row",
+    "detail",
+)
+SIDES: tuple[str, str] = ("ledger", "processor")
+#: An amount may have at most this many digits, and so may its integer part plus the currency's
+#: minor digits (minor units must fit a signed 64-bit integer).
+MAX_DIGITS = 18
+#: A CSV writer's formula guard: an apostrophe before one of these first characters is dropped.
+GUARDED = frozenset("=+-@\t\r")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What ``reconcile`` must return, as plain data."""
+
+    exceptions: list[ExceptionRow]  # report order: category, side (ledger first), source row
+    summary: list[SummaryRow]  # "matched" first, then categories in report order; by currency
+    matched: list[MatchedRow]  # sorted by merchantReferenceId
+    rejected: list[RejectedRow]  # the ledger's in row order, then the processor's
+    counts: list[CountRow]  # ledger, processor
+    totals: list[TotalRow]  # ledger then processor, each by currency
+    sources: tuple[str, str]
+    amount_tolerance: int
+
+
+@dataclass(frozen=True)
+class Payment:
+    """A usable row: its key, exact minor units, currency, status and row number."""
+
+    key: str
+    minor: int
+    currency: str
+    status: str
+    row: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading one row
+
+
+def currency_digits(text: str) -> int | None:
+    """Minor digits of the currency written (trimmed, any case), or None when it is not ISO 4217."""
+    code = text.strip().upper()
+    if code in ISO_DIGITS:
+        return ISO_DIGITS[code]
+    if len(code) == 3 and code.isascii() and code.isalpha() and code not in NOT_ISO:
+        raise ValueError(f"the reference does not know whether {code!r} is an ISO 4217 code")
+    return None
+
+
+def read_status(text: str) -> str | None:
+    """The status name of a status written as a name or a code (trimmed, any case), else None."""
+    value = text.strip().lower()
+    if value in STATUS_NAMES:
+        return value
+    return STATUS_CODES.get(value)
+
+
+def read_key(text: str) -> str:
+    """The key as the engine compares it: formula guard removed, then trimmed."""
+    if text.startswith("'") and text[1:2] in GUARDED:
+        text = text[1:]
+    return text.strip()
+
+
+def read_amount(text: str, digits: int | None, currency: str) -> int | str:
+    """The exact minor units of an amount, or the sentence saying why it cannot be read.
+
+    An optional sign, ASCII digits with at most one decimal point, at least one digit. Extra
+    decimals are accepted only when they are zeros (never rounded). An unknown currency leaves the
+    amount unjudged beyond "is it a number" (the currency's own reason says enough): then the sentence is empty.
+    """
+    body = text.strip()
+    sign = ""
+    if body[:1] in ("+", "-"):
+        sign, body = body[0], body[1:]
+    whole, _, fraction = body.partition(".")
+    written = whole + fraction
+    if not written or any(c not in "0123456789" for c in written):
+        return f"amount {text!r} is not a number"
+    if digits is None:
+        return ""
+    if len(written) > MAX_DIGITS or len(whole) + digits > MAX_DIGITS:
+        return f"amount {text!r} has too many digits"
+    with localcontext(Context(prec=100)):
+        scaled = Decimal(f"{sign}{whole or '0'}.{fraction or '0'}").scaleb(digits)
+        if scaled != scaled.to_integral_value():
+            return f"amount {text!r} has more decimals than {currency} allows ({digits})"
+        return int(scaled)
+
+
+def read_row(raw: Row, row: int) -> Payment | str:
+    """A usable payment, or every reason the row cannot be used, joined by "; "."""
+    key_text, amount_text, currency_text, status_text = raw
+    key = read_key(key_text)
+    digits = currency_digits(currency_text)
+    status = read_status(status_text)
+    amount = read_amount(amount_text, digits, currency_text.strip().upper())
+    reasons = []
+    if not key:
+        reasons.append("merchantReferenceId is empty")
+    if digits is None:
+        reasons.append(f"currency {currency_text!r} is not an ISO 4217 code")
+    if status is None:
+        reasons.append(f"status {status_text!r} is not one of {', '.join(STATUS_NAMES)} or 1/2/3/5")
+    if isinstance(amount, str) and amount:
+        reasons.append(amount)
+    if reasons or status is None or not isinstance(amount, int):
+        return "; ".join(reasons)
+    return Payment(key, amount, currency_text.strip().upper(), status, row)
+
+
+# ---------------------------------------------------------------------------------------------
+# Money as text
+
+
+def major_text(minor: int, currency: str) -> str:
+    """Minor units as the major-unit text with the currency's decimals (1230 USD -> "12.30")."""
+    digits = ISO_DIGITS[currency]
+    whole, fraction = divmod(abs(minor), 10**digits)
+    text = f"{whole}.{fraction:0{digits}d}" if digits else str(whole)
+    return f"-{text}" if minor < 0 else text
+
+
+def major(minor: int, currency: str) -> Decimal:
+    """Minor units as an exact Decimal with the currency's exponent (Decimal("12.30"))."""
+    return Decimal(major_text(minor, currency))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reconciling
+
+
+@dataclass
+class _Found:
+    """One exception before it becomes a row; ``amount`` is the minor units the summary adds."""
+
+    key: str
+    category: str
+    ledger: Payment | None
+    processor: Payment | None
+    side: str
+    row: int
+    detail: str
+    amount: int
+
+
+def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], tolerance: int) -> list[_Found]:
+    found: list[_Found] = []
+    first_l = led[0] if led else None
+    first_p = pro[0] if pro else None
+    if first_l is not None and first_p is None:
+        found.append(
+            _Found(
+                key,
+                "missing_in_processor",
+                first_l,
+                None,
+                "ledger",
+                first_l.row,
+                "not found at the processor",
+                first_l.minor,
+            )
+        )
+    if first_p is not None and first_l is None:
+        found.append(
+            _Found(
+                key,
+                "missing_in_ledger",
+                None,
+                first_p,
+                "processor",
+                first_p.row,
+                "not found in the ledger",
+                first_p.minor,
+            )
+        )
+    if first_l is not None and first_p is not None:
+        where = f"; processor row {first_p.row}"
+        if first_l.currency != first_p.currency:
+            found.append(
+                _Found(
+                    key,
+                    "currency_mismatch",
+                    first_l,
+                    first_p,
+                    "ledger",
+                    first_l.row,
+                    f"ledger {first_l.currency}, processor {first_p.currency}{where}",
+                    first_l.minor,
+                )
+            )
+        elif abs(first_l.minor - first_p.minor) > tolerance:
+            cur = first_l.currency
+            found.append(
+                _Found(
+                    key,
+                    "amount_mismatch",
+                    first_l,
+                    first_p,
+                    "ledger",
+                    first_l.row,
+                    f"ledger {major_text(first_l.minor, cur)} {cur}, processor "
+                    f"{major_text(first_p.minor, cur)} {cur} (difference "
+                    f"{major_text(first_l.minor - first_p.minor, cur)}){where}",
+                    abs(first_l.minor - first_p.minor),
+                )
+            )
+        if first_l.status != first_p.status and first_p.status != "unknown":
+            found.append(
+                _Found(
+                    key,
+                    "status_mismatch",
+                    first_l,
+                    first_p,
+                    "ledger",
+                    first_l.row,
+                    f"ledger {first_l.status}, processor {first_p.status}{where}",
+                    first_l.minor,
+                )
+            )
+    for side, rows, other_first in (("ledger", led, first_p), ("processor", pro, first_l)):
+        if len(rows) > 1:
+            second = rows[1]  # the row that should not be there
+            ledger_row, processor_row = (second, other_first) if side == "ledger" else (other_first, second)
+            numbers = ", ".join(str(p.row) for p in rows)
+            found.append(
+                _Found(
+                    key,
+                    f"duplicate_in_{side}",
+                    ledger_row,
+                    processor_row,
+                    side,
+                    second.row,
+                    f"appears {len(rows)} times in the {side} (rows {numbers})",
+                    ledger_row.minor if ledger_row is not None else second.minor,
+                )
+            )
+    if first_p is not None and first_p.status == "unknown":
+        found.append(
+            _Found(
+                key,
+                "unknown_outcome",
+                first_l,
+                first_p,
+                "processor",
+                first_p.row,
+                "the processor does not know the outcome of this payment",
+                first_l.minor if first_l is not None else first_p.minor,
+            )
+        )
+    return found
+
+
+def _exception_row(found: _Found, sources: dict[str, str]) -> ExceptionRow:
+    led, pro = found.ledger, found.processor
+    return (
+        found.key,
+        found.category,
+        major(led.minor, led.currency) if led else None,
+        major(pro.minor, pro.currency) if pro else None,
+        led.currency if led else None,
+        pro.currency if pro else None,
+        led.status if led else None,
+        pro.status if pro else None,
+        sources[found.side],
+        found.row,
+        found.detail,
+    )
+
+
+def _summary(groups: Iterable[tuple[str, str, int]]) -> list[SummaryRow]:
+    """Count and exact sum per (category, currency) of (category, currency, minor) items."""
+    count: dict[tuple[str, str], int] = {}
+    total: dict[tuple[str, str], int] = {}
+    for category, currency, minor in groups:
+        count[category, currency] = count.get((category, currency), 0) + 1
+        total[category, currency] = total.get((category, currency), 0) + minor
+    rows: list[SummaryRow] = [
+        (category, currency, n, major(total[category, currency], currency))
+        for (category, currency), n in count.items()
+    ]
+    return rows
+
+
+def reference_reconcile(
+    ledger_rows: Sequence[Row],
+    processor_rows: Sequence[Row],
+    amount_tolerance: int = 0,
+    *,
+    sources: tuple[str, str] = ("<ledger frame>", "<processor frame>"),
+) -> Expected:
+    """Reconcile two lists of text rows by brute force; see the module docstring."""
+    source_of = dict(zip(SIDES, sources, strict=True))
+    usable: dict[str, dict[str, list[Payment]]] = {side: {} for side in SIDES}
+    rejected: list[RejectedRow] = []
+    rejected_exceptions: list[ExceptionRow] = []
+    for side, rows in zip(SIDES, (ledger_rows, processor_rows), strict=True):
+        for number, raw in enumerate(rows, start=1):
+            read = read_row(raw, number)
+            if isinstance(read, Payment):
+                usable[side].setdefault(read.key, []).append(read)
+                continue
+            key_text, amount_text, currency_text, status_text = raw
+            rejected.append(
+                (key_text, amount_text, currency_text, status_text, number, read, side, source_of[side])
+            )
+            own_currency, own_status = currency_text.strip().upper(), status_text
+            ledger_side = side == "ledger"
+            rejected_exceptions.append(
+                (
+                    key_text,
+                    "rejected_row",
+                    None,
+                    None,
+                    own_currency if ledger_side else None,
+                    None if ledger_side else own_currency,
+                    own_status if ledger_side else None,
+                    None if ledger_side else own_status,
+                    source_of[side],
+                    number,
+                    read,
+                )
+            )
+
+    led_keys, pro_keys = usable["ledger"], usable["processor"]
+    found: list[_Found] = []
+    matched: list[MatchedRow] = []
+    flagged: set[str] = set()
+    for key in sorted(set(led_keys) | set(pro_keys)):
+        mine = _exceptions_of_key(key, led_keys.get(key, []), pro_keys.get(key, []), amount_tolerance)
+        found.extend(mine)
+        if mine:
+            flagged.add(key)
+        else:
+            first_l, first_p = led_keys[key][0], pro_keys[key][0]
+            matched.append((key, first_l.minor, first_l.currency, first_l.status, first_l.row, first_p.row))
+
+    side_rank = {side: i for i, side in enumerate(SIDES)}
+    category_rank = {category: i for i, category in enumerate(CATEGORIES)}
+    found.sort(key=lambda f: (category_rank[f.category], side_rank[f.side], f.row))
+    exceptions = [_exception_row(f, source_of) for f in found] + rejected_exceptions
+
+    def currency_of(f: _Found) -> str:
+        payment = f.ledger if f.ledger is not None else f.processor
+        assert payment is not None
+        return payment.currency
+
+    summary = _summary(
+        [("matched", m[2], m[1]) for m in matched] + [(f.category, currency_of(f), f.amount) for f in found]
+    )
+    if rejected:
+        summary.append(("rejected_row", "", len(rejected), None))
+    summary.sort(key=lambda s: (SUMMARY_ORDER.index(s[0]), s[1]))
+
+    counts: list[CountRow] = []
+    totals: list[TotalRow] = []
+    for side, rows in zip(SIDES, (ledger_rows, processor_rows), strict=True):
+        payments = [p for per_key in usable[side].values() for p in per_key]
+        in_exceptions = sum(1 for p in payments if p.key in flagged)
+        counts.append(
+            (
+                side,
+                source_of[side],
+                len(rows),
+                len(payments) - in_exceptions,
+                in_exceptions,
+                sum(1 for r in rejected if r[6] == side),
+                0,
+            )
+        )
+        for currency in sorted({p.currency for p in payments}):
+            amounts = [p.minor for p in payments if p.currency == currency]
+            totals.append((side, currency, len(amounts), major(sum(amounts), currency)))
+
+    return Expected(
+        exceptions=exceptions,
+        summary=summary,
+        matched=matched,
+        rejected=rejected,
+        counts=counts,
+        totals=totals,
+        sources=sources,
+        amount_tolerance=amount_tolerance,
+    )
