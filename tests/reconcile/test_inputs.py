@@ -15,7 +15,7 @@ from toolkit.errors import InputError
 from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger
 from toolkit.reconcile.backends import connect
-from toolkit.reconcile.inputs import amount_parts, minor_text
+from toolkit.reconcile.inputs import minor_text, parse_amounts
 
 SANDBOX_EXPORT = (
     "orderId,merchantReferenceId,customerId,paymentMethodType,paymentInstrumentId,amount,currency,"
@@ -160,9 +160,10 @@ def test_engine_parse_and_text_round_trip() -> None:
     for digits in (0, 2, 3, 4):
         table = ibis.memtable(pa.table({"minor": pa.array(values, pa.int64()),
                                         "digits": pa.array([digits] * len(values), pa.int64())}))
-        text = minor_text(table.minor, table.digits)
-        minor, problem = amount_parts(text, table.digits)
-        out = engine.arrow(table.select(text=text, minor=minor, problem=problem)).to_pylist()
+        parsed = parse_amounts(table.mutate(text=minor_text(table.minor, table.digits)), "text",
+                               "digits")
+        out = engine.arrow(parsed.select("text", minor="_minor", problem="_amount_problem"))
+        out = out.to_pylist()
         fits = [len(str(abs(v))) + max(digits - len(str(abs(v))) + 1, 0) <= 18 for v in values]
         assert [r["problem"] for r in out] == [0 if ok else 3 for ok in fits]
         assert [r["minor"] for r in out if r["problem"] == 0] == [

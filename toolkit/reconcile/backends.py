@@ -173,6 +173,7 @@ def _duckdb(limit: int, spill: Path | None) -> Backend:
     raw = con.con
     raw.execute(f"SET memory_limit = '{limit // (1 << 20)}MiB'")
     raw.execute(f"SET temp_directory = '{_sql_text(str(spill))}'")
+    raw.execute("SET enable_progress_bar = false")  # its bar would go into the command's output
     return Backend("duckdb", con, limit, spill_dir=spill, _owned_spill=owned)
 
 
@@ -201,7 +202,8 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
     if remote:
         builder = builder.remote(remote)
     else:
-        builder = builder.master(master or "local[*]").config("spark.ui.enabled", "false")
+        builder = (builder.master(master or "local[*]").config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false"))
         if not master or master.startswith("local"):
             # Nothing is written where the command runs (Spark's default warehouse is ./).
             warehouse = Path(tempfile.mkdtemp(prefix="toolkit-spark-"))

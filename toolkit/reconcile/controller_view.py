@@ -305,7 +305,7 @@ def source_lines(result: ReconciliationResult) -> list[RowCounts]:
 
 def verdict(result: ReconciliationResult) -> str:
     """The page's headline sentence."""
-    matched = len(result.matched)
+    matched = result.matched_count
     noun = "payment" if matched == 1 else "payments"
     if not result.exception_count:
         return f"Nothing to review: all {matched:,} {noun} matched."

@@ -74,9 +74,11 @@ __all__ = [
 _SIDES = ("ledger", "processor")
 #: Exact sums: int64 amounts widened before they are added (100M rows of 18 digits overflow).
 _SUM_TYPE = dt.Decimal(38, 0)
-#: The columns of one side's row kept for the steps after the check.
+#: The columns of one side's row kept for the steps after the check (the flags say why a row is
+#: rejected; its text as written is read again for the few rejected rows only).
 _SLIM = ("_key", "_minor", "_currency", "_digits", "_status", "_ord", "source_row", "_source",
-         "_problem", "_outside")
+         "_problem", "_outside", "_bad_key", "_bad_currency", "_bad_status", "_amount_error",
+         "_bad_date")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class _Side:
 
     name: str
     loaded: LoadedInput
+    written: ir.Table  # the rows as written (``LoadedInput.read``)
     rows: ir.Table  # every row, slim (``_SLIM``), kept in the backend
     usable: ir.Table
 
@@ -133,9 +136,10 @@ def reconcile(
 
 def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
     """Read and check one side in the backend; keep the columns the next steps need."""
-    rows = engine.keep(loaded.rows(engine).select(*_SLIM))
+    written = loaded.read(engine)
+    rows = engine.keep(loaded.check(written).select(*_SLIM))
     usable = rows.filter(rows._problem.isnull() & ~rows._outside)
-    return _Side(name, loaded, rows, usable)
+    return _Side(name, loaded, written, rows, usable)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,7 +376,14 @@ def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFr
     again, with the columns the reasons quote, only when there are any."""
     if not int(sums["rejected"].sum()):
         return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
-    return rejected_frame(side.loaded, engine, side.loaded.rows(engine))
+    bad = side.rows.filter(side.rows._problem.notnull())
+    period = side.loaded.period
+    text = ["merchantReferenceId", "amount", "currency", "status"]
+    written = side.written.select(*text, _written_ord=side.written._ord,
+                                  _date_text=side.written[period.column] if period
+                                  else ibis.literal(""))
+    joined = bad.join(written, bad._ord == written._written_ord)
+    return rejected_frame(side.loaded, engine, joined)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -99,7 +99,11 @@ class LoadedInput:
     def rows(self, backend: Backend) -> ir.Table:
         """Every row, checked: the canonical columns and ``_key``, ``_minor``, ``_currency``,
         ``_digits``, ``_status``, ``_problem`` (null when usable), ``_outside``, ``_ord``,
-        ``source_row``, ``_source``, and the carried columns as text."""
+        ``source_row``, ``_source``, the ``_bad_*`` flags, and the carried columns as text."""
+        return self.check(self.read(backend))
+
+    def read(self, backend: Backend) -> ir.Table:
+        """The rows as written (canonical names, text), with ``_ord`` and ``source_row``."""
         own = {canonical: column for column, canonical in self.renames}
         needed = None
         if not self.carry:
@@ -110,7 +114,10 @@ class LoadedInput:
         table = sources.read(backend, self.described, needed)
         renamed = {canonical: column for column, canonical in self.renames
                    if column in table.columns}
-        table = table.rename(renamed) if renamed else table
+        return table.rename(renamed) if renamed else table
+
+    def check(self, table: ir.Table) -> ir.Table:
+        """The rows ``read`` gave, checked (see ``rows``)."""
         checked = _check_payments(table) if self.kind == "payments" else _check_subscriptions(table)
         return _in_period(checked, self.period, self.source)
 
@@ -268,40 +275,53 @@ def _status_table() -> pa.Table:
     return pa.table({"_written": list(names), "_name": list(names.values())})
 
 
+_WHITESPACE = (" ", "\t", "\n", "\r")
+
+
 def _trimmed(value: ir.StringValue) -> ir.StringValue:
     """Without the whitespace around it (spaces, tabs, line breaks).
 
-    Not Ibis's ``strip``: on Spark it writes its set of characters as ``\\v\\f`` escapes that
-    Spark SQL reads as the letters v and f. Patterns here hold no backslash for the same reason
-    (Spark SQL drops an unknown escape's backslash): ``[.]``, not ``\\.``.
+    The regular expression runs only on the few values that start or end with whitespace.
+    Not Ibis's ``strip``: on Spark it writes its characters as ``\\v\\f`` escapes that Spark SQL
+    reads as the letters v and f. Patterns hold no backslash for the same reason (Spark SQL drops
+    an unknown escape's backslash): ``[.]``, not ``\\.``.
     """
-    return value.re_replace("^[ \t\n\r]+|[ \t\n\r]+$", "")
+    padded = ibis.literal(False)
+    for space in _WHITESPACE:  # prefix and suffix tests compare bytes: far cheaper than substr
+        padded |= value.startswith(space) | value.endswith(space)
+    return padded.ifelse(value.re_replace("^[ \t\n\r]+|[ \t\n\r]+$", ""), value)
 
 
-def amount_parts(text: ir.StringValue, digits: ir.IntegerValue) -> tuple[ir.IntegerValue,
-                                                                          ir.IntegerValue]:
-    """Exact major-unit text -> (integer minor units or null, problem code: 0 ok, 1 not a number,
-    2 more decimals than the currency allows, 3 too many digits for exact integers).
+def parse_amounts(table: ir.Table, text: str, digits: str) -> ir.Table:
+    """``table`` with ``_minor`` (exact integer minor units of the amount in column ``text``, or
+    null) and ``_amount_problem`` (0 ok, 1 not a number, 2 more decimals than the currency's
+    ``digits`` allow, 3 too many digits for exact integers).
 
     The digits before the point followed by those after it, padded with zeros (or cut, when the
     cut digits are zeros) to the currency's digits, read as one integer: no float, no rounding.
-    Each part is a function of the trimmed text alone, so the expression stays small.
+    Built in stages (each a subquery: ``view``) so that every value is computed once, with one
+    regular expression per amount.
     """
-    written = _trimmed(text)
-    is_number = written.re_search("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$")
-    whole = written.re_extract("^[+-]?([0-9]*)", 1)
-    fraction = written.re_extract("[.]([0-9]*)$", 1)
-    too_long = whole.length() + ibis.greatest(fraction.length(), digits) > MAX_DIGITS
-    problem = ibis.cases(
-        (~is_number, _NOT_A_NUMBER), (too_long, _TOO_MANY_DIGITS),
-        (~fraction.substr(digits).re_search("^0*$"), _TOO_MANY_DECIMALS), else_=0,
-    )
+    t = table.mutate(_w=_trimmed(table[text])).view()
+    signed = t._w.startswith("-") | t._w.startswith("+")
+    t = t.mutate(_neg=t._w.startswith("-"), _body=signed.ifelse(t._w.substr(1), t._w),
+                 _is_number=t._w.re_search("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$")).view()
+    dot = t._body.find(".")
+    t = t.mutate(_whole=(dot >= 0).ifelse(t._body.substr(0, dot), t._body),
+                 _fraction=(dot >= 0).ifelse(t._body.substr(dot + 1), "")).view()
+    d = t[digits]
+    too_long = t._whole.length() + ibis.greatest(t._fraction.length(), d) > MAX_DIGITS
+    cut = t._fraction.substr(d).replace("0", "")
+    t = t.mutate(_amount_problem=ibis.cases(
+        (~t._is_number, _NOT_A_NUMBER), (too_long, _TOO_MANY_DIGITS),
+        (cut.length() > 0, _TOO_MANY_DECIMALS), else_=0,
+    )).view()
     # Cast only what is known to fit: a long text would fail the cast on some backends.
-    kept = fraction.substr(0, digits).rpad(digits, "0")
-    units = (problem == 0).ifelse("0" + whole + kept, "0").cast("int64")
-    minor = (problem == 0).ifelse(written.startswith("-").ifelse(-units, units),
-                                  ibis.null("int64"))
-    return minor, problem
+    kept = t._fraction.substr(0, t[digits]).rpad(t[digits], "0")
+    units = (t._amount_problem == 0).ifelse("0" + t._whole + kept, "0").cast("int64")
+    t = t.mutate(_minor=(t._amount_problem == 0).ifelse(t._neg.ifelse(-units, units),
+                                                         ibis.null("int64")))
+    return t.drop("_w", "_neg", "_body", "_is_number", "_whole", "_fraction").view()
 
 
 def minor_text(minor: ir.IntegerValue, digits: ir.IntegerValue) -> ir.StringValue:
@@ -315,7 +335,7 @@ def minor_text(minor: ir.IntegerValue, digits: ir.IntegerValue) -> ir.StringValu
 
 def _with_currency(table: ir.Table) -> ir.Table:
     """``_currency`` (trimmed, uppercase) and ``_digits`` (null for a code that is not ISO 4217)."""
-    table = table.mutate(_currency=_trimmed(table.currency).upper())
+    table = table.mutate(_currency=_trimmed(table.currency).upper()).view()
     iso = ibis.memtable(_currency_table())
     joined = table.left_join(iso, table._currency == iso._iso)
     return joined.mutate(_digits=joined._iso_digits).drop("_iso", "_iso_digits")
@@ -325,14 +345,14 @@ def _check_payments(table: ir.Table) -> ir.Table:
     """Key, amount, currency and status of every row, each checked."""
     raw_key = table.merchantReferenceId
     # The toolkit's CSV files guard a cell a spreadsheet would run ('=1+1): read back the key.
-    guarded = raw_key.re_search("^'[=+@\t\r-]")
-    key = _trimmed(guarded.ifelse(raw_key.substr(1), raw_key))
-    table = _with_currency(table.mutate(_key=key))
+    guarded = raw_key.startswith("'") & raw_key.substr(1, 1).isin(("=", "+", "-", "@", "\t", "\r"))
+    table = table.mutate(_unguarded=guarded.ifelse(raw_key.substr(1), raw_key)).view()
+    key = _trimmed(table._unguarded)
+    table = _with_currency(table.mutate(_key=key).drop("_unguarded"))
     statuses = ibis.memtable(_status_table())
     table = _join_status(table.mutate(_written=_trimmed(table.status).lower()), statuses)
-    minor, problem = amount_parts(table.amount, table._digits.fill_null(0))
-    table = table.mutate(_minor=minor, _amount_problem=problem)
-    table = table.mutate(
+    table = parse_amounts(table.mutate(_places=table._digits.fill_null(0)), "amount", "_places")
+    table = table.drop("_places").mutate(
         _bad_key=table._key.length() == 0,
         _bad_currency=table._digits.isnull(),
         _bad_status=table._status.isnull(),
@@ -355,11 +375,10 @@ def _join_status(table: ir.Table, statuses: ir.Table) -> ir.Table:
 def _check_subscriptions(table: ir.Table) -> ir.Table:
     """A subscription ledger's rows: id, amount, currency, quantity and state checked."""
     table = _with_currency(table)
-    minor, problem = amount_parts(table.amount, table._digits.fill_null(0))
+    table = parse_amounts(table.mutate(_places=table._digits.fill_null(0)), "amount", "_places")
     quantity = _trimmed(table.quantity)
     good_quantity = quantity.re_search(r"^[0-9]{1,18}$")
-    table = table.mutate(
-        _minor=minor, _amount_problem=problem,
+    table = table.drop("_places").mutate(
         _quantity=good_quantity.ifelse(quantity, ibis.literal("0")).cast("int64"),
         _bad_subscription=_trimmed(table.subscriptionId).length() == 0,
         _bad_currency=table._digits.isnull(),
