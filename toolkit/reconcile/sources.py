@@ -16,6 +16,7 @@ header row, the first row is row 1 (of its own file, for a folder or glob of Par
 from __future__ import annotations
 
 import csv
+import functools
 import glob
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -233,11 +234,16 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
         stored = backend.temp_name("csv")
         # A table keeps the file's order: its rowid is the row's place in the file.
         types = ", ".join(f"{_quote_literal(n)}: 'VARCHAR'" for n in header)
-        raw.execute(
-            f"CREATE TEMP TABLE {stored} AS SELECT {columns} FROM read_csv("
-            f"{_quote_literal(str(path))}, header = true, skip = {skip}, auto_detect = false, "
-            f"delim = ',', quote = '\"', escape = '\"', columns = {{{types}}}, strict_mode = false)"
-        )
+        raw.execute("SET preserve_insertion_order = true")
+        try:
+            raw.execute(
+                f"CREATE TEMP TABLE {stored} AS SELECT {columns} FROM read_csv("
+                f"{_quote_literal(str(path))}, header = true, skip = {skip}, auto_detect = false, "
+                f"delim = ',', quote = '\"', escape = '\"', columns = {{{types}}}, "
+                "strict_mode = false)"
+            )
+        finally:
+            raw.execute("SET preserve_insertion_order = false")
         view = backend.temp_name("rows")
         raw.execute(f"CREATE TEMP VIEW {view} AS SELECT *, rowid AS _ord FROM {stored}")
         table = backend.con.table(view)
@@ -287,17 +293,20 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
         frame.createOrReplaceTempView(view)
         return _with_csv_lines(backend, backend.con.table(view), path)
     if described.kind == "parquet":
-        frame = session.read.parquet(*[str(p) for p in described.paths])
-        frame = frame.select(*[F.col(f"`{c}`") for c in wanted],
-                             (F.col("_metadata.row_index") + 1).alias("source_row"),
-                             F.col("_metadata.file_path").alias("_source"))
+        # One read per file, numbered by its place in the sorted list: a file's own path as Spark
+        # reports it need not be the path it was given.
+        parts = [
+            session.read.parquet(str(path)).select(
+                *[F.col(f"`{c}`") for c in wanted],
+                (F.col("_metadata.row_index") + 1).alias("source_row"),
+                F.lit(str(path) if len(described.paths) > 1 else described.name).alias("_source"),
+                (F.lit(index << 40) + F.col("_metadata.row_index")).alias("_ord"),
+            )
+            for index, path in enumerate(described.paths)
+        ]
+        frame = functools.reduce(lambda a, b: a.unionByName(b), parts)
         frame.createOrReplaceTempView(view)
-        table = backend.con.table(view)
-        if len(described.paths) == 1:
-            return table.mutate(_ord=table.source_row - 1, _source=ibis.literal(described.name))
-        names = {p.resolve().as_uri(): i for i, p in enumerate(described.paths)}
-        index = ibis.cases(*((table._source == uri, i) for uri, i in names.items()), else_=0)
-        return table.mutate(_ord=index.cast("int64") * (1 << 40) + table.source_row - 1)
+        return backend.con.table(view)
     frame = session.table(described.table_name)
     columns = [c for c in frame.columns if c.strip() in wanted] if wanted else frame.columns
     frame = frame.select(*[F.col(f"`{c}`").alias(c.strip()) for c in columns],
