@@ -60,20 +60,12 @@ from pathlib import Path
 import duckdb
 from reconcile import CURRENCIES, DIGITS, STATUSES  # benchmarks/reconcile.py, beside this script
 
+from toolkit.reconcile import PAYMENT_CATEGORIES
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Categories in report order, and the ``i % 1000`` bucket each is planted in (``missing_in_ledger``
 #: keys are extra processor keys, ``i >= rows``).
-CATEGORIES: tuple[str, ...] = (
-    "missing_in_processor",
-    "missing_in_ledger",
-    "amount_mismatch",
-    "currency_mismatch",
-    "status_mismatch",
-    "duplicate_in_processor",
-    "duplicate_in_ledger",
-    "unknown_outcome",
-    "rejected_row",
-)
+CATEGORIES: tuple[str, ...] = PAYMENT_CATEGORIES
 BUCKETS: dict[str, int] = {
     "missing_in_processor": 0,
     "amount_mismatch": 1,
@@ -406,26 +398,16 @@ def _env(root: Path) -> dict[str, str]:
 
 def check_tree(root: Path, cwd: Path) -> set[str]:
     """Check that ``toolkit`` imports from ``root``; return the reconcile options it has."""
-    where = subprocess.run(
-        [sys.executable, "-c", "import toolkit; print(toolkit.__file__)"],
-        env=_env(root),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout.strip()
+    def output(*args: str) -> str:
+        return subprocess.run(
+            [sys.executable, *args], env=_env(root), cwd=cwd, capture_output=True, text=True,
+            check=True, timeout=120,
+        ).stdout
+
+    where = output("-c", "import toolkit; print(toolkit.__file__)").strip()
     if not Path(where).resolve().is_relative_to(root.resolve()):
         raise RuntimeError(f"toolkit imports from {where}, not from {root}")
-    text = subprocess.run(
-        [sys.executable, "-m", "toolkit.cli", "reconcile", "--help"],
-        env=_env(root),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    text = output("-m", "toolkit.cli", "reconcile", "--help")
     return {
         option
         for option in ("--backend", "--memory-limit", "--spill-dir", "--threads")

@@ -87,12 +87,18 @@ class LoadedInput:
     period: Period | None = None
 
     def __repr__(self) -> str:
-        view = self._view
-        outside = f", outside={view.outside}" if view.outside else ""
-        return (
-            f"LoadedInput(source={self.source!r}, side={self.side!r}, rows={view.row_count}, "
-            f"usable={len(view.frame)}, rejected={len(view.rejected)}{outside})"
-        )
+        """Where the side is; its counts once ``frame`` has been computed (a repr never reads a
+        large input into memory)."""
+        counts = ""
+        if "_view" in self.__dict__:
+            view = self._view
+            outside = f", outside={view.outside}" if view.outside else ""
+            counts = (f", rows={view.row_count}, usable={len(view.frame)}, "
+                      f"rejected={len(view.rejected)}{outside}")
+        period = f", period={self.period.start or '...'}..{self.period.end or '...'}" if (
+            self.period) else ""
+        return (f"LoadedInput(source={self.source!r}, side={self.side!r}"
+                f"{period}{counts})")
 
     # -- in a backend --------------------------------------------------------------------------
 
