@@ -85,6 +85,16 @@ def test_a_glob_of_parquet_files_reads_every_file(tmp_path: Path) -> None:
     assert loaded.frame["source_row"].tolist() == [1, 1, 1]  # each the first row of its file
 
 
+def test_a_spill_dir_that_cannot_be_made_exits_2(tmp_path: Path) -> None:
+    ledger, processor = _big_inputs(tmp_path, 10)
+    (tmp_path / "a-file").write_text("x")
+    done = _cli("--ledger", str(ledger), "--processor", str(processor), "--output-dir",
+                str(tmp_path / "out"), "--spill-dir", str(tmp_path / "a-file" / "spill"),
+                cwd=tmp_path)
+    assert done.returncode == 2 and "--spill-dir" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_memory_limits_are_read_like_duckdb_and_spark() -> None:
     assert parse_memory_limit("6GB") == 6 << 30
     assert parse_memory_limit("500mb") == 500 << 20
@@ -111,8 +121,7 @@ def test_out_of_memory_limit_exits_2_in_one_line(tmp_path: Path) -> None:
     ledger, processor = _big_inputs(tmp_path, 300_000)
     done = _cli("--ledger", str(ledger), "--processor", str(processor), "--output-dir",
                 str(tmp_path / "out"), "--memory-limit", "8MB", "--spill-dir",
-                str(tmp_path / "nowhere" / "file-not-dir"), cwd=tmp_path)
-    # A spill folder that cannot be used, so the limit cannot be escaped by spilling.
+                str(tmp_path / "spill"), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr

@@ -70,7 +70,6 @@ class Backend:
     con: Any  # an Ibis backend (duckdb or pyspark); Ibis types them loosely
     memory_limit: int
     spill_dir: Path | None = None
-    _owned_spill: Path | None = None
     _counter: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -101,6 +100,7 @@ class Backend:
             return table
 
     def scalar(self, expr: ir.Scalar) -> Any:
+        """The value of a scalar expression (a count)."""
         with self.failures():
             return self.con.execute(expr)
 
@@ -116,10 +116,6 @@ class Backend:
             if reason is None:
                 raise
             raise EngineError(reason) from exc
-
-    def close(self) -> None:
-        if self._owned_spill is not None:
-            shutil.rmtree(self._owned_spill, ignore_errors=True)
 
 
 def _resource_failure(backend: Backend, exc: Exception) -> str | None:
@@ -161,10 +157,9 @@ def connect(
 
 
 def _duckdb(limit: int, spill: Path | None) -> Backend:
-    owned = None
-    if spill is None:
-        owned = spill = Path(tempfile.mkdtemp(prefix="toolkit-spill-"))
-        atexit.register(shutil.rmtree, owned, True)
+    if spill is None:  # a folder of its own, removed when the process ends
+        spill = Path(tempfile.mkdtemp(prefix="toolkit-spill-"))
+        atexit.register(shutil.rmtree, spill, True)
     try:
         spill.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -177,7 +172,7 @@ def _duckdb(limit: int, spill: Path | None) -> Backend:
     # Results are ordered explicitly where order matters; keeping the order of every
     # intermediate result costs memory and time (``sources`` turns it on to number CSV rows).
     raw.execute("SET preserve_insertion_order = false")
-    return Backend("duckdb", con, limit, spill_dir=spill, _owned_spill=owned)
+    return Backend("duckdb", con, limit, spill_dir=spill)
 
 
 def _sql_text(text: str) -> str:
