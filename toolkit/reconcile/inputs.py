@@ -57,7 +57,8 @@ _AMOUNT_ERRORS: dict[int, str] = {
     _TOO_MANY_DIGITS: "amount {amount!r} has too many digits",
 }
 # Whitespace trimmed from every value (what a spreadsheet or an editor leaves around text).
-_SPACE = " \t\n\r\v\f"
+_WHITESPACE = (" ", "\t", "\n", "\r")
+_SPACE = "".join(_WHITESPACE)
 
 
 @dataclass(frozen=True)
@@ -279,9 +280,6 @@ def _status_table() -> pa.Table:
     names = {name: name for name in PAYMENT_STATUS_NAMES}
     names |= {str(code): name for code, name in PAYMENT_STATUS_LABELS.items()}
     return pa.table({"_written": list(names), "_name": list(names.values())})
-
-
-_WHITESPACE = (" ", "\t", "\n", "\r")
 
 
 def _trimmed(value: ir.StringValue) -> ir.StringValue:
