@@ -14,7 +14,7 @@ import pytest
 
 from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, frame
 from tests.reconcile.test_inputs import SANDBOX_EXPORT
-from toolkit.errors import EngineError
+from toolkit.errors import EngineError, InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
 from toolkit.reconcile.backends import Backend, connect, parse_memory_limit
 
@@ -139,3 +139,22 @@ def test_spark_without_java_exits_2_in_one_line(tmp_path: Path) -> None:
     error = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(error) == 1 and "Spark could not start" in error[0] and "Java" in error[0]
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_spark_table_by_name(spark: Backend) -> None:
+    """``table:NAME`` reads a table of Spark's catalog; float amounts are refused, not read."""
+    session = spark.con._session
+    columns = ["merchantReferenceId", "amount", "currency", "status"]
+    session.createDataFrame(PLANTED_PROCESSOR, columns).createOrReplaceTempView("settlements")
+    session.createDataFrame([("a", 1.5, "USD", "success")], columns).createOrReplaceTempView(
+        "float_books")
+    ledger = load_ledger(frame(PLANTED_LEDGER))
+    from_table = reconcile(ledger, load_processor("table:settlements"), backend=spark)
+    from_frame = reconcile(ledger, load_processor(frame(PLANTED_PROCESSOR)), backend=spark)
+    pd.testing.assert_frame_equal(
+        from_table.exceptions.drop(columns="source"), from_frame.exceptions.drop(columns="source"))
+    assert from_table.counts[1].source == "table:settlements"
+    with pytest.raises(InputError, match="'amount' holds floats"):
+        reconcile(load_ledger("table:float_books"), load_processor("table:settlements"),
+                  backend=spark)

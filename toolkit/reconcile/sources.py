@@ -215,7 +215,8 @@ def read(backend: Backend, described: Described, only: frozenset[str] | None = N
             expr = _read_spark(backend, described, wanted)
     if "_source" not in expr.columns:
         expr = expr.mutate(_source=ibis.literal(described.name))
-    texts = {c: expr[c].cast("string").fill_null("") for c in wanted}
+    texts = {c: expr[c].cast("string").fill_null("") for c in expr.columns
+             if not c.startswith("_") and c != "source_row"}
     return expr.mutate(**texts)
 
 
@@ -308,6 +309,10 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
         frame.createOrReplaceTempView(view)
         return backend.con.table(view)
     frame = session.table(described.table_name)
+    floats = [f.name for f in frame.schema.fields if f.dataType.typeName() in ("float", "double")]
+    if floats:  # a table's columns are not known before the session starts: refuse them here
+        raise InputError(f"{described.name}: column {floats[0]!r} holds floats; store amounts "
+                         "as decimal or text")
     columns = [c for c in frame.columns if c.strip() in wanted] if wanted else frame.columns
     frame = frame.select(*[F.col(f"`{c}`").alias(c.strip()) for c in columns],
                          F.monotonically_increasing_id().alias("_ord"))
