@@ -79,13 +79,17 @@ class LoadedInput:
     when set, leaves out the rows dated outside it (``select_period``).
     """
 
-    source: str
     side: str
     described: Described
     kind: str = "payments"
     renames: tuple[tuple[str, str], ...] = ()
     carry: bool = True
     period: Period | None = None
+
+    @property
+    def source(self) -> str:
+        """The input's name for people (a path, ``<ledger frame>``, ``table:NAME``)."""
+        return self.described.name
 
     def __repr__(self) -> str:
         """Where the side is; its counts once ``frame`` has been computed (a repr never reads a
@@ -487,7 +491,7 @@ def load_payments(
     amounts = frozenset({"amount", (mapping or {}).get("amount", "amount")})
     described = sources.describe(source, side, amounts)
     renames = _renames(described, mapping, REQUIRED_COLUMNS)
-    return LoadedInput(source=described.name, side=side, described=described,
+    return LoadedInput(side=side, described=described,
                        renames=renames, carry=carry)
 
 
@@ -516,7 +520,7 @@ def load_subscription_ledger(
     amounts = frozenset({"amount", "quantity", (mapping or {}).get("amount", "amount")})
     described = sources.describe(source, "subscription ledger", amounts)
     renames = _renames(described, mapping, SUBSCRIPTION_COLUMNS)
-    return LoadedInput(source=described.name, side="subscription ledger", described=described,
+    return LoadedInput(side="subscription ledger", described=described,
                        kind="subscriptions", renames=renames)
 
 
