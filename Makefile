@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint lab bench screenshot clean
+.PHONY: demo test lint format lab bench screenshot clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no python3.11 or python3 on PATH" >&2; exit 2; }
@@ -19,11 +19,16 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check toolkit tests benchmarks scripts
+	$(BIN)/ruff format --check toolkit tests benchmarks scripts
 	$(BIN)/mypy
 
 test: lint
 	$(BIN)/pytest
 	env -u TOOLKIT_BASE_URL -u TOOLKIT_API_KEY TOOLKIT_HOME=$$(mktemp -d) $(BIN)/pytest --nbval-lax -p no:cacheprovider notebooks/
+
+format: $(STAMP)
+	$(BIN)/ruff format toolkit tests benchmarks scripts
+	$(BIN)/ruff check --fix toolkit tests benchmarks scripts
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -49,33 +49,69 @@ TARGET = 0.80
 # -- the server (its own process) -------------------------------------------------------------------
 
 SUBSCRIPTION: dict[str, Any] = {
-    "subscriptionId": SUBSCRIPTION_ID, "customerId": "cus_1", "productId": "prod_1", "priceId": "price_1",
-    "priceSnapshotId": "ps_1", "createTime": 1_717_171_717_000, "quantity": 1,
-    "paymentMethodType": "CARD", "paymentInstrumentId": "pi_1", "merchantReference": "order-42",
-    "trialStart": 1_717_171_717_000, "trialEnd": 1_717_776_517_000,
-    "currentPeriodStart": 1_717_776_517_000, "currentPeriodEnd": 1_725_552_517_000,
-    "cancelAt": None, "cancelAtPeriodEnd": False, "canceledAt": None, "cancelReason": None,
+    "subscriptionId": SUBSCRIPTION_ID,
+    "customerId": "cus_1",
+    "productId": "prod_1",
+    "priceId": "price_1",
+    "priceSnapshotId": "ps_1",
+    "createTime": 1_717_171_717_000,
+    "quantity": 1,
+    "paymentMethodType": "CARD",
+    "paymentInstrumentId": "pi_1",
+    "merchantReference": "order-42",
+    "trialStart": 1_717_171_717_000,
+    "trialEnd": 1_717_776_517_000,
+    "currentPeriodStart": 1_717_776_517_000,
+    "currentPeriodEnd": 1_725_552_517_000,
+    "cancelAt": None,
+    "cancelAtPeriodEnd": False,
+    "canceledAt": None,
+    "cancelReason": None,
     "recurringInvoiceItem": {
-        "invoiceItemId": "ii_1", "amount": 29.97, "description": "Pro plan, quarterly",
-        "periodStart": 1_717_776_517_000, "periodEnd": 1_725_552_517_000, "proration": False,
-        "price": {"productId": "prod_1", "productName": "Pro", "priceId": "price_1",
-                  "priceSnapshotId": "ps_1", "unitAmount": 29.97, "quantity": 1,
-                  "recurring": {"trialPeriodDays": 7, "intervalCount": 1}},
+        "invoiceItemId": "ii_1",
+        "amount": 29.97,
+        "description": "Pro plan, quarterly",
+        "periodStart": 1_717_776_517_000,
+        "periodEnd": 1_725_552_517_000,
+        "proration": False,
+        "price": {
+            "productId": "prod_1",
+            "productName": "Pro",
+            "priceId": "price_1",
+            "priceSnapshotId": "ps_1",
+            "unitAmount": 29.97,
+            "quantity": 1,
+            "recurring": {"trialPeriodDays": 7, "intervalCount": 1},
+        },
     },
     "upcomingInvoiceItem": None,
-    "scheduledPhases": [{"sequence": 1, "effectiveCycle": 3, "priceSnapshotId": "ps_2", "quantity": 2,
-                         "metadata": {"reason": "upgrade"}}],
-    "elapsedCycles": 2, "sessionId": "ses_1", "metadata": {"plan": "pro"},
+    "scheduledPhases": [
+        {
+            "sequence": 1,
+            "effectiveCycle": 3,
+            "priceSnapshotId": "ps_2",
+            "quantity": 2,
+            "metadata": {"reason": "upgrade"},
+        }
+    ],
+    "elapsedCycles": 2,
+    "sessionId": "ses_1",
+    "metadata": {"plan": "pro"},
 }
 
 
 def _response(status: int, reason: str, body: bytes, content_type: str) -> bytes:
-    return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    return (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
-OK_RESPONSE = _response(200, "OK", json.dumps({"code": 200, "msg": "success", "data": SUBSCRIPTION},
-                                              separators=(",", ":")).encode(), "application/json")
+OK_RESPONSE = _response(
+    200,
+    "OK",
+    json.dumps({"code": 200, "msg": "success", "data": SUBSCRIPTION}, separators=(",", ":")).encode(),
+    "application/json",
+)
 NOT_FOUND = _response(404, "Not Found", b'{"code":404,"msg":"not found","data":null}', "application/json")
 UNAUTHORIZED = _response(401, "Unauthorized", b"Unauthorized", "text/plain")
 
@@ -99,10 +135,10 @@ class _HTTPServerProtocol(asyncio.Protocol):
             length = 0
             if (at := lower.find(b"\r\ncontent-length:")) >= 0:
                 stop = lower.find(b"\r\n", at + 2)
-                length = int(lower[at + 17:stop if stop >= 0 else None])
+                length = int(lower[at + 17 : stop if stop >= 0 else None])
             if len(self.buffer) < end + 4 + length:
                 return
-            self.buffer = self.buffer[end + 4 + length:]
+            self.buffer = self.buffer[end + 4 + length :]
             request_line = head.split(b"\r\n", 1)[0].split(b" ")
             assert self.transport is not None
             if b"\r\nx-api-key:" not in lower:
@@ -123,8 +159,9 @@ async def _serve() -> None:
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None
     line = process.stdout.readline().strip()
     if not line.isdigit():
@@ -148,8 +185,12 @@ def stop_server(process: subprocess.Popen[str]) -> None:
 
 def headers() -> dict[str, str]:
     """What the toolkit sends, with a fresh timestamp: the bare loops send the same."""
-    return {"X-API-KEY": API_KEY, "X-Timestamp": str(time.time_ns() // 1_000_000),
-            "Accept": "application/json", "User-Agent": USER_AGENT}
+    return {
+        "X-API-KEY": API_KEY,
+        "X-Timestamp": str(time.time_ns() // 1_000_000),
+        "Accept": "application/json",
+        "User-Agent": USER_AGENT,
+    }
 
 
 def check(body: bytes) -> None:
@@ -172,8 +213,13 @@ class Result:
 SyncLoop = Callable[[int, float], int]  # (requests, deadline) -> requests done
 
 
-def run_sync(setup: Callable[[str], tuple[Callable[[], None], Callable[[], None]]], url: str,
-             requests: int, warmup: int, cap: float) -> tuple[int, float]:
+def run_sync(
+    setup: Callable[[str], tuple[Callable[[], None], Callable[[], None]]],
+    url: str,
+    requests: int,
+    warmup: int,
+    cap: float,
+) -> tuple[int, float]:
     one, close = setup(url)
     try:
         for _ in range(warmup):
@@ -231,8 +277,9 @@ async def _workers(one: AsyncOne, requests: int, concurrency: int, deadline: flo
     return done
 
 
-def run_async(setup: AsyncSetup, url: str, requests: int, warmup: int, cap: float,
-              concurrency: int) -> tuple[int, float]:
+def run_async(
+    setup: AsyncSetup, url: str, requests: int, warmup: int, cap: float, concurrency: int
+) -> tuple[int, float]:
     async def main() -> tuple[int, float]:
         one, close = await setup(url)
         try:
@@ -304,8 +351,9 @@ def measure(case: str, url: str, args: argparse.Namespace) -> Result:
     if case in SYNC_CASES:
         done, seconds = run_sync(SYNC_CASES[case], url, args.requests, args.warmup, args.time_cap)
     else:
-        done, seconds = run_async(ASYNC_CASES[case], url, args.requests, args.warmup, args.time_cap,
-                                  args.concurrency)
+        done, seconds = run_async(
+            ASYNC_CASES[case], url, args.requests, args.warmup, args.time_cap, args.concurrency
+        )
     return Result(case, done, seconds)
 
 
@@ -315,12 +363,16 @@ def report(results: dict[str, list[Result]], args: argparse.Namespace) -> bool:
     print(f"\n{'case'.ljust(width)}  {'req/s (median)':>14}  {'min':>8}  {'max':>8}  requests x rounds")
     for case, rounds in results.items():
         rates = [r.rate for r in rounds]
-        print(f"{case.ljust(width)}  {median[case]:>14,.0f}  {min(rates):>8,.0f}  {max(rates):>8,.0f}"
-              f"  {rounds[0].requests} x {len(rounds)}")
+        print(
+            f"{case.ljust(width)}  {median[case]:>14,.0f}  {min(rates):>8,.0f}  {max(rates):>8,.0f}"
+            f"  {rounds[0].requests} x {len(rounds)}"
+        )
     ok = True
     print("\ntargets (issue 2):")
-    for ours, bare in [("toolkit AsyncClient (32 concurrent)", "bare aiohttp ClientSession (32 concurrent)"),
-                       ("toolkit Client (sequential)", "bare httpx.Client (sequential)")]:
+    for ours, bare in [
+        ("toolkit AsyncClient (32 concurrent)", "bare aiohttp ClientSession (32 concurrent)"),
+        ("toolkit Client (sequential)", "bare httpx.Client (sequential)"),
+    ]:
         if ours not in median or bare not in median:
             continue
         ratio = median[ours] / median[bare]
@@ -329,8 +381,10 @@ def report(results: dict[str, list[Result]], args: argparse.Namespace) -> bool:
         print(f"  {ours} / {bare}: {ratio:.0%} (target >= {TARGET:.0%}) {verdict}")
     reference = "bare httpx.AsyncClient (32 concurrent, reference)"
     if reference in median and "bare aiohttp ClientSession (32 concurrent)" in median:
-        print(f"  reference: bare httpx.AsyncClient / bare aiohttp: "
-              f"{median[reference] / median['bare aiohttp ClientSession (32 concurrent)']:.0%}")
+        print(
+            f"  reference: bare httpx.AsyncClient / bare aiohttp: "
+            f"{median[reference] / median['bare aiohttp ClientSession (32 concurrent)']:.0%}"
+        )
     return ok
 
 
@@ -368,17 +422,23 @@ def main(argv: list[str] | None = None) -> int:
         wanted = [w.strip().lower() for w in args.cases.split(",")]
         cases = [c for c in cases if any(w in c.lower() for w in wanted)]
     process, url = start_server()
-    print(f"server pid {process.pid} at {url}; client pid {os.getpid()}; {os.cpu_count()} CPUs; "
-          f"{args.requests} requests x {args.rounds} rounds per case, warm-up {args.warmup}, "
-          f"cap {args.time_cap:.0f} s", flush=True)
+    print(
+        f"server pid {process.pid} at {url}; client pid {os.getpid()}; {os.cpu_count()} CPUs; "
+        f"{args.requests} requests x {args.rounds} rounds per case, warm-up {args.warmup}, "
+        f"cap {args.time_cap:.0f} s",
+        flush=True,
+    )
     try:
         results: dict[str, list[Result]] = {case: [] for case in cases}
         for round_ in range(args.rounds):
             for case in cases:
                 result = measure(case, url, args)
                 results[case].append(result)
-                print(f"  round {round_ + 1}: {case}: {result.requests} in {result.seconds:.2f} s "
-                      f"= {result.rate:,.0f} req/s", flush=True)
+                print(
+                    f"  round {round_ + 1}: {case}: {result.requests} in {result.seconds:.2f} s "
+                    f"= {result.rate:,.0f} req/s",
+                    flush=True,
+                )
         ok = report(results, args)
         if args.profile:
             profile(url, args)

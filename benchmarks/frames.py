@@ -60,7 +60,13 @@ SETUP_CONCURRENCY = 16
 USER_AGENT = "toolkit/0.1"
 # Currencies with their minor digits (JPY has none, KWD three), weighted towards USD.
 CURRENCIES: tuple[tuple[str, int], ...] = (
-    ("USD", 2), ("USD", 2), ("USD", 2), ("EUR", 2), ("EUR", 2), ("JPY", 0), ("KWD", 3),
+    ("USD", 2),
+    ("USD", 2),
+    ("USD", 2),
+    ("EUR", 2),
+    ("EUR", 2),
+    ("JPY", 0),
+    ("KWD", 3),
 )
 DAY_MS = 86_400_000
 MONTH_MS = 30 * DAY_MS
@@ -161,9 +167,24 @@ def start_sandbox(directory: Path, deadline: Deadline) -> Sandbox:
         log = directory / f"sandbox-{attempt}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "toolkit.cli", "sandbox", "--host", HOST, "--port", str(port),
-                 "--db", str(directory / "sandbox.sqlite"), "--api-key", api_key],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "toolkit.cli",
+                    "sandbox",
+                    "--host",
+                    HOST,
+                    "--port",
+                    str(port),
+                    "--db",
+                    str(directory / "sandbox.sqlite"),
+                    "--api-key",
+                    api_key,
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         sandbox = Sandbox(process, f"http://{HOST}:{port}", api_key, log)
         until = time.monotonic() + min(START_TIMEOUT_S, deadline.left("the sandbox started"))
@@ -178,8 +199,13 @@ def start_sandbox(directory: Path, deadline: Deadline) -> Sandbox:
     raise BenchmarkError(f"the sandbox did not start:\n{tail}")
 
 
-async def _call(session: aiohttp.ClientSession, sandbox: Sandbox, method: str, path: str,
-                body: dict[str, Any] | None = None) -> Any:
+async def _call(
+    session: aiohttp.ClientSession,
+    sandbox: Sandbox,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+) -> Any:
     """One setup call on the sandbox; returns the envelope's data or raises."""
     headers = _headers(sandbox.api_key)
     data = None
@@ -219,27 +245,56 @@ class Plan:
 
 async def create_plan(session: aiohttp.ClientSession, sandbox: Sandbox) -> Plan:
     monthly = {"interval": "month", "intervalCount": 1}
-    product = await _call(session, sandbox, "POST", "/product", {
-        "name": "Benchmark plan",
-        "description": "recurring prices for benchmarks/frames.py",
-        "priceList": [
-            {"currency": "USD", "unitAmount": Decimal("9.99"), "priceType": "recurring",
-             "isDefaultPrice": True, "recurringDetails": {**monthly, "trialPeriodDays": 14}},
-            {"currency": "USD", "unitAmount": Decimal("19.99"), "priceType": "recurring",
-             "recurringDetails": monthly},
-            {"currency": "USD", "unitAmount": Decimal("29.99"), "priceType": "recurring",
-             "recurringDetails": monthly},
-        ],
-    })
+    product = await _call(
+        session,
+        sandbox,
+        "POST",
+        "/product",
+        {
+            "name": "Benchmark plan",
+            "description": "recurring prices for benchmarks/frames.py",
+            "priceList": [
+                {
+                    "currency": "USD",
+                    "unitAmount": Decimal("9.99"),
+                    "priceType": "recurring",
+                    "isDefaultPrice": True,
+                    "recurringDetails": {**monthly, "trialPeriodDays": 14},
+                },
+                {
+                    "currency": "USD",
+                    "unitAmount": Decimal("19.99"),
+                    "priceType": "recurring",
+                    "recurringDetails": monthly,
+                },
+                {
+                    "currency": "USD",
+                    "unitAmount": Decimal("29.99"),
+                    "priceType": "recurring",
+                    "recurringDetails": monthly,
+                },
+            ],
+        },
+    )
     prices = product["priceList"]
-    return Plan(product_id=product["productId"], trial_price=prices[0]["priceId"],
-                plain_price=prices[1]["priceId"],
-                phase_snapshots=(prices[1]["priceSnapshotId"], prices[2]["priceSnapshotId"]))
+    return Plan(
+        product_id=product["productId"],
+        trial_price=prices[0]["priceId"],
+        plain_price=prices[1]["priceId"],
+        phase_snapshots=(prices[1]["priceSnapshotId"], prices[2]["priceSnapshotId"]),
+    )
 
 
 def _subscription_body(plan: Plan, i: int) -> dict[str, Any]:
-    phases = [{"effectiveCycle": 2 + 2 * k, "priceSnapshotId": plan.phase_snapshots[k],
-               "quantity": 1 + (i + k) % 4, "metadata": {"step": str(k + 1)}} for k in range(i % 3)]
+    phases = [
+        {
+            "effectiveCycle": 2 + 2 * k,
+            "priceSnapshotId": plan.phase_snapshots[k],
+            "quantity": 1 + (i + k) % 4,
+            "metadata": {"step": str(k + 1)},
+        }
+        for k in range(i % 3)
+    ]
     body: dict[str, Any] = {
         "customerEmail": f"customer{i % 2000}@example.com",
         "productId": plan.product_id,
@@ -265,11 +320,21 @@ async def create_subscriptions(sandbox: Sandbox, count: int, deadline: Deadline)
             data = await _call(session, sandbox, "POST", "/sandbox/subscriptions", body)
             subscription_id = str(data["subscriptionId"])
             if i % 10 == 9:
-                await _call(session, sandbox, "POST", f"/sandbox/subscriptions/{subscription_id}/cancel",
-                            {"atPeriodEnd": False, "reason": "benchmark: canceled now"})
+                await _call(
+                    session,
+                    sandbox,
+                    "POST",
+                    f"/sandbox/subscriptions/{subscription_id}/cancel",
+                    {"atPeriodEnd": False, "reason": "benchmark: canceled now"},
+                )
             elif i % 20 == 3:
-                await _call(session, sandbox, "POST", f"/sandbox/subscriptions/{subscription_id}/cancel",
-                            {"atPeriodEnd": True, "reason": "benchmark: at period end"})
+                await _call(
+                    session,
+                    sandbox,
+                    "POST",
+                    f"/sandbox/subscriptions/{subscription_id}/cancel",
+                    {"atPeriodEnd": True, "reason": "benchmark: at period end"},
+                )
             return subscription_id
 
         async def run() -> tuple[list[str], Any]:
@@ -289,9 +354,21 @@ def _money(minor: int, digits: int) -> Decimal:
     return Decimal(minor).scaleb(-digits)
 
 
-def _invoice_item(template: dict[str, Any], *, item_id: str, amount: Decimal, unit: Decimal,
-                  currency: str, quantity: int, start: int, end: int, label: str, trial_days: int,
-                  price_id: str, snapshot_id: str) -> dict[str, Any]:
+def _invoice_item(
+    template: dict[str, Any],
+    *,
+    item_id: str,
+    amount: Decimal,
+    unit: Decimal,
+    currency: str,
+    quantity: int,
+    start: int,
+    end: int,
+    label: str,
+    trial_days: int,
+    price_id: str,
+    snapshot_id: str,
+) -> dict[str, Any]:
     price = template["price"]
     return {
         **template,
@@ -301,9 +378,15 @@ def _invoice_item(template: dict[str, Any], *, item_id: str, amount: Decimal, un
         "description": f"{label}: {quantity} x {price['productName']}",
         "periodStart": start,
         "periodEnd": end,
-        "price": {**price, "priceId": price_id, "priceSnapshotId": snapshot_id, "unitAmount": unit,
-                  "quantity": quantity, "currency": currency,
-                  "recurring": {**price["recurring"], "trialPeriodDays": trial_days}},
+        "price": {
+            **price,
+            "priceId": price_id,
+            "priceSnapshotId": snapshot_id,
+            "unitAmount": unit,
+            "quantity": quantity,
+            "currency": currency,
+            "recurring": {**price["recurring"], "trialPeriodDays": trial_days},
+        },
     }
 
 
@@ -333,46 +416,75 @@ def subscription_records(template: dict[str, Any], count: int, seed: int = 7) ->
         price_id = f"price_{i % 50:032x}"
         snapshot_id = f"psnap_{i % 50:032x}"
         current = _invoice_item(
-            recurring_template, item_id=f"ii_{2 * i:032x}",
-            amount=_money(0, digits) if trialing else cycle_amount, start=start, end=end,
-            label="Trial period" if trialing else f"Cycle {cycles}", unit=unit, currency=currency,
-            quantity=quantity, price_id=price_id, snapshot_id=snapshot_id, trial_days=14 if trial else 0)
+            recurring_template,
+            item_id=f"ii_{2 * i:032x}",
+            amount=_money(0, digits) if trialing else cycle_amount,
+            start=start,
+            end=end,
+            label="Trial period" if trialing else f"Cycle {cycles}",
+            unit=unit,
+            currency=currency,
+            quantity=quantity,
+            price_id=price_id,
+            snapshot_id=snapshot_id,
+            trial_days=14 if trial else 0,
+        )
         upcoming = _invoice_item(
-            upcoming_template, item_id=f"ii_{2 * i + 1:032x}", amount=cycle_amount,
-            start=end, end=end + MONTH_MS, label=f"Cycle {cycles + 1}", unit=unit, currency=currency,
-            quantity=quantity, price_id=price_id, snapshot_id=snapshot_id, trial_days=14 if trial else 0)
-        phases = [{**phase_template, "sequence": k + 1, "effectiveCycle": cycles + 2 + 3 * k,
-                   "priceSnapshotId": f"psnap_{(i + k + 1) % 50:032x}", "quantity": quantity + k + 1,
-                   "metadata": {"step": str(k + 1)}} for k in range(i % 3)]
+            upcoming_template,
+            item_id=f"ii_{2 * i + 1:032x}",
+            amount=cycle_amount,
+            start=end,
+            end=end + MONTH_MS,
+            label=f"Cycle {cycles + 1}",
+            unit=unit,
+            currency=currency,
+            quantity=quantity,
+            price_id=price_id,
+            snapshot_id=snapshot_id,
+            trial_days=14 if trial else 0,
+        )
+        phases = [
+            {
+                **phase_template,
+                "sequence": k + 1,
+                "effectiveCycle": cycles + 2 + 3 * k,
+                "priceSnapshotId": f"psnap_{(i + k + 1) % 50:032x}",
+                "quantity": quantity + k + 1,
+                "metadata": {"step": str(k + 1)},
+            }
+            for k in range(i % 3)
+        ]
         # About one key in 500 repeats the previous one: duplicates are kept, never dropped.
         key = f"SUB-{i - 1 if i % 500 == 499 else i:07d}"
-        records.append({
-            **template,
-            "subscriptionId": f"sub_{i:032x}",
-            "status": "canceled" if canceled else "trialing" if trialing else "active",
-            "customerId": f"cus_{i % 20_000:032x}",
-            "priceId": price_id,
-            "priceSnapshotId": snapshot_id,
-            "currency": currency,
-            "createTime": create,
-            "quantity": quantity,
-            "paymentInstrumentId": f"pi_{i:032x}",
-            "merchantReference": key,
-            "trialStart": create if trial else None,
-            "trialEnd": trial_end,
-            "currentPeriodStart": start,
-            "currentPeriodEnd": end,
-            "cancelAt": start + DAY_MS if canceled else None,
-            "cancelAtPeriodEnd": False,
-            "canceledAt": start + DAY_MS if canceled else None,
-            "cancelReason": "customer request" if canceled else None,
-            "recurringInvoiceItem": current,
-            "upcomingInvoiceItem": upcoming,
-            "scheduledPhases": phases,
-            "elapsedCycles": cycles,
-            "sessionId": f"ses_{i:032x}",
-            "metadata": {"source": "benchmark", "cohort": str(i % 7)},
-        })
+        records.append(
+            {
+                **template,
+                "subscriptionId": f"sub_{i:032x}",
+                "status": "canceled" if canceled else "trialing" if trialing else "active",
+                "customerId": f"cus_{i % 20_000:032x}",
+                "priceId": price_id,
+                "priceSnapshotId": snapshot_id,
+                "currency": currency,
+                "createTime": create,
+                "quantity": quantity,
+                "paymentInstrumentId": f"pi_{i:032x}",
+                "merchantReference": key,
+                "trialStart": create if trial else None,
+                "trialEnd": trial_end,
+                "currentPeriodStart": start,
+                "currentPeriodEnd": end,
+                "cancelAt": start + DAY_MS if canceled else None,
+                "cancelAtPeriodEnd": False,
+                "canceledAt": start + DAY_MS if canceled else None,
+                "cancelReason": "customer request" if canceled else None,
+                "recurringInvoiceItem": current,
+                "upcomingInvoiceItem": upcoming,
+                "scheduledPhases": phases,
+                "elapsedCycles": cycles,
+                "sessionId": f"ses_{i:032x}",
+                "metadata": {"source": "benchmark", "cohort": str(i % 7)},
+            }
+        )
     return records
 
 
@@ -386,8 +498,11 @@ def make_models(template: dict[str, Any], count: int) -> list[Subscription]:
 
 
 def build_frames(models: Sequence[Subscription]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    return (subscriptions_frame(models, environment="benchmark"), invoice_items_frame(models),
-            phases_frame(models))
+    return (
+        subscriptions_frame(models, environment="benchmark"),
+        invoice_items_frame(models),
+        phases_frame(models),
+    )
 
 
 def dump_frame(models: Sequence[Subscription]) -> pd.DataFrame:
@@ -411,8 +526,9 @@ def profile(function: Callable[[], object], limit: int = 25) -> None:
     stats.sort_stats("cumulative").print_stats(limit)
 
 
-def bench_frames(template: dict[str, Any], count: int, repeats: int, results: Results,
-                 want_profile: bool) -> None:
+def bench_frames(
+    template: dict[str, Any], count: int, repeats: int, results: Results, want_profile: bool
+) -> None:
     print(f"frames: validating {count:,} Subscription models (setup, not timed) ...", flush=True)
     started = time.perf_counter()
     models = make_models(template, count)
@@ -422,22 +538,38 @@ def bench_frames(template: dict[str, Any], count: int, repeats: int, results: Re
     if (len(subs), len(items), len(phases)) != (count, 2 * count, expected_phases):
         raise BenchmarkError(f"unexpected frame sizes {len(subs)}, {len(items)}, {len(phases)}")
     states = subs["state"].value_counts().to_dict()
-    print(f"  frames: {len(subs):,} subscriptions ({states}), {len(items):,} invoice items, "
-          f"{len(phases):,} phases; {subs.index.duplicated().sum()} repeated keys kept", flush=True)
+    print(
+        f"  frames: {len(subs):,} subscriptions ({states}), {len(items):,} invoice items, "
+        f"{len(phases):,} phases; {subs.index.duplicated().sum()} repeated keys kept",
+        flush=True,
+    )
     del subs, items, phases
 
     frame_times = timed(lambda: build_frames(models), repeats)
     best, median = min(frame_times), statistics.median(frame_times)
-    results.rows.append(Row(f"frames of {count:,} subscriptions (3 frames)", best, median,
-                            f"target <= {FRAMES_TARGET_S:.2f} s (at 100,000)"))
+    results.rows.append(
+        Row(
+            f"frames of {count:,} subscriptions (3 frames)",
+            best,
+            median,
+            f"target <= {FRAMES_TARGET_S:.2f} s (at 100,000)",
+        )
+    )
     dump_times = timed(lambda: dump_frame(models), repeats)
-    results.rows.append(Row(f"context: model_dump + pd.DataFrame ({count:,})", min(dump_times),
-                            statistics.median(dump_times), "issue's reference figure: 1.7 s"))
+    results.rows.append(
+        Row(
+            f"context: model_dump + pd.DataFrame ({count:,})",
+            min(dump_times),
+            statistics.median(dump_times),
+            "issue's reference figure: 1.7 s",
+        )
+    )
     scaled = best * 100_000 / count
     met = scaled <= FRAMES_TARGET_S
     results.verdicts.append(
         f"frames: best {best:.3f} s for {count:,} (= {scaled:.3f} s per 100,000) -> "
-        f"{'MET' if met else 'MISSED'} (target <= {FRAMES_TARGET_S} s)")
+        f"{'MET' if met else 'MISSED'} (target <= {FRAMES_TARGET_S} s)"
+    )
     if want_profile or not met:
         print("\nprofile of one frames build (cumulative):", flush=True)
         profile(lambda: build_frames(models))
@@ -455,8 +587,9 @@ async def load_toolkit(sandbox: Sandbox, ids: Sequence[str], concurrency: int) -
     finally:
         await client.aclose()
     if not result.ok:
-        raise BenchmarkError(f"aload_subscriptions failed on {len(result.errors)} ids: "
-                             f"{result.errors['error'].iloc[0]}")
+        raise BenchmarkError(
+            f"aload_subscriptions failed on {len(result.errors)} ids: {result.errors['error'].iloc[0]}"
+        )
     return len(result.frame)
 
 
@@ -466,6 +599,7 @@ async def load_bare(sandbox: Sandbox, ids: Sequence[str], concurrency: int) -> i
     queue = iter(ids)
     connector = aiohttp.TCPConnector(limit=100)  # as the AsyncClient's transport (max_connections=100)
     async with aiohttp.ClientSession(connector=connector) as session:
+
         async def worker() -> None:
             for subscription_id in queue:
                 url = f"{sandbox.base_url}/subscription/{subscription_id}"
@@ -482,16 +616,17 @@ async def load_bare(sandbox: Sandbox, ids: Sequence[str], concurrency: int) -> i
 
 
 LOADERS: dict[str, Callable[[Sandbox, Sequence[str], int], Awaitable[int]]] = {
-    "toolkit": load_toolkit, "bare": load_bare,
+    "toolkit": load_toolkit,
+    "bare": load_bare,
 }
 
 
-def run_load(name: str, sandbox: Sandbox, ids: Sequence[str], concurrency: int,
-             deadline: Deadline) -> float:
+def run_load(name: str, sandbox: Sandbox, ids: Sequence[str], concurrency: int, deadline: Deadline) -> float:
     gc.collect()
     started = time.perf_counter()
-    loaded = asyncio.run(asyncio.wait_for(LOADERS[name](sandbox, ids, concurrency),
-                                          deadline.left(f"the {name} load")))
+    loaded = asyncio.run(
+        asyncio.wait_for(LOADERS[name](sandbox, ids, concurrency), deadline.left(f"the {name} load"))
+    )
     elapsed = time.perf_counter() - started
     if loaded != len(ids):
         raise BenchmarkError(f"{name}: loaded {loaded} of {len(ids)}")
@@ -499,14 +634,22 @@ def run_load(name: str, sandbox: Sandbox, ids: Sequence[str], concurrency: int,
     return elapsed
 
 
-def bench_load(sandbox: Sandbox, ids: Sequence[str], concurrency: int, results: Results,
-               deadline: Deadline, want_profile: bool) -> None:
+def bench_load(
+    sandbox: Sandbox,
+    ids: Sequence[str],
+    concurrency: int,
+    results: Results,
+    deadline: Deadline,
+    want_profile: bool,
+) -> None:
     count = len(ids)
     print(f"loading: warm-up on {min(count, 500)} ids (not timed) ...", flush=True)
     for name in ("bare", "toolkit"):
         run_load(name, sandbox, ids[:500], concurrency, deadline)
-    print(f"loading: {count:,} subscriptions, concurrency {concurrency}, two rounds in alternate order",
-          flush=True)
+    print(
+        f"loading: {count:,} subscriptions, concurrency {concurrency}, two rounds in alternate order",
+        flush=True,
+    )
     times: dict[str, list[float]] = {"toolkit": [], "bare": []}
     for order in (("toolkit", "bare"), ("bare", "toolkit")):
         for name in order:
@@ -514,14 +657,27 @@ def bench_load(sandbox: Sandbox, ids: Sequence[str], concurrency: int, results: 
     best = {name: min(values) for name, values in times.items()}
     rate = {name: count / value for name, value in best.items()}
     ratio = rate["toolkit"] / rate["bare"]
-    results.rows.append(Row(f"load {count:,}: aload_subscriptions + frames", best["toolkit"],
-                            None, f"{rate['toolkit']:,.0f}/s (runs: {_runs(times['toolkit'])})"))
-    results.rows.append(Row(f"load {count:,}: bare aiohttp loop", best["bare"], None,
-                            f"{rate['bare']:,.0f}/s (runs: {_runs(times['bare'])})"))
+    results.rows.append(
+        Row(
+            f"load {count:,}: aload_subscriptions + frames",
+            best["toolkit"],
+            None,
+            f"{rate['toolkit']:,.0f}/s (runs: {_runs(times['toolkit'])})",
+        )
+    )
+    results.rows.append(
+        Row(
+            f"load {count:,}: bare aiohttp loop",
+            best["bare"],
+            None,
+            f"{rate['bare']:,.0f}/s (runs: {_runs(times['bare'])})",
+        )
+    )
     met = ratio >= LOAD_TARGET_RATIO
     results.verdicts.append(
         f"loading: toolkit {rate['toolkit']:,.0f}/s vs bare {rate['bare']:,.0f}/s = {ratio:.1%} -> "
-        f"{'MET' if met else 'MISSED'} (target >= {LOAD_TARGET_RATIO:.0%})")
+        f"{'MET' if met else 'MISSED'} (target >= {LOAD_TARGET_RATIO:.0%})"
+    )
     if want_profile or not met:
         print("\nprofile of one toolkit load, client side (cumulative):", flush=True)
         profile(lambda: asyncio.run(load_toolkit(sandbox, ids, concurrency)))
@@ -536,8 +692,10 @@ def _runs(values: Sequence[float]) -> str:
 
 def print_table(results: Results, args: argparse.Namespace) -> None:
     print()
-    print(f"benchmarks/frames.py  (python {sys.version.split()[0]}, pandas {pd.__version__}, "
-          f"{os.cpu_count()} CPUs, repeats {args.repeats})")
+    print(
+        f"benchmarks/frames.py  (python {sys.version.split()[0]}, pandas {pd.__version__}, "
+        f"{os.cpu_count()} CPUs, repeats {args.repeats})"
+    )
     width = max(len(row.name) for row in results.rows) if results.rows else 40
     print(f"{'measurement':{width}s}  {'best':>9s}  {'median':>9s}  note")
     print(f"{'-' * width}  {'-' * 9}  {'-' * 9}  {'-' * 30}")
@@ -551,16 +709,29 @@ def print_table(results: Results, args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--subscriptions", type=int, default=100_000,
-                        help="models for the frames benchmark (default %(default)s; 0 skips it)")
-    parser.add_argument("--load", type=int, default=10_000,
-                        help="subscriptions to create and load (default %(default)s; 0 skips it)")
+    parser.add_argument(
+        "--subscriptions",
+        type=int,
+        default=100_000,
+        help="models for the frames benchmark (default %(default)s; 0 skips it)",
+    )
+    parser.add_argument(
+        "--load",
+        type=int,
+        default=10_000,
+        help="subscriptions to create and load (default %(default)s; 0 skips it)",
+    )
     parser.add_argument("--concurrency", type=int, default=32, help="load concurrency (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=3, help="frames repeats (default %(default)s)")
-    parser.add_argument("--time-cap", type=float, default=1200.0,
-                        help="stop with an error after this many seconds (default %(default)s)")
-    parser.add_argument("--profile", action="store_true",
-                        help="print cProfile output even when the targets are met")
+    parser.add_argument(
+        "--time-cap",
+        type=float,
+        default=1200.0,
+        help="stop with an error after this many seconds (default %(default)s)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="print cProfile output even when the targets are met"
+    )
     args = parser.parse_args(argv)
     if args.subscriptions < 0 or args.load < 0 or args.concurrency < 1 or args.repeats < 1:
         parser.error("counts must be >= 0, concurrency and repeats >= 1")
@@ -569,8 +740,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-frames-") as tmp:
         sandbox = start_sandbox(Path(tmp), deadline)
         try:
-            print(f"sandbox: {sandbox.base_url} (pid {sandbox.process.pid}), setup: "
-                  f"{max(args.load, 3):,} subscriptions ...", flush=True)
+            print(
+                f"sandbox: {sandbox.base_url} (pid {sandbox.process.pid}), setup: "
+                f"{max(args.load, 3):,} subscriptions ...",
+                flush=True,
+            )
             started = time.perf_counter()
             ids, template = asyncio.run(create_subscriptions(sandbox, args.load, deadline))
             print(f"  created in {time.perf_counter() - started:.1f} s", flush=True)

@@ -51,10 +51,12 @@ def steps() -> None:
     symbol = qr.encode(url)
     CHECKOUT_QR.png(url)  # derives the template once, outside the timings
     template = CHECKOUT_QR._template_ready()
-    lines = template.lines(url[len(CHECKOUT_QR.prefix):].encode("ascii"))
+    lines = template.lines(url[len(CHECKOUT_QR.prefix) :].encode("ascii"))
     width = (len(lines) // template.line_size) * qr.SCALE
     repeat = (b"\x02" + bytes(template.line_size - 1)) * (qr.SCALE - 1)
-    raw = b"".join(lines[i:i + template.line_size] + repeat for i in range(0, len(lines), template.line_size))
+    raw = b"".join(
+        lines[i : i + template.line_size] + repeat for i in range(0, len(lines), template.line_size)
+    )
     image = CHECKOUT_QR.png(url)
 
     def before() -> tuple[str, str]:
@@ -63,25 +65,37 @@ def steps() -> None:
         return (qr.data_url("image/png", save(code, "png")), qr.data_url("image/svg+xml", save(code, "svg")))
 
     rows: list[tuple[str, float]] = [
-        ("segno.make_qr, automatic mask (8 evaluated)", per_call_us(
-            lambda: segno.make_qr(fresh_url(), error="m"), 30)),
+        (
+            "segno.make_qr, automatic mask (8 evaluated)",
+            per_call_us(lambda: segno.make_qr(fresh_url(), error="m"), 30),
+        ),
         (f"segno.make_qr, mask {qr.MASK} fixed", per_call_us(lambda: qr.encode(fresh_url()), 100)),
         ("segno PNG writer (scale 4, border 4)", per_call_us(lambda: save(symbol, "png"), 100)),
         ("segno SVG writer", per_call_us(lambda: save(symbol, "svg"), 100)),
         ("before: PNG + SVG data URLs per payment", per_call_us(before, 30)),
-        ("template: module lines of a new URL", per_call_us(
-            lambda: template.lines(uuid.uuid4().hex.encode("ascii")), 3000)),
+        (
+            "template: module lines of a new URL",
+            per_call_us(lambda: template.lines(uuid.uuid4().hex.encode("ascii")), 3000),
+        ),
         ("zlib.compress(level 1) of the scaled raster", per_call_us(lambda: zlib.compress(raw, 1), 3000)),
-        ("png.scaled_png (no compressor)", per_call_us(
-            lambda: png.scaled_png(lines, width=width, line_size=template.line_size, scale=qr.SCALE), 3000)),
+        (
+            "png.scaled_png (no compressor)",
+            per_call_us(
+                lambda: png.scaled_png(lines, width=width, line_size=template.line_size, scale=qr.SCALE), 3000
+            ),
+        ),
         ("base64 data URL of the PNG", per_call_us(lambda: base64.b64encode(image), 3000)),
-        ("after: imageDataUrl per payment (png_data_url)", per_call_us(
-            lambda: CHECKOUT_QR.png_data_url(fresh_url()), 3000)),
+        (
+            "after: imageDataUrl per payment (png_data_url)",
+            per_call_us(lambda: CHECKOUT_QR.png_data_url(fresh_url()), 3000),
+        ),
         ("after: SVG at its URL, first request", per_call_us(lambda: CHECKOUT_QR.svg(fresh_url()), 30)),
     ]
-    print(f"QR code of a {len(url)}-character checkout URL: version {symbol.version}, error "
-          f"{symbol.error}, {len(symbol.matrix)} modules; PNG {len(image)} bytes "
-          f"(zlib level 1: {len(zlib.compress(raw, 1)) + 57} bytes), SVG {len(save(symbol, 'svg'))} bytes")
+    print(
+        f"QR code of a {len(url)}-character checkout URL: version {symbol.version}, error "
+        f"{symbol.error}, {len(symbol.matrix)} modules; PNG {len(image)} bytes "
+        f"(zlib level 1: {len(zlib.compress(raw, 1)) + 57} bytes), SVG {len(save(symbol, 'svg'))} bytes"
+    )
     for name, micros in rows:
         print(f"  {name:<52}{micros:>10.1f} us")
 

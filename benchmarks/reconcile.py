@@ -57,15 +57,30 @@ def generate(directory: Path, rows: int, seed: int = 7) -> tuple[Path, Path, dic
     minor = rng.integers(1, 10**9, rows)
     status = rng.integers(0, len(STATUSES), rows)
     slots = rng.permutation(rows)
-    plan = {name: slots[i * pct:(i + 1) * pct] for i, name in enumerate((
-        "missing_in_processor", "amount_mismatch", "currency_mismatch", "status_mismatch",
-        "duplicate_in_processor", "duplicate_in_ledger", "unknown_outcome", "rejected_row",
-    ))}
-    ledger = pd.DataFrame({
-        "merchantReferenceId": keys, "amount": _amount_text(minor, digits),
-        "currency": np.array(CURRENCIES)[cur], "status": np.array(STATUSES)[status],
-        "orderId": keys.str.replace("MR", "O", regex=False),
-    })
+    plan = {
+        name: slots[i * pct : (i + 1) * pct]
+        for i, name in enumerate(
+            (
+                "missing_in_processor",
+                "amount_mismatch",
+                "currency_mismatch",
+                "status_mismatch",
+                "duplicate_in_processor",
+                "duplicate_in_ledger",
+                "unknown_outcome",
+                "rejected_row",
+            )
+        )
+    }
+    ledger = pd.DataFrame(
+        {
+            "merchantReferenceId": keys,
+            "amount": _amount_text(minor, digits),
+            "currency": np.array(CURRENCIES)[cur],
+            "status": np.array(STATUSES)[status],
+            "orderId": keys.str.replace("MR", "O", regex=False),
+        }
+    )
     p_minor = minor.copy()
     p_minor[plan["amount_mismatch"]] += 1
     p_cur = cur.copy()
@@ -75,16 +90,24 @@ def generate(directory: Path, rows: int, seed: int = 7) -> tuple[Path, Path, dic
         (status[plan["status_mismatch"]] + 1) % len(STATUSES)
     ]
     p_status[plan["unknown_outcome"]] = "unknown"
-    processor = pd.DataFrame({
-        "orderId": ledger["orderId"], "merchantReferenceId": keys, "customerId": "cus_1",
-        "paymentMethodType": "CARD", "paymentInstrumentId": "pi_1",
-        "amount": _amount_text(p_minor, np.array(DIGITS)[p_cur]),
-        "currency": np.array(CURRENCIES)[p_cur], "pricingAmount": "", "pricingCurrency": "",
-        "status": p_status, "createTime": "1700000000000", "updateTime": "1700000000000",
-    })
+    processor = pd.DataFrame(
+        {
+            "orderId": ledger["orderId"],
+            "merchantReferenceId": keys,
+            "customerId": "cus_1",
+            "paymentMethodType": "CARD",
+            "paymentInstrumentId": "pi_1",
+            "amount": _amount_text(p_minor, np.array(DIGITS)[p_cur]),
+            "currency": np.array(CURRENCIES)[p_cur],
+            "pricingAmount": "",
+            "pricingCurrency": "",
+            "status": p_status,
+            "createTime": "1700000000000",
+            "updateTime": "1700000000000",
+        }
+    )
     extra = processor.iloc[:pct].copy()
-    extra["merchantReferenceId"] = pd.Series(np.arange(rows, rows + pct)).astype(str).radd(
-        "MR").to_numpy()
+    extra["merchantReferenceId"] = pd.Series(np.arange(rows, rows + pct)).astype(str).radd("MR").to_numpy()
     keep = np.ones(rows, dtype=bool)
     keep[plan["missing_in_processor"]] = False
     processor = pd.concat(
@@ -108,9 +131,7 @@ _PEAK = (
 )
 
 
-def _timed(
-    code: str, cwd: Path, ok: tuple[int, ...] = (0,)
-) -> tuple[float, float, float, str]:
+def _timed(code: str, cwd: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, float, float, str]:
     """Run ``code`` in a fresh interpreter: wall seconds, CPU seconds, peak RSS (MB), output.
 
     CPU seconds (user + system) are less sensitive than wall time to other load on the host.
@@ -165,13 +186,14 @@ def main() -> None:
             loaded = time.perf_counter()
             compare = Compare(a, b, join_columns="merchantReferenceId")
             compared = time.perf_counter()
-            open({str(directory / 'datacompy.txt')!r}, "w").write(compare.report())
+            open({str(directory / "datacompy.txt")!r}, "w").write(compare.report())
             done = time.perf_counter()
             print(f"STAGES {{loaded - start:.2f}} {{compared - loaded:.2f}} {{done - compared:.2f}}")
         """)
         ref_wall, ref_cpu, ref_peak, ref_out = _timed(reference, Path.cwd())
-        stages = next((line.split()[1:] for line in ref_out.splitlines()
-                       if line.startswith("STAGES")), ["?", "?", "?"])
+        stages = next(
+            (line.split()[1:] for line in ref_out.splitlines() if line.startswith("STAGES")), ["?", "?", "?"]
+        )
 
         from toolkit.reconcile import load_ledger, load_processor, reconcile
 
@@ -185,14 +207,19 @@ def main() -> None:
             timings.append(time.perf_counter() - start)
         found = result.category_counts
         print(f"found:   {found}")
-        print(f"toolkit reconcile (end to end, subprocess): {ours_wall:.2f} s wall, "
-              f"{ours_cpu:.2f} s CPU, peak RSS {ours_peak:.0f} MB")
-        print(f"datacompy Compare (load + compare + report): {ref_wall:.2f} s wall, "
-              f"{ref_cpu:.2f} s CPU, peak RSS {ref_peak:.0f} MB")
-        print(f"  datacompy stages: import+load {stages[0]} s, Compare {stages[1]} s, "
-              f"report {stages[2]} s")
-        print(f"speed-up end to end: {ref_wall / ours_wall:.1f}x wall, "
-              f"{ref_cpu / ours_cpu:.1f}x CPU (target >= 5x)")
+        print(
+            f"toolkit reconcile (end to end, subprocess): {ours_wall:.2f} s wall, "
+            f"{ours_cpu:.2f} s CPU, peak RSS {ours_peak:.0f} MB"
+        )
+        print(
+            f"datacompy Compare (load + compare + report): {ref_wall:.2f} s wall, "
+            f"{ref_cpu:.2f} s CPU, peak RSS {ref_peak:.0f} MB"
+        )
+        print(f"  datacompy stages: import+load {stages[0]} s, Compare {stages[1]} s, report {stages[2]} s")
+        print(
+            f"speed-up end to end: {ref_wall / ours_wall:.1f}x wall, "
+            f"{ref_cpu / ours_cpu:.1f}x CPU (target >= 5x)"
+        )
         print(f"describing both files in process (the engine reads them): {load_s:.2f} s")
         print(f"reconcile() in process, reading both files: best {min(timings):.3f} s of 3")
         print(f"peak memory of the command: {ours_peak:.0f} MB (target <= 1536 MB)")

@@ -398,10 +398,16 @@ def _env(root: Path) -> dict[str, str]:
 
 def check_tree(root: Path, cwd: Path) -> set[str]:
     """Check that ``toolkit`` imports from ``root``; return the reconcile options it has."""
+
     def output(*args: str) -> str:
         return subprocess.run(
-            [sys.executable, *args], env=_env(root), cwd=cwd, capture_output=True, text=True,
-            check=True, timeout=120,
+            [sys.executable, *args],
+            env=_env(root),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
         ).stdout
 
     where = output("-c", "import toolkit; print(toolkit.__file__)").strip()

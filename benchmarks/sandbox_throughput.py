@@ -51,13 +51,21 @@ from fastapi.responses import Response
 HOST = "127.0.0.1"
 KEY = "sk_test_benchmark"
 PAYMENT = {
-    "customerEmail": "bench@example.com", "paymentMethodType": "CARD",
-    "paymentInstrumentId": "pi_test_default", "amount": 12.30, "currency": "USD",
-    "returnUrl": "https://shop.example/return", "merchantReferenceId": "bench",
+    "customerEmail": "bench@example.com",
+    "paymentMethodType": "CARD",
+    "paymentInstrumentId": "pi_test_default",
+    "amount": 12.30,
+    "currency": "USD",
+    "returnUrl": "https://shop.example/return",
+    "merchantReferenceId": "bench",
 }
 WALLET_PAYMENT = {
-    "customerEmail": "bench@example.com", "paymentMethodType": "ALIPAY", "amount": 12.30,
-    "currency": "CNY", "returnUrl": "https://shop.example/return", "merchantReferenceId": "bench",
+    "customerEmail": "bench@example.com",
+    "paymentMethodType": "ALIPAY",
+    "amount": 12.30,
+    "currency": "CNY",
+    "returnUrl": "https://shop.example/return",
+    "merchantReferenceId": "bench",
 }
 
 
@@ -74,23 +82,52 @@ def reference_subscription(sub_id: str) -> dict[str, object]:
 
     def item(cycle: int) -> dict[str, object]:
         return {
-            "invoiceItemId": f"ii_{hexid}", "amount": "30.00", "currency": "USD",
-            "description": f"Cycle {cycle}: 1 x Bench", "periodStart": start + (cycle - 1) * month,
-            "periodEnd": start + cycle * month, "proration": False,
-            "price": {"productId": ids["prod"], "productName": "Bench", "priceId": ids["price"],
-                      "priceSnapshotId": ids["psnap"], "unitAmount": "30.00", "quantity": 1,
-                      "currency": "USD", "recurring": {"trialPeriodDays": 0, "intervalCount": 1}},
+            "invoiceItemId": f"ii_{hexid}",
+            "amount": "30.00",
+            "currency": "USD",
+            "description": f"Cycle {cycle}: 1 x Bench",
+            "periodStart": start + (cycle - 1) * month,
+            "periodEnd": start + cycle * month,
+            "proration": False,
+            "price": {
+                "productId": ids["prod"],
+                "productName": "Bench",
+                "priceId": ids["price"],
+                "priceSnapshotId": ids["psnap"],
+                "unitAmount": "30.00",
+                "quantity": 1,
+                "currency": "USD",
+                "recurring": {"trialPeriodDays": 0, "intervalCount": 1},
+            },
         }
 
     return {
-        "subscriptionId": sub_id, "status": "active", "customerId": ids["cus"],
-        "productId": ids["prod"], "priceId": ids["price"], "priceSnapshotId": ids["psnap"],
-        "currency": "USD", "createTime": start, "quantity": 1, "paymentMethodType": "CARD",
-        "paymentInstrumentId": "pi_test_success", "merchantReference": None, "trialStart": None,
-        "trialEnd": None, "currentPeriodStart": start, "currentPeriodEnd": start + month,
-        "cancelAt": None, "cancelAtPeriodEnd": False, "canceledAt": None, "cancelReason": None,
-        "recurringInvoiceItem": item(1), "upcomingInvoiceItem": item(2), "scheduledPhases": [],
-        "elapsedCycles": 1, "sessionId": ids["ses"], "metadata": {},
+        "subscriptionId": sub_id,
+        "status": "active",
+        "customerId": ids["cus"],
+        "productId": ids["prod"],
+        "priceId": ids["price"],
+        "priceSnapshotId": ids["psnap"],
+        "currency": "USD",
+        "createTime": start,
+        "quantity": 1,
+        "paymentMethodType": "CARD",
+        "paymentInstrumentId": "pi_test_success",
+        "merchantReference": None,
+        "trialStart": None,
+        "trialEnd": None,
+        "currentPeriodStart": start,
+        "currentPeriodEnd": start + month,
+        "cancelAt": None,
+        "cancelAtPeriodEnd": False,
+        "canceledAt": None,
+        "cancelReason": None,
+        "recurringInvoiceItem": item(1),
+        "upcomingInvoiceItem": item(2),
+        "scheduledPhases": [],
+        "elapsedCycles": 1,
+        "sessionId": ids["ses"],
+        "metadata": {},
     }
 
 
@@ -185,15 +222,43 @@ def serve(kind: str, workers: int, workdir: Path) -> Iterator[Server]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLKIT_")}
     if kind == "sandbox":
-        cmd = [sys.executable, "-m", "toolkit.cli", "sandbox", "--host", HOST, "--port", str(port),
-               "--db", str(workdir / f"sandbox-{workers}.sqlite"), "--api-key", KEY,
-               "--workers", str(workers)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "toolkit.cli",
+            "sandbox",
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--db",
+            str(workdir / f"sandbox-{workers}.sqlite"),
+            "--api-key",
+            KEY,
+            "--workers",
+            str(workers),
+        ]
     else:
         env["BENCH_REFERENCE_DB"] = str(workdir / f"reference-{workers}.sqlite")
         create_reference_db(Path(env["BENCH_REFERENCE_DB"]))
-        cmd = [sys.executable, "-m", "uvicorn", "sandbox_throughput:reference_app", "--factory",
-               "--app-dir", str(Path(__file__).parent), "--host", HOST, "--port", str(port),
-               "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "sandbox_throughput:reference_app",
+            "--factory",
+            "--app-dir",
+            str(Path(__file__).parent),
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     try:
         wait_ready(f"http://{HOST}:{port}/openapi.json")
@@ -221,19 +286,22 @@ class Result:
     answered: int  # warm-up included
     cpu_us: float = 0.0  # server CPU per answered request
 
-
     @property
     def rps(self) -> float:
         return self.requests / self.seconds
 
 
 def headers() -> dict[str, str]:
-    return {"X-API-KEY": KEY, "X-Timestamp": str(time.time_ns() // 1_000_000),
-            "Content-Type": "application/json"}
+    return {
+        "X-API-KEY": KEY,
+        "X-Timestamp": str(time.time_ns() // 1_000_000),
+        "Content-Type": "application/json",
+    }
 
 
-async def load(method: str, url: str, body: bytes | None, *, clients: int, seconds: float,
-               warmup: float = 1.0) -> Result:
+async def load(
+    method: str, url: str, body: bytes | None, *, clients: int, seconds: float, warmup: float = 1.0
+) -> Result:
     latencies: list[float] = []
     errors = 0
     answered = 0
@@ -268,13 +336,31 @@ async def load(method: str, url: str, body: bytes | None, *, clients: int, secon
 
 
 def create_subscription(base: str) -> str:
-    product = httpx.post(base + "/product", headers=headers(), json={"name": "Bench", "priceList": [
-        {"currency": "USD", "unitAmount": 30, "priceType": "recurring",
-         "recurringDetails": {"interval": "month"}}]}).json()["data"]
-    sub = httpx.post(base + "/sandbox/subscriptions", headers=headers(), json={
-        "customerEmail": "bench@example.com", "productId": product["productId"],
-        "priceId": product["priceList"][0]["priceId"], "paymentInstrumentId": "pi_test_success",
-    }).json()["data"]
+    product = httpx.post(
+        base + "/product",
+        headers=headers(),
+        json={
+            "name": "Bench",
+            "priceList": [
+                {
+                    "currency": "USD",
+                    "unitAmount": 30,
+                    "priceType": "recurring",
+                    "recurringDetails": {"interval": "month"},
+                }
+            ],
+        },
+    ).json()["data"]
+    sub = httpx.post(
+        base + "/sandbox/subscriptions",
+        headers=headers(),
+        json={
+            "customerEmail": "bench@example.com",
+            "productId": product["productId"],
+            "priceId": product["priceList"][0]["priceId"],
+            "paymentInstrumentId": "pi_test_success",
+        },
+    ).json()["data"]
     return str(sub["subscriptionId"])
 
 
@@ -318,8 +404,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for workers in args.workers:
-            with serve("reference", workers, workdir) as reference, \
-                    serve("sandbox", workers, workdir) as sandbox:
+            with (
+                serve("reference", workers, workdir) as reference,
+                serve("sandbox", workers, workdir) as sandbox,
+            ):
                 servers = {"reference": reference, "sandbox": sandbox}
                 subs = {"reference": "sub_bench", "sandbox": create_subscription(sandbox.url)}
                 check_wallet(sandbox.url)
@@ -329,20 +417,29 @@ def main() -> int:
                         for kind in order:
                             method, url, payload = request_of(name, servers[kind].url, subs[kind])
                             cpu_before = servers[kind].cpu_seconds()
-                            run = asyncio.run(load(
-                                method, url, payload, clients=args.clients, seconds=args.seconds))
+                            run = asyncio.run(
+                                load(method, url, payload, clients=args.clients, seconds=args.seconds)
+                            )
                             cpu = (servers[kind].cpu_seconds() - cpu_before) / max(run.answered, 1)
                             run = replace(run, cpu_us=cpu * 1e6)
-                            print(f"  {OPERATIONS[name]} workers={workers} {kind} round {round_ + 1}: "
-                                  f"{run.rps:.0f} req/s, p99 {run.p99_ms:.1f} ms, "
-                                  f"server CPU {run.cpu_us:.0f} us/request", file=sys.stderr, flush=True)
+                            print(
+                                f"  {OPERATIONS[name]} workers={workers} {kind} round {round_ + 1}: "
+                                f"{run.rps:.0f} req/s, p99 {run.p99_ms:.1f} ms, "
+                                f"server CPU {run.cpu_us:.0f} us/request",
+                                file=sys.stderr,
+                                flush=True,
+                            )
                             best = results.get((kind, workers, name))
                             if best is None or run.rps > best.rps:
                                 results[(kind, workers, name)] = run
-    print(f"{args.clients} concurrent clients, {args.seconds:g} s measured per run, best of "
-          f"{args.rounds} alternating rounds, loopback, {os.cpu_count()} CPUs (load generator shares them)")
-    print(f"{'operation':<22}{'workers':>8}{'app':>11}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
-          f"{'errors':>8}{'vs ref':>9}{'p99 x':>7}{'CPU us/req':>12}")
+    print(
+        f"{args.clients} concurrent clients, {args.seconds:g} s measured per run, best of "
+        f"{args.rounds} alternating rounds, loopback, {os.cpu_count()} CPUs (load generator shares them)"
+    )
+    print(
+        f"{'operation':<22}{'workers':>8}{'app':>11}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'errors':>8}{'vs ref':>9}{'p99 x':>7}{'CPU us/req':>12}"
+    )
     for workers in args.workers:
         for name in operations:
             ref = results[("reference", workers, name)]
@@ -350,8 +447,10 @@ def main() -> int:
                 r = results[(kind, workers, name)]
                 ratio = f"{r.rps / ref.rps:8.0%}" if kind == "sandbox" else ""
                 p99x = f"{r.p99_ms / ref.p99_ms:6.2f}" if kind == "sandbox" else ""
-                print(f"{OPERATIONS[name]:<22}{workers:>8}{kind:>11}{r.rps:>10.0f}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}"
-                      f"{r.errors:>8}{ratio:>9}{p99x:>7}{r.cpu_us:>12.0f}")
+                print(
+                    f"{OPERATIONS[name]:<22}{workers:>8}{kind:>11}{r.rps:>10.0f}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}"
+                    f"{r.errors:>8}{ratio:>9}{p99x:>7}{r.cpu_us:>12.0f}"
+                )
     return 0
 
 

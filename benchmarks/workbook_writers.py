@@ -66,23 +66,26 @@ def _floats(text: pa.ChunkedArray | pa.Array) -> pa.Array | pa.ChunkedArray:
 
 def _by_category(result: Any, table: pa.Table) -> list[tuple[str, pa.Table]]:
     categories = table.column("category")
-    return [(name, table.filter(pc.equal(categories, name)))
-            for name, count in result.category_counts.items() if count]
+    return [
+        (name, table.filter(pc.equal(categories, name)))
+        for name, count in result.category_counts.items()
+        if count
+    ]
 
 
 def _numeric(table: pa.Table) -> pa.Table:
     """Amounts as float64 and ``source_row`` as int64, for the writers that type by column."""
     for column, _ in AMOUNTS:
-        table = table.set_column(table.schema.get_field_index(column), column,
-                                 _floats(table.column(column)))
+        table = table.set_column(table.schema.get_field_index(column), column, _floats(table.column(column)))
     index = table.schema.get_field_index("source_row")
     return table.set_column(index, "source_row", pc.cast(table.column("source_row"), pa.int64()))
 
 
 def _widths(table: pa.Table) -> dict[str, float]:
-    return {name: float(min(60, max(len(name), pc.max(pc.utf8_length(table.column(name))).as_py()
-                                     or 0) + 2))
-            for name in table.column_names}
+    return {
+        name: float(min(60, max(len(name), pc.max(pc.utf8_length(table.column(name))).as_py() or 0) + 2))
+        for name in table.column_names
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,8 +95,14 @@ def _widths(table: pa.Table) -> dict[str, float]:
 def _toolkit(result: Any, table: pa.Table, path: Path) -> None:
     from toolkit.reconcile.workbook import write_xlsx
 
-    write_xlsx(result, path, title="Reconciliation report", environment="benchmark",
-               generated_at="2026-01-01 00:00:00 UTC", table=table)
+    write_xlsx(
+        result,
+        path,
+        title="Reconciliation report",
+        environment="benchmark",
+        generated_at="2026-01-01 00:00:00 UTC",
+        table=table,
+    )
 
 
 def _baseline(result: Any, table: pa.Table, path: Path) -> None:
@@ -103,8 +112,14 @@ def _baseline(result: Any, table: pa.Table, path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
-    module.write_xlsx(result, path, title="Reconciliation report", environment="benchmark",
-                      generated_at="2026-01-01 00:00:00 UTC", table=table)
+    module.write_xlsx(
+        result,
+        path,
+        title="Reconciliation report",
+        environment="benchmark",
+        generated_at="2026-01-01 00:00:00 UTC",
+        table=table,
+    )
 
 
 def _xlsxwriter(result: Any, table: pa.Table, path: Path) -> None:
@@ -142,10 +157,14 @@ def _polars(result: Any, table: pa.Table, path: Path) -> None:
         workbook.add_worksheet("Summary").write(0, 0, "Data from: benchmark")
         for name, part in _by_category(result, table):
             frame = pl.from_arrow(_numeric(part))
-            frame.write_excel(workbook, name, autofilter=True, freeze_panes=(1, 0),
-                              column_widths={k: int(v * 7) for k, v in _widths(part).items()},
-                              column_formats={"ledger_amount": "#,##0.00",
-                                              "processor_amount": "#,##0.00"})
+            frame.write_excel(
+                workbook,
+                name,
+                autofilter=True,
+                freeze_panes=(1, 0),
+                column_widths={k: int(v * 7) for k, v in _widths(part).items()},
+                column_formats={"ledger_amount": "#,##0.00", "processor_amount": "#,##0.00"},
+            )
 
 
 def _rustpy(result: Any, table: pa.Table, path: Path) -> None:
@@ -156,12 +175,13 @@ def _rustpy(result: Any, table: pa.Table, path: Path) -> None:
     sheets = [("Summary", pa.table({"Data from: benchmark": pa.array([], pa.string())}))]
     sheets += [(name, _numeric(part)) for name, part in parts]
     module.write_worksheets(
-        sheets, str(path), bold_headers=True,
+        sheets,
+        str(path),
+        bold_headers=True,
         freeze_panes={name: {"row": 1, "col": 0} for name, _ in parts},
         autofilter={name: True for name, _ in parts},
         column_widths={name: _widths(part) for name, part in parts},
-        column_formats={name: {"ledger_amount": amount, "processor_amount": amount}
-                        for name, _ in parts},
+        column_formats={name: {"ledger_amount": amount, "processor_amount": amount} for name, _ in parts},
     )
 
 
@@ -177,14 +197,19 @@ def _rvgsrust(result: Any, table: pa.Table, path: Path, per_cell: bool = False) 
     for name, part in _by_category(result, table):
         sheet = workbook.add_worksheet(name, constant_memory=not per_cell)
         data = _numeric(part)
-        sheet.write_dataframe(0, 0, data, header_format=bold,
-                              column_formats=None if per_cell else
-                              {"ledger_amount": amount, "processor_amount": amount})
+        sheet.write_dataframe(
+            0,
+            0,
+            data,
+            header_format=bold,
+            column_formats=None if per_cell else {"ledger_amount": amount, "processor_amount": amount},
+        )
         if per_cell:
             for col, (column, currency) in ((2, AMOUNTS[0]), (3, AMOUNTS[1])):
                 present = part.column(column).to_pylist()
                 for row, (text, code) in enumerate(
-                        zip(present, part.column(currency).to_pylist(), strict=True), start=1):
+                    zip(present, part.column(currency).to_pylist(), strict=True), start=1
+                ):
                     if text:
                         sheet.set_cell_format(row, col, formats[code])
         sheet.freeze_panes(1, 0)
@@ -211,11 +236,13 @@ def _rvgsrust_passes(result: Any, table: pa.Table, path: Path) -> None:
         sheet.write_dataframe(0, 4, data.select(names[4:]), header_format=bold)
         sheet.write_row(0, 2, names[2:4], bold)
         for currency, fmt in formats.items():
-            amounts = {amount: pc.if_else(pc.equal(part.column(code), currency),
-                                          data.column(amount), None)
-                       for amount, code in AMOUNTS}
-            sheet.write_dataframe(1, 2, pa.table(amounts), write_header=False,
-                                  column_formats=dict.fromkeys(amounts, fmt))
+            amounts = {
+                amount: pc.if_else(pc.equal(part.column(code), currency), data.column(amount), None)
+                for amount, code in AMOUNTS
+            }
+            sheet.write_dataframe(
+                1, 2, pa.table(amounts), write_header=False, column_formats=dict.fromkeys(amounts, fmt)
+            )
         sheet.freeze_panes(1, 0)
         sheet.autofilter(0, 0, part.num_rows, part.num_columns - 1)
         for col, width in enumerate(_widths(part).values()):
@@ -231,17 +258,24 @@ def _jetxl(result: Any, table: pa.Table, path: Path, per_cell: bool = False) -> 
         {"data": pa.table({"Data from": pa.array(["benchmark"])}), "name": "Summary"}
     ]
     for name, part in _by_category(result, table):
-        sheet = {"data": _numeric(part), "name": name, "auto_filter": True, "freeze_rows": 1,
-                 "styled_headers": True, "column_widths": _widths(part),
-                 "column_formats": {"ledger_amount": "#,##0.00", "processor_amount": "#,##0.00"}}
+        sheet = {
+            "data": _numeric(part),
+            "name": name,
+            "auto_filter": True,
+            "freeze_rows": 1,
+            "styled_headers": True,
+            "column_widths": _widths(part),
+            "column_formats": {"ledger_amount": "#,##0.00", "processor_amount": "#,##0.00"},
+        }
         if per_cell:
             del sheet["column_formats"]
             sheet["cell_styles"] = [
                 {"row": row, "col": col, "number_format": _format(code)}
                 for col, (amount, currency) in ((2, AMOUNTS[0]), (3, AMOUNTS[1]))
-                for row, (text, code) in enumerate(zip(part.column(amount).to_pylist(),
-                                                       part.column(currency).to_pylist(),
-                                                       strict=True), start=2)
+                for row, (text, code) in enumerate(
+                    zip(part.column(amount).to_pylist(), part.column(currency).to_pylist(), strict=True),
+                    start=2,
+                )
                 if text
             ]
         sheets.append(sheet)
@@ -255,8 +289,9 @@ def _duckdb(result: Any, table: pa.Table, path: Path) -> None:
     duckdb = _module("duckdb")
     package = _module("duckdb_extension_excel")
     found = glob.glob(str(Path(package.__file__).parent / "extensions" / "*" / "excel.duckdb_extension"))
-    connection = duckdb.connect(config={"autoinstall_known_extensions": "false",
-                                        "autoload_known_extensions": "false"})
+    connection = duckdb.connect(
+        config={"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
+    )
     connection.execute(f"LOAD '{found[0]}'")
     connection.register("exceptions", _numeric(table))
     connection.execute(f"COPY exceptions TO '{path}' (FORMAT xlsx, HEADER true, SHEET 'exceptions')")
@@ -275,21 +310,49 @@ _ALL = "numbers, currency formats, pane, filter, widths"
 WRITERS = (
     Writer("toolkit (hand-written OOXML)", _toolkit, "", _ALL + " (exact decimal text in <v>)"),
     Writer("xlsxwriter constant_memory", _xlsxwriter, "xlsxwriter", _ALL + "; floats"),
-    Writer("polars write_excel", _polars, "polars xlsxwriter",
-           "numbers (floats), pane, filter, widths; one format per column"),
-    Writer("rustpy-xlsxwriter", _rustpy, "rustpy-xlsxwriter",
-           "numbers (floats), pane, filter, widths; one format per column"),
-    Writer("rvgsrust-xlsxwriter", _rvgsrust, "rvgsrust-xlsxwriter",
-           "numbers (floats), pane, filter, widths; one format per column"),
-    Writer("rvgsrust-xlsxwriter per-cell", lambda r, t, p: _rvgsrust(r, t, p, per_cell=True),
-           "rvgsrust-xlsxwriter", _ALL + "; floats; a Python call per amount"),
-    Writer("rvgsrust-xlsxwriter column passes", _rvgsrust_passes, "rvgsrust-xlsxwriter",
-           _ALL + "; floats; sheets held in memory"),
+    Writer(
+        "polars write_excel",
+        _polars,
+        "polars xlsxwriter",
+        "numbers (floats), pane, filter, widths; one format per column",
+    ),
+    Writer(
+        "rustpy-xlsxwriter",
+        _rustpy,
+        "rustpy-xlsxwriter",
+        "numbers (floats), pane, filter, widths; one format per column",
+    ),
+    Writer(
+        "rvgsrust-xlsxwriter",
+        _rvgsrust,
+        "rvgsrust-xlsxwriter",
+        "numbers (floats), pane, filter, widths; one format per column",
+    ),
+    Writer(
+        "rvgsrust-xlsxwriter per-cell",
+        lambda r, t, p: _rvgsrust(r, t, p, per_cell=True),
+        "rvgsrust-xlsxwriter",
+        _ALL + "; floats; a Python call per amount",
+    ),
+    Writer(
+        "rvgsrust-xlsxwriter column passes",
+        _rvgsrust_passes,
+        "rvgsrust-xlsxwriter",
+        _ALL + "; floats; sheets held in memory",
+    ),
     Writer("jetxl", _jetxl, "jetxl", "numbers (floats), pane, filter, widths; one format per column"),
-    Writer("jetxl per-cell", lambda r, t, p: _jetxl(r, t, p, per_cell=True), "jetxl",
-           _ALL + "; floats; a Python dict per amount"),
-    Writer("duckdb excel extension", _duckdb, "duckdb duckdb-extension-excel",
-           "numbers (floats); one sheet per file, no formats, pane, filter or widths"),
+    Writer(
+        "jetxl per-cell",
+        lambda r, t, p: _jetxl(r, t, p, per_cell=True),
+        "jetxl",
+        _ALL + "; floats; a Python dict per amount",
+    ),
+    Writer(
+        "duckdb excel extension",
+        _duckdb,
+        "duckdb duckdb-extension-excel",
+        "numbers (floats); one sheet per file, no formats, pane, filter or widths",
+    ),
 )
 BASELINE = Writer("toolkit @{rev}", _baseline, "", "the writer at that revision")
 
@@ -308,8 +371,11 @@ def _child(name: str, data: Path, out: Path) -> None:
     start = time.perf_counter()
     writer.write(result, table, out)
     seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "peak_mb": (_rss_kb("VmHWM") - before) / 1024,
-                      "bytes": out.stat().st_size}))
+    print(
+        json.dumps(
+            {"seconds": seconds, "peak_mb": (_rss_kb("VmHWM") - before) / 1024, "bytes": out.stat().st_size}
+        )
+    )
 
 
 def _rss_kb(field: str) -> int:
@@ -322,9 +388,15 @@ def _rss_kb(field: str) -> int:
 
 def _available(writer: Writer) -> str | None:
     """None when the writer's modules import here, else why not."""
-    modules = {"xlsxwriter": "xlsxwriter", "polars": "polars",
-               "rustpy-xlsxwriter": "rustpy_xlsxwriter", "rvgsrust-xlsxwriter": "rvgsrust_xlsxwriter",
-               "jetxl": "jetxl", "duckdb": "duckdb", "duckdb-extension-excel": "duckdb_extension_excel"}
+    modules = {
+        "xlsxwriter": "xlsxwriter",
+        "polars": "polars",
+        "rustpy-xlsxwriter": "rustpy_xlsxwriter",
+        "rvgsrust-xlsxwriter": "rvgsrust_xlsxwriter",
+        "jetxl": "jetxl",
+        "duckdb": "duckdb",
+        "duckdb-extension-excel": "duckdb_extension_excel",
+    }
     for need in writer.needs.split():
         if importlib.util.find_spec(modules[need]) is None:
             return f"not installed (pip install {need})"
@@ -357,20 +429,29 @@ def main() -> None:
         table = exceptions_text_table(result)
         cells = table.num_rows * table.num_columns
         sheets = sum(1 for count in result.category_counts.values() if count)
-        print(f"{args.rows:,} x ~{args.rows:,} rows -> {table.num_rows:,} exceptions x "
-              f"{table.num_columns} columns = {cells:,} cells, {sheets} category sheets")
+        print(
+            f"{args.rows:,} x ~{args.rows:,} rows -> {table.num_rows:,} exceptions x "
+            f"{table.num_columns} columns = {cells:,} cells, {sheets} category sheets"
+        )
         with (data / "result.pkl").open("wb") as handle:
             pickle.dump(result, handle)
-        with pa.OSFile(str(data / "exceptions.arrow"), "wb") as sink, \
-                pa.ipc.new_file(sink, table.schema) as ipc:
+        with (
+            pa.OSFile(str(data / "exceptions.arrow"), "wb") as sink,
+            pa.ipc.new_file(sink, table.schema) as ipc,
+        ):
             ipc.write_table(table)
         del result, table
 
         writers = list(WRITERS)
         env = dict(os.environ)
         if args.baseline:
-            source = subprocess.run(["git", "show", f"{args.baseline}:toolkit/reconcile/report.py"],
-                                    cwd=ROOT, capture_output=True, text=True, check=True).stdout
+            source = subprocess.run(
+                ["git", "show", f"{args.baseline}:toolkit/reconcile/report.py"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             (data / "baseline_report.py").write_text(source, encoding="utf-8")
             env["WORKBOOK_BASELINE_FILE"] = str(data / "baseline_report.py")
             writers.insert(0, BASELINE)
@@ -384,8 +465,20 @@ def main() -> None:
                     continue
                 out = data / "out.xlsx"
                 proc = subprocess.run(
-                    [sys.executable, __file__, "--child", writer.name, "--data", str(data),
-                     "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT,
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        writer.name,
+                        "--data",
+                        str(data),
+                        "--out",
+                        str(out),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    cwd=ROOT,
                 )
                 if proc.returncode:
                     missing[writer.name] = "failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -393,8 +486,7 @@ def main() -> None:
                 figures[writer.name].append(json.loads(proc.stdout.strip().splitlines()[-1]))
                 out.unlink()
 
-    reference = next((min(f["seconds"] for f in figures[w.name]) for w in writers
-                      if figures[w.name]), None)
+    reference = next((min(f["seconds"] for f in figures[w.name]) for w in writers if figures[w.name]), None)
     print(f"\n{'writer':40} {'best s':>7} {'peak MB':>8} {'size MB':>8} {'ratio':>6}  features")
     for writer in writers:
         name = writer.name.format(rev=args.baseline)
@@ -406,9 +498,11 @@ def main() -> None:
         size = figures[writer.name][0]["bytes"] / 1e6
         ratio = f"{best / reference:.1f}x" if reference else "-"
         print(f"{name:40} {best:7.2f} {peak:8.0f} {size:8.1f} {ratio:>6}  {writer.features}")
-    print(f"\nbest of {args.repeat}, each run in a fresh interpreter, writers interleaved; peak MB: "
-          f"rise of peak RSS over the loaded inputs; ratio: time / time of "
-          f"{writers[0].name.format(rev=args.baseline)}")
+    print(
+        f"\nbest of {args.repeat}, each run in a fresh interpreter, writers interleaved; peak MB: "
+        f"rise of peak RSS over the loaded inputs; ratio: time / time of "
+        f"{writers[0].name.format(rev=args.baseline)}"
+    )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,12 @@ def screenshot(report: Path, target: Path) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--report", type=Path, default=None,
-                        help="an existing report.html (default: run the demo and use its report)")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="an existing report.html (default: run the demo and use its report)",
+    )
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "report.png")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="demo-") as folder:

@@ -19,8 +19,13 @@ if TYPE_CHECKING:
 
 #: Flags Chromium needs as root in a container; Playwright gives it a fresh profile folder.
 CHROMIUM_ARGS = (
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 )
 
 
@@ -42,21 +47,22 @@ def chromium() -> Iterator[Browser]:
     try:
         from playwright.sync_api import Error, sync_playwright
     except ImportError:
-        raise BrowserUnavailable(
-            "playwright is not installed (pip install -e '.[dev]')") from None
+        raise BrowserUnavailable("playwright is not installed (pip install -e '.[dev]')") from None
     executable = chromium_executable()
     if executable is None:
         raise BrowserUnavailable(
             "no chromium on PATH: install Debian's chromium (apt-get install chromium; .ci/run "
-            "does when it can) or set CHROMIUM_EXECUTABLE to a Chromium executable")
+            "does when it can) or set CHROMIUM_EXECUTABLE to a Chromium executable"
+        )
     try:
         playwright = sync_playwright().start()
     except Exception as exc:  # the driver (a bundled node) could not run here
         raise BrowserUnavailable(f"the Playwright driver could not start: {_first_line(exc)}") from None
     try:
         try:
-            browser = playwright.chromium.launch(executable_path=executable, headless=True,
-                                                 args=list(CHROMIUM_ARGS))
+            browser = playwright.chromium.launch(
+                executable_path=executable, headless=True, args=list(CHROMIUM_ARGS)
+            )
         except Error as exc:
             raise BrowserUnavailable(f"{executable} could not start: {_first_line(exc)}") from None
         try:

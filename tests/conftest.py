@@ -57,8 +57,12 @@ def exported_payments(sandbox: RunningSandbox) -> list[dict[str, object]]:
     import time
 
     response = httpx.get(
-        f"{sandbox.base_url}/sandbox/payments", params={"format": "json"},
-        headers={"X-API-KEY": sandbox.api_key.get_secret_value(), "X-Timestamp": str(int(time.time() * 1000))},
+        f"{sandbox.base_url}/sandbox/payments",
+        params={"format": "json"},
+        headers={
+            "X-API-KEY": sandbox.api_key.get_secret_value(),
+            "X-Timestamp": str(int(time.time() * 1000)),
+        },
     )
     response.raise_for_status()
     payments: list[dict[str, object]] = response.json()["data"]["payments"]

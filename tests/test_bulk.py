@@ -17,16 +17,23 @@ from toolkit.sandbox.embedded import RunningSandbox
 
 
 def rows(prefix: str, count: int) -> list[dict[str, Any]]:
-    return [{"merchantReferenceId": f"{prefix}-{i:03d}", "paymentMethodType": "CARD",
-             "paymentInstrumentId": "pi_test_success", "returnUrl": "https://shop/r",
-             "customerEmail": f"{prefix}{i}@example.com", "amount": f"{i + 1}.10", "currency": "USD"}
-            for i in range(count)]
+    return [
+        {
+            "merchantReferenceId": f"{prefix}-{i:03d}",
+            "paymentMethodType": "CARD",
+            "paymentInstrumentId": "pi_test_success",
+            "returnUrl": "https://shop/r",
+            "customerEmail": f"{prefix}{i}@example.com",
+            "amount": f"{i + 1}.10",
+            "currency": "USD",
+        }
+        for i in range(count)
+    ]
 
 
 @pytest.fixture
 def journal(tmp_path: Path) -> Journal:
     return Journal(tmp_path / "journal.sqlite", environment="bulk test")
-
 
 
 def run(batch: Any, sandbox: RunningSandbox, journal: Journal, **extra: Any) -> Any:
@@ -52,8 +59,9 @@ def test_rerun_of_100_payments_sends_nothing(sandbox: RunningSandbox, journal: J
     assert again.frame["amountMinor"].sum() == sum(int(Decimal(r["amount"]) * 100) for r in batch)
 
 
-def test_same_key_changed_amount_is_refused_and_nothing_sent(sandbox: RunningSandbox, journal: Journal,
-                                                             unique: str) -> None:
+def test_same_key_changed_amount_is_refused_and_nothing_sent(
+    sandbox: RunningSandbox, journal: Journal, unique: str
+) -> None:
     batch = rows(unique, 3)
     run(batch, sandbox, journal)
     at_server = len(exported_payments(sandbox))
@@ -61,12 +69,17 @@ def test_same_key_changed_amount_is_refused_and_nothing_sent(sandbox: RunningSan
     result = run(batch, sandbox, journal)
     assert result.sent == 0 and len(exported_payments(sandbox)) == at_server
     assert result.errors.to_dict("records")[0] | {"error": ""} == {
-        "merchantReferenceId": f"{unique}-001", "row": 1, "stage": "journal", "error": ""}
+        "merchantReferenceId": f"{unique}-001",
+        "row": 1,
+        "stage": "journal",
+        "error": "",
+    }
     assert "different request" in result.errors["error"].iloc[0]
 
 
-def test_failures_are_collected_per_row_and_the_batch_goes_on(sandbox: RunningSandbox, journal: Journal,
-                                                              unique: str) -> None:
+def test_failures_are_collected_per_row_and_the_batch_goes_on(
+    sandbox: RunningSandbox, journal: Journal, unique: str
+) -> None:
     batch = rows(unique, 4)
     batch[0]["paymentMethodType"] = "card"
     batch[1]["paymentInstrumentId"] = "pi_unknown_instrument"
@@ -81,8 +94,9 @@ def test_failures_are_collected_per_row_and_the_batch_goes_on(sandbox: RunningSa
     assert result.sent == 2 and set(result.frame["outcomeState"]) == {"succeeded", "rejected"}
 
 
-def test_rows_from_a_dataframe_with_extra_columns_ignored(sandbox: RunningSandbox, journal: Journal,
-                                                          unique: str) -> None:
+def test_rows_from_a_dataframe_with_extra_columns_ignored(
+    sandbox: RunningSandbox, journal: Journal, unique: str
+) -> None:
     frame = pd.DataFrame(rows(unique, 3)).assign(expected="success")
     result = run(frame, sandbox, journal, ignore_columns=["expected"])
     assert result.ok and result.sent == 3
@@ -118,22 +132,35 @@ def test_create_products_from_the_sample_catalog_twice(sandbox: RunningSandbox, 
 
 
 def test_load_subscriptions_with_errors(sandbox: RunningSandbox, client: Client, unique: str) -> None:
-    product = client.create_product(name="Plan", priceList=[{
-        "currency": "EUR", "unitAmount": "4.50", "priceType": "recurring",
-        "recurringDetails": {"interval": "month", "intervalCount": 1}}])
+    product = client.create_product(
+        name="Plan",
+        priceList=[
+            {
+                "currency": "EUR",
+                "unitAmount": "4.50",
+                "priceType": "recurring",
+                "recurringDetails": {"interval": "month", "intervalCount": 1},
+            }
+        ],
+    )
     assert product.priceList is not None
     controls = SandboxControls(client)
     subscription = controls.create_subscription(
-        customerEmail=f"{unique}@example.com", productId=product.productId,
-        priceId=product.priceList[0].priceId, quantity=3, merchantReference=f"sub-{unique}",
-        paymentInstrumentId="pi_test_success")
+        customerEmail=f"{unique}@example.com",
+        productId=product.productId,
+        priceId=product.priceList[0].priceId,
+        quantity=3,
+        merchantReference=f"sub-{unique}",
+        paymentInstrumentId="pi_test_success",
+    )
     from toolkit.bulk import aload_subscriptions, run_sync
     from toolkit.client import AsyncClient
 
     async def go() -> Any:
         async with AsyncClient(base_url=sandbox.base_url, api_key=sandbox.api_key) as aclient:
-            return await aload_subscriptions([subscription.subscriptionId or "", "sub_missing"],
-                                             client=aclient, progress=False)
+            return await aload_subscriptions(
+                [subscription.subscriptionId or "", "sub_missing"], client=aclient, progress=False
+            )
 
     result = run_sync(go)
     assert list(result.frame.index) == [f"sub-{unique}"]
@@ -153,10 +180,19 @@ def test_plain_functions_use_the_embedded_sandbox_and_its_journal(unique: str) -
     assert load_subscriptions([], progress=False).frame.empty
 
 
-@pytest.mark.parametrize("bad", [{"amount": "1e999999999"}, {"merchantReferenceId": "bad-\ud800"},
-                                 {"amount": "0.000000000000000000000000000001"}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"amount": "1e999999999"},
+        {"merchantReferenceId": "bad-\ud800"},
+        {"amount": "0.000000000000000000000000000001"},
+    ],
+)
 def test_one_bad_row_does_not_stop_the_batch(
-    bad: dict[str, Any], sandbox: RunningSandbox, journal: Journal, unique: str,
+    bad: dict[str, Any],
+    sandbox: RunningSandbox,
+    journal: Journal,
+    unique: str,
 ) -> None:
     batch = rows(unique, 20)
     batch[7] = {**batch[7], **bad}
@@ -170,7 +206,9 @@ def test_one_bad_row_does_not_stop_the_batch(
 
 
 def test_a_refused_key_stops_the_batch_and_is_raised(
-    sandbox: RunningSandbox, journal: Journal, unique: str,
+    sandbox: RunningSandbox,
+    journal: Journal,
+    unique: str,
 ) -> None:
     from toolkit.bulk import run_sync
     from toolkit.client import AsyncClient
@@ -178,8 +216,9 @@ def test_a_refused_key_stops_the_batch_and_is_raised(
 
     async def go() -> Any:
         async with AsyncClient(base_url=sandbox.base_url, api_key="sk_wrong_key_for_this_test") as client:
-            return await acreate_payments(rows(unique, 40), client=client, journal=journal, progress=False,
-                                          concurrency=4)
+            return await acreate_payments(
+                rows(unique, 40), client=client, journal=journal, progress=False, concurrency=4
+            )
 
     with pytest.raises(AuthenticationError, match="check TOOLKIT_API_KEY"):
         run_sync(go)
@@ -198,8 +237,9 @@ def test_an_unreachable_service_stops_the_batch_with_a_hint(journal: Journal, un
     async def go() -> Any:
         url = f"http://127.0.0.1:{free_port()}"
         async with AsyncClient(base_url=url, api_key="sk_test_nobody_listens", max_retries=0) as client:
-            return await acreate_payments(rows(unique, 40), client=client, journal=journal, progress=False,
-                                          concurrency=4)
+            return await acreate_payments(
+                rows(unique, 40), client=client, journal=journal, progress=False, concurrency=4
+            )
 
     with pytest.raises(TransportError, match="is the service running"):
         run_sync(go)
@@ -208,7 +248,10 @@ def test_an_unreachable_service_stops_the_batch_with_a_hint(journal: Journal, un
 
 
 def test_progress_is_a_line_that_survives_an_export_and_no_bar_for_one_call(
-    sandbox: RunningSandbox, journal: Journal, unique: str, capsys: pytest.CaptureFixture[str],
+    sandbox: RunningSandbox,
+    journal: Journal,
+    unique: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from toolkit.bulk import run_sync
     from toolkit.client import AsyncClient
@@ -229,7 +272,9 @@ def test_progress_is_a_line_that_survives_an_export_and_no_bar_for_one_call(
 
 
 def test_one_journaled_payment_is_sent_once(
-    sandbox: RunningSandbox, journal: Journal, unique: str,
+    sandbox: RunningSandbox,
+    journal: Journal,
+    unique: str,
 ) -> None:
     from toolkit import create_payment, payments_frame
 
@@ -239,5 +284,7 @@ def test_one_journaled_payment_is_sent_once(
         again = create_payment(client=client, journal=journal, **row)
     assert first.sent and first.state == "succeeded" and first.response is not None
     assert not again.sent and again.response == first.response
-    assert sum(p["merchantReferenceId"] == row["merchantReferenceId"] for p in exported_payments(sandbox)) == 1
+    assert (
+        sum(p["merchantReferenceId"] == row["merchantReferenceId"] for p in exported_payments(sandbox)) == 1
+    )
     assert list(payments_frame(journal).index) == [row["merchantReferenceId"]]

@@ -30,20 +30,40 @@ from toolkit.sandbox.embedded import RunningSandbox
 
 def payment(unique: str, **changes: Any) -> dict[str, Any]:
     return {
-        "paymentMethodType": "CARD", "paymentInstrumentId": "pi_test_success", "returnUrl": "https://shop/r",
-        "customerEmail": f"{unique}@example.com", "amount": "12.30", "currency": "USD",
-        "merchantReferenceId": f"ref-{unique}", **changes,
+        "paymentMethodType": "CARD",
+        "paymentInstrumentId": "pi_test_success",
+        "returnUrl": "https://shop/r",
+        "customerEmail": f"{unique}@example.com",
+        "amount": "12.30",
+        "currency": "USD",
+        "merchantReferenceId": f"ref-{unique}",
+        **changes,
     }
 
 
 def product(**changes: Any) -> dict[str, Any]:
     return {
-        "name": "Cookbook", "localizedNames": {"de": "Kochbuch", "ja": "料理本"}, "taxCategory": "ebook",
+        "name": "Cookbook",
+        "localizedNames": {"de": "Kochbuch", "ja": "料理本"},
+        "taxCategory": "ebook",
         "priceList": [
-            {"currency": "USD", "unitAmount": "9.99", "isDefaultPrice": True, "currencyOptions": {"JPY": "1500"}},
-            {"currency": "USD", "unitAmount": "29.97", "priceType": "recurring",
-             "recurringDetails": {"interval": "quarter", "intervalCount": 1, "trialPeriodDays": 14,
-                                  "pricingModel": "flat_rate"}},
+            {
+                "currency": "USD",
+                "unitAmount": "9.99",
+                "isDefaultPrice": True,
+                "currencyOptions": {"JPY": "1500"},
+            },
+            {
+                "currency": "USD",
+                "unitAmount": "29.97",
+                "priceType": "recurring",
+                "recurringDetails": {
+                    "interval": "quarter",
+                    "intervalCount": 1,
+                    "trialPeriodDays": 14,
+                    "pricingModel": "flat_rate",
+                },
+            },
         ],
         **changes,
     }
@@ -62,8 +82,9 @@ def test_create_payment_accepts_a_model(client: Client, unique: str) -> None:
 
 
 def test_wallet_payment_creates_an_instrument_and_asks_for_an_action(client: Client, unique: str) -> None:
-    result = client.create_payment(**payment(unique, paymentMethodType="WECHAT", paymentInstrumentId=None,
-                                              currency="CNY"))
+    result = client.create_payment(
+        **payment(unique, paymentMethodType="WECHAT", paymentInstrumentId=None, currency="CNY")
+    )
     assert result.status is PaymentStatus.NEXT_ACTION
     assert result.paymentInstrumentId and result.paymentInstrumentId.startswith("pi_")
     assert result.action is not None and result.action.walletHandleRedirectOrDisplayQrCode is not None
@@ -79,8 +100,16 @@ def test_priced_payment_in_another_currency(client: Client, unique: str) -> None
     created = client.create_product(**product())
     assert created.priceList is not None
     one_time = created.priceList[0]
-    result = client.create_payment(**payment(unique, amount=None, currency=None, priceId=one_time.priceId,
-                                              productId=created.productId, paymentCurrency="JPY"))
+    result = client.create_payment(
+        **payment(
+            unique,
+            amount=None,
+            currency=None,
+            priceId=one_time.priceId,
+            productId=created.productId,
+            paymentCurrency="JPY",
+        )
+    )
     assert (result.amount, result.currency) == (Decimal("1500"), "JPY")
 
 
@@ -100,11 +129,17 @@ def test_unknown_subscription_is_not_found(client: Client) -> None:
     assert raised.value.http_status == 404 and raised.value.code == 404
 
 
-def test_invalid_requests_are_refused_before_sending(client: Client, sandbox: RunningSandbox,
-                                                     unique: str) -> None:
+def test_invalid_requests_are_refused_before_sending(
+    client: Client, sandbox: RunningSandbox, unique: str
+) -> None:
     before = len(exported_payments(sandbox))
-    for bad in ({"paymentMethodType": "card"}, {"customerEmail": None}, {"amount": "1.001"},
-                {"metadata": {"a": 1}}, {"paymentInstrumentId": None}):
+    for bad in (
+        {"paymentMethodType": "card"},
+        {"customerEmail": None},
+        {"amount": "1.001"},
+        {"metadata": {"a": 1}},
+        {"paymentInstrumentId": None},
+    ):
         with pytest.raises(RequestValidationError):
             client.create_payment(**{k: v for k, v in payment(unique, **bad).items() if v is not None})
     with pytest.raises(RequestValidationError, match="id: must be a non-empty string"):
@@ -124,8 +159,10 @@ def test_service_refusals_raise_api_error_with_code_and_msg(client: Client, uniq
 
 
 def test_wrong_key_is_an_authentication_error(sandbox: RunningSandbox, unique: str) -> None:
-    with Client(base_url=sandbox.base_url, api_key="sk_wrong") as wrong, \
-            pytest.raises(AuthenticationError) as raised:
+    with (
+        Client(base_url=sandbox.base_url, api_key="sk_wrong") as wrong,
+        pytest.raises(AuthenticationError) as raised,
+    ):
         wrong.create_payment(**payment(unique))
     assert raised.value.http_status == 401 and raised.value.body
     assert "sk_wrong" not in str(raised.value)
@@ -146,8 +183,9 @@ async def test_async_client_makes_the_same_calls(aclient: AsyncClient, unique: s
         await aclient.get_subscription("sub_missing")
 
 
-def test_configuration_from_the_environment(sandbox: RunningSandbox, monkeypatch: pytest.MonkeyPatch,
-                                            unique: str) -> None:
+def test_configuration_from_the_environment(
+    sandbox: RunningSandbox, monkeypatch: pytest.MonkeyPatch, unique: str
+) -> None:
     monkeypatch.setenv("TOOLKIT_BASE_URL", sandbox.base_url + "/")
     monkeypatch.setenv("TOOLKIT_API_KEY", sandbox.api_key.get_secret_value())
     monkeypatch.setenv("TOOLKIT_MAX_RETRIES", "4")
@@ -166,7 +204,8 @@ def test_a_live_url_without_a_key_is_a_configuration_error(monkeypatch: pytest.M
 
 
 def test_without_a_base_url_the_embedded_sandbox_is_used_and_announced_once(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, unique: str) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, unique: str
+) -> None:
     with caplog.at_level(logging.WARNING, logger="toolkit"), Client() as first, Client() as second:
         assert first.environment.is_sandbox and first.base_url == second.base_url
         assert first.create_payment(**payment(unique)).status is PaymentStatus.SUCCESS

@@ -19,20 +19,51 @@ from toolkit.frames import (
     phases_frame,
     subscriptions_frame,
 )
-from toolkit.journal import JournalRecord
+from toolkit.journal import JournalRecord, State
 from toolkit.models import Subscription
 from toolkit.money import minor_digits
 
 
-def record(key: str, *, state: str = "succeeded", amount: Any = "12.30", currency: str = "USD",
-           status: int = 1, **response: Any) -> JournalRecord:
-    request = {"merchantReferenceId": key, "paymentMethodType": "CARD", "amount": Decimal(str(amount)),
-               "currency": currency, "customerId": "cus_1"}
-    answer = {"orderId": f"ord_{key}", "status": status, "amount": Decimal(str(amount)),
-              "currency": currency, **response} if state == "succeeded" else None
-    return JournalRecord(kind="payment", key=key, state=state, request=request,  # type: ignore[arg-type]
-                         response=answer, error=None, attempts=1, requestTime=1_700_000_000_123,
-                         outcomeTime=None, resolvedBy=None, environment="test")
+def record(
+    key: str,
+    *,
+    state: State = "succeeded",
+    amount: Any = "12.30",
+    currency: str = "USD",
+    status: int = 1,
+    **response: Any,
+) -> JournalRecord:
+    request = {
+        "merchantReferenceId": key,
+        "paymentMethodType": "CARD",
+        "amount": Decimal(str(amount)),
+        "currency": currency,
+        "customerId": "cus_1",
+    }
+    answer = (
+        {
+            "orderId": f"ord_{key}",
+            "status": status,
+            "amount": Decimal(str(amount)),
+            "currency": currency,
+            **response,
+        }
+        if state == "succeeded"
+        else None
+    )
+    return JournalRecord(
+        kind="payment",
+        key=key,
+        state=state,
+        request=request,
+        response=answer,
+        error=None,
+        attempts=1,
+        requestTime=1_700_000_000_123,
+        outcomeTime=None,
+        resolvedBy=None,
+        environment="test",
+    )
 
 
 def test_payments_frame_columns_types_and_schema() -> None:
@@ -79,7 +110,9 @@ def test_payments_frame_money_is_exact() -> None:
 
 
 def test_zero_and_three_decimal_currencies() -> None:
-    frame = payments_frame([record("j", amount="1200", currency="JPY"), record("k", amount="1.250", currency="KWD")])
+    frame = payments_frame(
+        [record("j", amount="1200", currency="JPY"), record("k", amount="1.250", currency="KWD")]
+    )
     assert frame["amountMinor"].tolist() == [1200, 1250]
 
 
@@ -96,27 +129,51 @@ def test_schema_rejects_a_float_amount_column() -> None:
 
 
 def subscription(key: str, **changes: Any) -> Subscription:
-    item = {"invoiceItemId": f"ii_{key}", "amount": Decimal("13.50"), "periodStart": 1_700_000_000_000,
-            "periodEnd": 1_702_592_000_000, "proration": False, "currency": "EUR",
-            "price": {"priceId": "price_1", "unitAmount": Decimal("4.50"), "quantity": 3,
-                      "recurring": {"intervalCount": 1, "trialPeriodDays": 7}}}
-    data = {"subscriptionId": f"sub_{key}", "merchantReference": key, "quantity": 3, "priceId": "price_1",
-            "currentPeriodStart": 1_700_000_000_000, "currentPeriodEnd": 1_702_592_000_000,
-            "recurringInvoiceItem": item, "upcomingInvoiceItem": item, "currency": "EUR", "status": "active",
-            "scheduledPhases": [{"sequence": 1, "effectiveCycle": 3, "quantity": 5}], **changes}
+    item = {
+        "invoiceItemId": f"ii_{key}",
+        "amount": Decimal("13.50"),
+        "periodStart": 1_700_000_000_000,
+        "periodEnd": 1_702_592_000_000,
+        "proration": False,
+        "currency": "EUR",
+        "price": {
+            "priceId": "price_1",
+            "unitAmount": Decimal("4.50"),
+            "quantity": 3,
+            "recurring": {"intervalCount": 1, "trialPeriodDays": 7},
+        },
+    }
+    data = {
+        "subscriptionId": f"sub_{key}",
+        "merchantReference": key,
+        "quantity": 3,
+        "priceId": "price_1",
+        "currentPeriodStart": 1_700_000_000_000,
+        "currentPeriodEnd": 1_702_592_000_000,
+        "recurringInvoiceItem": item,
+        "upcomingInvoiceItem": item,
+        "currency": "EUR",
+        "status": "active",
+        "scheduledPhases": [{"sequence": 1, "effectiveCycle": 3, "quantity": 5}],
+        **changes,
+    }
     return Subscription.model_validate(data)
 
 
 def test_subscription_frames() -> None:
-    subs = [subscription("s1"), subscription("s2", status=None, canceledAt=1_700_000_100_000,
-                                             scheduledPhases=None)]
+    subs = [
+        subscription("s1"),
+        subscription("s2", status=None, canceledAt=1_700_000_100_000, scheduledPhases=None),
+    ]
     frame = subscriptions_frame(subs, environment="test")
     assert list(frame.index) == ["s1", "s2"] and list(frame["state"]) == ["active", "canceled"]
     assert frame["upcomingInvoiceAmountMinor"].tolist() == [1350, 1350]
     assert frame.loc["s2", "canceledAt"] == pd.Timestamp(1_700_000_100_000, unit="ms", tz="UTC")
     items = invoice_items_frame(subs)
     assert len(items) == 4 and set(items["item"]) == {"recurring", "upcoming"}
-    assert items["unitAmount"].tolist() == [Decimal("4.50")] * 4 and items["intervalCount"].tolist() == [1] * 4
+    assert (
+        items["unitAmount"].tolist() == [Decimal("4.50")] * 4 and items["intervalCount"].tolist() == [1] * 4
+    )
     phases = phases_frame(subs)
     assert list(phases.index) == ["s1"] and phases["quantity"].tolist() == [5]
 

@@ -18,10 +18,18 @@ from toolkit.sandbox.embedded import RunningSandbox
 
 
 def batch(prefix: str, count: int) -> list[dict[str, Any]]:
-    return [{"merchantReferenceId": f"{prefix}-{i:03d}", "paymentMethodType": "CARD",
-             "paymentInstrumentId": "pi_test_success", "returnUrl": "https://shop/r",
-             "customerEmail": f"{prefix}{i}@example.com", "amount": f"{i + 1}.25", "currency": "USD"}
-            for i in range(count)]
+    return [
+        {
+            "merchantReferenceId": f"{prefix}-{i:03d}",
+            "paymentMethodType": "CARD",
+            "paymentInstrumentId": "pi_test_success",
+            "returnUrl": "https://shop/r",
+            "customerEmail": f"{prefix}{i}@example.com",
+            "amount": f"{i + 1}.25",
+            "currency": "USD",
+        }
+        for i in range(count)
+    ]
 
 
 def use_sandbox(monkeypatch: pytest.MonkeyPatch, sandbox: RunningSandbox) -> None:
@@ -61,10 +69,14 @@ def damage_half(path: Path) -> None:
     path.write_bytes(data[: len(data) // 2])
 
 
-@pytest.mark.parametrize("damage", [damage_empty, damage_zeroed, damage_empty_database, damage_garbage,
-                                    damage_half])
+@pytest.mark.parametrize(
+    "damage", [damage_empty, damage_zeroed, damage_empty_database, damage_garbage, damage_half]
+)
 def test_a_rerun_on_an_emptied_or_damaged_journal_sends_nothing(
-    damage: Any, sandbox: RunningSandbox, unique: str, monkeypatch: pytest.MonkeyPatch,
+    damage: Any,
+    sandbox: RunningSandbox,
+    unique: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     use_sandbox(monkeypatch, sandbox)
     rows = batch(unique, 30)
@@ -102,7 +114,9 @@ def test_a_journal_that_cannot_be_opened_is_one_line_naming_it(tmp_path: Path) -
 
 @pytest.mark.parametrize("damage", [damage_garbage, damage_empty])
 def test_journal_list_on_a_damaged_journal_is_one_line_and_exit_2(
-    damage: Any, sandbox: RunningSandbox, monkeypatch: pytest.MonkeyPatch,
+    damage: Any,
+    sandbox: RunningSandbox,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     use_sandbox(monkeypatch, sandbox)
@@ -115,7 +129,9 @@ def test_journal_list_on_a_damaged_journal_is_one_line_and_exit_2(
 
 
 def test_journal_list_says_where_the_journal_is(
-    sandbox: RunningSandbox, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    sandbox: RunningSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     use_sandbox(monkeypatch, sandbox)
     assert main(["journal", "list"]) == 0
@@ -123,7 +139,10 @@ def test_journal_list_says_where_the_journal_is(
 
 
 def test_a_full_journal_refuses_new_calls_and_keeps_what_it_recorded(
-    sandbox: RunningSandbox, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    sandbox: RunningSandbox,
+    unique: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     use_sandbox(monkeypatch, sandbox)
     journal = Journal(tmp_path / "journal.sqlite", environment="full disk")
@@ -152,7 +171,10 @@ def test_a_full_journal_refuses_new_calls_and_keeps_what_it_recorded(
 
 
 def test_an_answer_that_cannot_be_recorded_stays_unknown_and_is_never_sent_again(
-    sandbox: RunningSandbox, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    sandbox: RunningSandbox,
+    unique: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     use_sandbox(monkeypatch, sandbox)
     journal = Journal(tmp_path / "journal.sqlite", environment="full disk")
@@ -175,7 +197,8 @@ def test_an_answer_that_cannot_be_recorded_stays_unknown_and_is_never_sent_again
 
 
 def test_the_default_home_is_per_user_not_the_working_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("TOOLKIT_HOME")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
@@ -189,7 +212,10 @@ def test_a_relative_home_is_pinned_where_it_was_read(tmp_path: Path, monkeypatch
 
 
 def test_one_batch_from_two_folders_is_sent_once(
-    sandbox: RunningSandbox, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    sandbox: RunningSandbox,
+    unique: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     use_sandbox(monkeypatch, sandbox)
     monkeypatch.delenv("TOOLKIT_HOME")

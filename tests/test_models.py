@@ -20,8 +20,12 @@ from toolkit.models import (
 )
 
 BASE: dict[str, Any] = {
-    "paymentMethodType": "CARD", "paymentInstrumentId": "pi_test_success", "returnUrl": "https://shop/return",
-    "customerId": "cus_1", "amount": "12.30", "currency": "USD",
+    "paymentMethodType": "CARD",
+    "paymentInstrumentId": "pi_test_success",
+    "returnUrl": "https://shop/return",
+    "customerId": "cus_1",
+    "amount": "12.30",
+    "currency": "USD",
 }
 
 
@@ -42,9 +46,16 @@ def build(**changes: Any) -> PaymentRequest:
         ({"amount": None}, "", "amount: required when priceId is absent"),
         ({"currency": None}, "", "currency: required when priceId is absent"),
         ({"paymentInstrumentId": None}, "", "paymentInstrumentId: required for CARD"),
-        ({"priceDataList": [{"name": "x", "quantity": 0, "unitAmount": "1"}]}, "priceDataList.0.quantity",
-         "greater than or equal to 1"),
-        ({"priceDataList": [{"name": "x", "unitAmount": "0"}]}, "priceDataList.0.unitAmount", "greater than 0"),
+        (
+            {"priceDataList": [{"name": "x", "quantity": 0, "unitAmount": "1"}]},
+            "priceDataList.0.quantity",
+            "greater than or equal to 1",
+        ),
+        (
+            {"priceDataList": [{"name": "x", "unitAmount": "0"}]},
+            "priceDataList.0.unitAmount",
+            "greater than 0",
+        ),
         ({"metadata": {"n": 5}}, "metadata.n", "valid string"),
         ({"platformType": "APP"}, "platformType", "'WEB' or 'WAP'"),
         ({"deviceType": "android"}, "deviceType", "'Android' or 'iOS'"),
@@ -63,7 +74,9 @@ def test_payment_request_rules(changes: dict[str, Any], field: str, message: str
     assert message in str(raised.value)
 
 
-@pytest.mark.parametrize("method", ["CASHAPP", "GCASH", "TNG", "WECHAT", "KAKAO", "ALIPAY", "QRIS", "PROMPTPAY"])
+@pytest.mark.parametrize(
+    "method", ["CASHAPP", "GCASH", "TNG", "WECHAT", "KAKAO", "ALIPAY", "QRIS", "PROMPTPAY"]
+)
 def test_auto_instrument_methods_need_no_instrument(method: str) -> None:
     assert build(paymentMethodType=method, paymentInstrumentId=None).paymentInstrumentId is None
 
@@ -86,13 +99,22 @@ def test_wire_body_writes_exact_json_numbers() -> None:
 
 
 def test_product_request_rules() -> None:
-    with pytest.raises(RequestValidationError, match="recurringDetails: required when priceType is recurring"):
-        ProductRequest.build({"name": "p", "priceList": [{"currency": "USD", "unitAmount": "1",
-                                                           "priceType": "recurring"}]})
+    with pytest.raises(
+        RequestValidationError, match="recurringDetails: required when priceType is recurring"
+    ):
+        ProductRequest.build(
+            {"name": "p", "priceList": [{"currency": "USD", "unitAmount": "1", "priceType": "recurring"}]}
+        )
     with pytest.raises(RequestValidationError, match="at most one price may have isDefaultPrice"):
-        ProductRequest.build({"name": "p", "priceList": [
-            {"currency": "USD", "unitAmount": "1", "isDefaultPrice": True},
-            {"currency": "EUR", "unitAmount": "1", "isDefaultPrice": True}]})
+        ProductRequest.build(
+            {
+                "name": "p",
+                "priceList": [
+                    {"currency": "USD", "unitAmount": "1", "isDefaultPrice": True},
+                    {"currency": "EUR", "unitAmount": "1", "isDefaultPrice": True},
+                ],
+            }
+        )
     with pytest.raises(RequestValidationError, match="taxCategory"):
         ProductRequest.build({"name": "p", "taxCategory": "food"})
 

@@ -19,8 +19,18 @@ from toolkit.money import (
 
 @pytest.mark.parametrize(
     ("currency", "digits"),
-    [("USD", 2), ("EUR", 2), ("JPY", 0), ("KRW", 0), ("KWD", 3), ("BHD", 3), ("IQD", 3), ("CLF", 4),
-     ("IDR", 2), ("VND", 0)],
+    [
+        ("USD", 2),
+        ("EUR", 2),
+        ("JPY", 0),
+        ("KRW", 0),
+        ("KWD", 3),
+        ("BHD", 3),
+        ("IQD", 3),
+        ("CLF", 4),
+        ("IDR", 2),
+        ("VND", 0),
+    ],
 )
 def test_minor_digits_follow_iso_4217(currency: str, digits: int) -> None:
     assert minor_digits(currency) == digits
@@ -28,8 +38,14 @@ def test_minor_digits_follow_iso_4217(currency: str, digits: int) -> None:
 
 @pytest.mark.parametrize(
     ("amount", "currency", "minor"),
-    [("12.30", "USD", 1230), ("12.3", "USD", 1230), ("1200", "JPY", 1200), ("1.250", "KWD", 1250),
-     ("999999999999.99", "USD", 99999999999999), ("0.01", "USD", 1)],
+    [
+        ("12.30", "USD", 1230),
+        ("12.3", "USD", 1230),
+        ("1200", "JPY", 1200),
+        ("1.250", "KWD", 1250),
+        ("999999999999.99", "USD", 99999999999999),
+        ("0.01", "USD", 1),
+    ],
 )
 def test_to_minor_is_exact(amount: str, currency: str, minor: int) -> None:
     assert to_minor(amount, currency) == minor

@@ -429,7 +429,9 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
     )
     assert code == 1, err
     last = err.strip().splitlines()[-1]  # the one line a scheduler forwards
-    assert last.startswith("reconciliation_report: findings: 3 exceptions, more than max_exceptions=0; report: ")
+    assert last.startswith(
+        "reconciliation_report: findings: 3 exceptions, more than max_exceptions=0; report: "
+    )
     exceptions = csv(tmp_path / "rec" / "exceptions.csv")
     assert sorted(zip(exceptions["merchantReferenceId"], exceptions["category"], strict=True)) == [
         ("R-3", "amount_mismatch"),
@@ -484,14 +486,17 @@ def test_catalog_setup_with_a_refused_key_is_infrastructure_not_a_finding(
 def test_fault_drill_records_unknown_sends_nothing_twice_and_settles(
     service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = toolkit_run(capsys, tmp_path / "drill", "fault_drill",
-                               ("merchant_reference_id", "DRILL-TEST-1"), secrets=[CANARY])
+    code, out, _ = toolkit_run(
+        capsys, tmp_path / "drill", "fault_drill", ("merchant_reference_id", "DRILL-TEST-1"), secrets=[CANARY]
+    )
     assert code == 0, out
     requests = csv(tmp_path / "drill" / "requests.csv")
     assert requests[["path", "status", "fault"]].values.tolist() == [["/payment", "", "drop_after_commit"]]
     assert csv(tmp_path / "drill" / "export.csv")["merchantReferenceId"].tolist() == ["DRILL-TEST-1"]
     payment = csv(tmp_path / "drill" / "payment.csv")
-    assert payment[["outcomeState", "status", "amount"]].values.tolist() == [["succeeded", "success", "42.00"]]
+    assert payment[["outcomeState", "status", "amount"]].values.tolist() == [
+        ["succeeded", "success", "42.00"]
+    ]
     with Client() as client:
         controls = SandboxControls(client)
         assert controls.faults().empty  # the drill leaves no rule behind

@@ -21,27 +21,33 @@ def test_defaults_give_the_types() -> None:
     assert declared["max_exceptions"] == -1 and declared["ledger_path"] == "data/ledger.csv"
 
 
-@pytest.mark.parametrize(("text", "default", "value"), [
-    ("2025-13-01", "", "2025-13-01"),  # YAML would raise on this date: it stays text
-    ("2025-13-01", None, "2025-13-01"),
-    ("007", "", "007"),  # text parameters keep their text
-    ("5", 0, 5),
-    ("ten", 0, "ten"),  # refused by the check, with its name
-    ("yes", False, True),
-    ("0.5", 1.0, 0.5),
-])
+@pytest.mark.parametrize(
+    ("text", "default", "value"),
+    [
+        ("2025-13-01", "", "2025-13-01"),  # YAML would raise on this date: it stays text
+        ("2025-13-01", None, "2025-13-01"),
+        ("007", "", "007"),  # text parameters keep their text
+        ("5", 0, 5),
+        ("ten", 0, "ten"),  # refused by the check, with its name
+        ("yes", False, True),
+        ("0.5", 1.0, 0.5),
+    ],
+)
 def test_values_are_read_as_the_parameter_wants(text: str, default: Any, value: Any) -> None:
     assert parse_value(text, default) == value
 
 
-@pytest.mark.parametrize(("parameters", "message"), [
-    ({"period_start": "2025-13-01"}, "period_start: '2025-13-01' is not a date written YYYY-MM-DD"),
-    ({"period_end": "31/01/2025"}, "period_end: '31/01/2025' is not a date"),
-    ({"ledger_path": "no/such/ledger.csv"}, "ledger_path: no such file 'no/such/ledger.csv'"),
-    ({"max_exceptions": "ten"}, "max_exceptions: 'ten' is not a whole number"),
-    ({"max_exceptions": True}, "max_exceptions: True is not a whole number"),
-    ({"ledger_path": 5}, "ledger_path: 5 is not text"),
-])
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"period_start": "2025-13-01"}, "period_start: '2025-13-01' is not a date written YYYY-MM-DD"),
+        ({"period_end": "31/01/2025"}, "period_end: '31/01/2025' is not a date"),
+        ({"ledger_path": "no/such/ledger.csv"}, "ledger_path: no such file 'no/such/ledger.csv'"),
+        ({"max_exceptions": "ten"}, "max_exceptions: 'ten' is not a whole number"),
+        ({"max_exceptions": True}, "max_exceptions: True is not a whole number"),
+        ({"ledger_path": 5}, "ledger_path: 5 is not text"),
+    ],
+)
 def test_a_bad_value_is_refused_naming_the_parameter(parameters: dict[str, Any], message: str) -> None:
     with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_parameters(REPORT, parameters)
@@ -50,18 +56,33 @@ def test_a_bad_value_is_refused_naming_the_parameter(parameters: dict[str, Any],
 def test_good_values_pass(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.csv"
     ledger.write_text("merchantReferenceId,amount,currency,status\n")
-    check_parameters(REPORT, {"period_start": "2025-01-01", "period_end": "", "ledger_path": str(ledger),
-                              "max_exceptions": 0})
+    check_parameters(
+        REPORT,
+        {"period_start": "2025-01-01", "period_end": "", "ledger_path": str(ledger), "max_exceptions": 0},
+    )
 
 
-@pytest.mark.parametrize("pair", [("period_start", "2025-13-01"), ("ledger_path", "missing.csv"),
-                                  ("max_exceptions", "ten")])
+@pytest.mark.parametrize(
+    "pair", [("period_start", "2025-13-01"), ("ledger_path", "missing.csv"), ("max_exceptions", "ten")]
+)
 def test_toolkit_run_refuses_before_a_kernel_starts(pair: tuple[str, str], tmp_path: Path) -> None:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "toolkit.cli", "run", "reconciliation_report", "-p", *pair,
-         "--output-dir", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "toolkit.cli",
+            "run",
+            "reconciliation_report",
+            "-p",
+            *pair,
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
@@ -69,4 +90,3 @@ def test_toolkit_run_refuses_before_a_kernel_starts(pair: tuple[str, str], tmp_p
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     print(f"refused in {time.monotonic() - started:.1f} s")  # no kernel: a second or two of imports
-

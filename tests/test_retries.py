@@ -167,24 +167,52 @@ def _connection_key() -> ConnectionKey:
 
 
 AIOHTTP_CASES: list[tuple[str, Callable[[], BaseException], Failure]] = [
-    ("connector-refused",
-     lambda: aiohttp.ClientConnectorError(_connection_key(), ConnectionRefusedError(111, "refused")), Failure.NOT_SENT),
-    ("connector-dns",
-     lambda: aiohttp.ClientConnectorDNSError(_connection_key(), OSError(-2, "Name or service not known")), Failure.NOT_SENT),
-    ("connection-timeout", lambda: aiohttp.ConnectionTimeoutError("Connection timeout to host"), Failure.NOT_SENT),
-    ("socket-read-timeout", lambda: aiohttp.SocketTimeoutError("Timeout on reading data from socket"), Failure.TIMEOUT),
+    (
+        "connector-refused",
+        lambda: aiohttp.ClientConnectorError(_connection_key(), ConnectionRefusedError(111, "refused")),
+        Failure.NOT_SENT,
+    ),
+    (
+        "connector-dns",
+        lambda: aiohttp.ClientConnectorDNSError(_connection_key(), OSError(-2, "Name or service not known")),
+        Failure.NOT_SENT,
+    ),
+    (
+        "connection-timeout",
+        lambda: aiohttp.ConnectionTimeoutError("Connection timeout to host"),
+        Failure.NOT_SENT,
+    ),
+    (
+        "socket-read-timeout",
+        lambda: aiohttp.SocketTimeoutError("Timeout on reading data from socket"),
+        Failure.TIMEOUT,
+    ),
     ("server-timeout", lambda: aiohttp.ServerTimeoutError("timeout"), Failure.TIMEOUT),
     # the dangerous one: a hang-up after the body must never count as "not sent"
     ("server-disconnected", lambda: aiohttp.ServerDisconnectedError(), Failure.DROPPED),
-    ("client-os-error-reset", lambda: aiohttp.ClientOSError(104, "Connection reset by peer"), Failure.DROPPED),
-    ("connection-reset", lambda: aiohttp.ClientConnectionResetError("Cannot write to closing transport"), Failure.DROPPED),
+    (
+        "client-os-error-reset",
+        lambda: aiohttp.ClientOSError(104, "Connection reset by peer"),
+        Failure.DROPPED,
+    ),
+    (
+        "connection-reset",
+        lambda: aiohttp.ClientConnectionResetError("Cannot write to closing transport"),
+        Failure.DROPPED,
+    ),
     ("connection-error", lambda: aiohttp.ClientConnectionError("Connection closed"), Failure.DROPPED),
-    ("payload-error", lambda: aiohttp.ClientPayloadError("Response payload is not completed"), Failure.DROPPED),
+    (
+        "payload-error",
+        lambda: aiohttp.ClientPayloadError("Response payload is not completed"),
+        Failure.DROPPED,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("name", "make", "failure"), AIOHTTP_CASES, ids=[case[0] for case in AIOHTTP_CASES])
-def test_failure_of_aiohttp_exceptions(name: str, make: Callable[[], BaseException], failure: Failure) -> None:
+def test_failure_of_aiohttp_exceptions(
+    name: str, make: Callable[[], BaseException], failure: Failure
+) -> None:
     assert retries.failure_of(make()) is failure
 
 
@@ -196,7 +224,9 @@ def test_server_disconnected_is_dropped_so_a_post_is_never_resent() -> None:
 
 
 def test_client_connector_error_is_not_sent() -> None:
-    failure = retries.failure_of(aiohttp.ClientConnectorError(_connection_key(), ConnectionRefusedError(111, "x")))
+    failure = retries.failure_of(
+        aiohttp.ClientConnectorError(_connection_key(), ConnectionRefusedError(111, "x"))
+    )
     assert failure is Failure.NOT_SENT
     assert retries.classify_failure(failure, idempotent=False) is Verdict.RETRY
 
@@ -235,8 +265,21 @@ def test_retry_after_cap_is_max_retry_after() -> None:
 
 @pytest.mark.parametrize(
     "header",
-    [None, "", "   ", "soon", "1,5", "12abc", "0x10", "nan", "NaN", "\x00", "Wed, 21 Oct 2099",
-     "Mon, 32 Foo 2020 99:99:99 GMT", "tomorrow at noon"],
+    [
+        None,
+        "",
+        "   ",
+        "soon",
+        "1,5",
+        "12abc",
+        "0x10",
+        "nan",
+        "NaN",
+        "\x00",
+        "Wed, 21 Oct 2099",
+        "Mon, 32 Foo 2020 99:99:99 GMT",
+        "tomorrow at noon",
+    ],
 )
 def test_retry_after_garbage_is_none(header: str | None) -> None:
     assert retries.retry_after_seconds(header) is None

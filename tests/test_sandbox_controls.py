@@ -17,20 +17,39 @@ from toolkit.sandbox.embedded import RunningSandbox
 
 def test_scenario_subscription_clock_resolve_export(client: Client, unique: str) -> None:
     controls = SandboxControls(client)
-    product = client.create_product(name="Plan", priceList=[{
-        "currency": "USD", "unitAmount": "10.00", "priceType": "recurring",
-        "recurringDetails": {"interval": "month", "intervalCount": 1, "trialPeriodDays": 7}}])
+    product = client.create_product(
+        name="Plan",
+        priceList=[
+            {
+                "currency": "USD",
+                "unitAmount": "10.00",
+                "priceType": "recurring",
+                "recurringDetails": {"interval": "month", "intervalCount": 1, "trialPeriodDays": 7},
+            }
+        ],
+    )
     assert product.priceList is not None
-    sub = controls.create_subscription(customerEmail=f"{unique}@x.io", productId=product.productId,
-                                       priceId=product.priceList[0].priceId, quantity=2,
-                                       merchantReference=f"sub-{unique}", paymentInstrumentId="pi_test_success")
+    sub = controls.create_subscription(
+        customerEmail=f"{unique}@x.io",
+        productId=product.productId,
+        priceId=product.priceList[0].priceId,
+        quantity=2,
+        merchantReference=f"sub-{unique}",
+        paymentInstrumentId="pi_test_success",
+    )
     assert sub.upcomingInvoiceItem is not None and sub.upcomingInvoiceItem.amount == Decimal("20.00")
     canceled = controls.cancel_subscription(sub.subscriptionId or "", at_period_end=True, reason="too pricey")
     assert canceled.cancelAtPeriodEnd is True and canceled.cancelReason == "too pricey"
 
-    pending = client.create_payment(paymentMethodType="CARD", paymentInstrumentId="pi_test_pending",
-                                    returnUrl="https://r", customerEmail=f"{unique}@x.io", amount="5.00",
-                                    currency="USD", merchantReferenceId=f"pend-{unique}")
+    pending = client.create_payment(
+        paymentMethodType="CARD",
+        paymentInstrumentId="pi_test_pending",
+        returnUrl="https://r",
+        customerEmail=f"{unique}@x.io",
+        amount="5.00",
+        currency="USD",
+        merchantReferenceId=f"pend-{unique}",
+    )
     assert pending.status is PaymentStatus.PENDING
     settled = controls.resolve_payment(pending.orderId or "", "success")
     assert settled["status"] == "success"
@@ -47,13 +66,17 @@ def test_scenario_subscription_clock_resolve_export(client: Client, unique: str)
 
 
 def test_refuses_a_service_that_is_not_a_sandbox() -> None:
-    with fault_server(Mode.OK) as server, \
-            Client(base_url=f"http://127.0.0.1:{server.port}", api_key="k") as not_a_sandbox, \
-            pytest.raises(SandboxError):
+    with (
+        fault_server(Mode.OK) as server,
+        Client(base_url=f"http://127.0.0.1:{server.port}", api_key="k") as not_a_sandbox,
+        pytest.raises(SandboxError),
+    ):
         SandboxControls(not_a_sandbox)
 
 
-def test_a_refused_key_is_an_authentication_error_not_a_verdict_on_the_service(sandbox: RunningSandbox) -> None:
+def test_a_refused_key_is_an_authentication_error_not_a_verdict_on_the_service(
+    sandbox: RunningSandbox,
+) -> None:
     with Client(base_url=sandbox.base_url, api_key="sk_wrong") as wrong, pytest.raises(AuthenticationError):
         SandboxControls(wrong)
 
@@ -71,16 +94,23 @@ def test_faults_and_the_request_log_from_python(sandbox: RunningSandbox, unique:
 def check_faults_and_log(client: Client, controls: SandboxControls, unique: str) -> None:
     rule = controls.add_fault(route="POST /payment", mode="drop_after_commit", count=1)
     assert rule.id.startswith("flt_") and rule.remaining == 1 and rule.fired == 0
-    seeded = controls.add_fault({"route": "GET /subscription", "mode": "delay", "delayMs": 1,
-                                 "probability": 0.25, "seed": 9})
+    seeded = controls.add_fault(
+        {"route": "GET /subscription", "mode": "delay", "delayMs": 1, "probability": 0.25, "seed": 9}
+    )
     assert seeded.probability == Decimal("0.25") and seeded.count is None
     with pytest.raises(RequestValidationError, match="delayMs: not taken by mode error"):
         controls.add_fault(route="*", mode="error", delayMs=5)  # refused before it is sent
 
     with pytest.raises(OutcomeUnknownError):
-        client.create_payment(paymentMethodType="CARD", paymentInstrumentId="pi_test_success",
-                              returnUrl="https://r", customerEmail=f"{unique}@x.io", amount="7.00",
-                              currency="USD", merchantReferenceId=f"drop-{unique}")
+        client.create_payment(
+            paymentMethodType="CARD",
+            paymentInstrumentId="pi_test_success",
+            returnUrl="https://r",
+            customerEmail=f"{unique}@x.io",
+            amount="7.00",
+            currency="USD",
+            merchantReferenceId=f"drop-{unique}",
+        )
     rules = controls.faults()
     assert list(rules.index) == [rule.id, seeded.id]
     assert rules.loc[rule.id, "fired"] == 1 and rules.loc[rule.id, "remaining"] == 0
@@ -92,8 +122,16 @@ def check_faults_and_log(client: Client, controls: SandboxControls, unique: str)
         controls.find_payment(f"nothing-{unique}")
 
     log = controls.requests(limit=20)
-    assert list(log.columns) == ["time", "method", "path", "status", "latencyMs", "merchantReferenceId",
-                                 "fault", "faultId"]
+    assert list(log.columns) == [
+        "time",
+        "method",
+        "path",
+        "status",
+        "latencyMs",
+        "merchantReferenceId",
+        "fault",
+        "faultId",
+    ]
     dropped = log[log["merchantReferenceId"] == f"drop-{unique}"]
     assert dropped["fault"].tolist() == ["drop_after_commit"] and dropped["faultId"].tolist() == [rule.id]
     assert pd.isna(dropped["status"].iloc[0]) and str(log["time"].dtype).endswith("UTC]")

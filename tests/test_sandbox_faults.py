@@ -100,9 +100,15 @@ async def async_client(fault_sandbox: RunningSandbox) -> AsyncIterator[AsyncClie
 
 
 def payment(reference: str) -> dict[str, Any]:
-    return {"merchantReferenceId": reference, "customerEmail": "modes@example.com",
-            "paymentMethodType": "CARD", "paymentInstrumentId": "pi_test_success",
-            "amount": Decimal("25.00"), "currency": "USD", "returnUrl": "https://shop.example/r"}
+    return {
+        "merchantReferenceId": reference,
+        "customerEmail": "modes@example.com",
+        "paymentMethodType": "CARD",
+        "paymentInstrumentId": "pi_test_success",
+        "amount": Decimal("25.00"),
+        "currency": "USD",
+        "returnUrl": "https://shop.example/r",
+    }
 
 
 def arm(controls: SandboxControls, case: Case) -> str:
@@ -140,8 +146,9 @@ def test_client(case: Case, controls: SandboxControls, sync_client: Client, jour
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_client_raises_what_the_journal_records(case: Case, controls: SandboxControls,
-                                                sync_client: Client) -> None:
+def test_client_raises_what_the_journal_records(
+    case: Case, controls: SandboxControls, sync_client: Client
+) -> None:
     """Without the journal: OutcomeUnknownError exactly for ``unknown``, APIError for a 429."""
     reference = arm(controls, case)
     if case.state == "succeeded":
@@ -155,11 +162,13 @@ def test_client_raises_what_the_journal_records(case: Case, controls: SandboxCon
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-async def test_async_client(case: Case, controls: SandboxControls, async_client: AsyncClient,
-                            journal: Journal) -> None:
+async def test_async_client(
+    case: Case, controls: SandboxControls, async_client: AsyncClient, journal: Journal
+) -> None:
     reference = arm(controls, case)
-    result = await acreate_payments([payment(reference)], client=async_client, journal=journal,
-                                    progress=False)
+    result = await acreate_payments(
+        [payment(reference)], client=async_client, journal=journal, progress=False
+    )
     record = journal.get("payment", reference)
     assert record is not None and result.sent == 1
     check_verdict(case, record.state, created(controls, reference))
@@ -167,10 +176,11 @@ async def test_async_client(case: Case, controls: SandboxControls, async_client:
         assert result.errors["stage"].tolist() == [case.state]
     row = result.frame.loc[reference]
     assert row["outcomeState"] == case.state
-    assert (row["status"] == "unknown") == (case.state == "unknown")  # shown as unknown, with the amount asked
+    assert (row["status"] == "unknown") == (
+        case.state == "unknown"
+    )  # shown as unknown, with the amount asked
 
-    rerun = await acreate_payments([payment(reference)], client=async_client, journal=journal,
-                                   progress=False)
+    rerun = await acreate_payments([payment(reference)], client=async_client, journal=journal, progress=False)
     if case.state != "rejected":
         assert rerun.sent == 0 and created(controls, reference) == case.created
 
@@ -178,8 +188,11 @@ async def test_async_client(case: Case, controls: SandboxControls, async_client:
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_bare_httpx(case: Case, controls: SandboxControls, fault_sandbox: RunningSandbox) -> None:
     reference = arm(controls, case)
-    headers = {"X-API-KEY": KEY, "X-Timestamp": str(time.time_ns() // 1_000_000),
-               "Content-Type": "application/json"}
+    headers = {
+        "X-API-KEY": KEY,
+        "X-Timestamp": str(time.time_ns() // 1_000_000),
+        "Content-Type": "application/json",
+    }
     with httpx.Client(base_url=fault_sandbox.base_url, timeout=TIMEOUT) as http:
         body = to_json_bytes(payment(reference))
         if isinstance(case.wire, int):

@@ -42,8 +42,11 @@ FLAVORS: list[Flavor] = ["sync", "async"]
 CALLS: list[Call] = ["create_payment", "create_product", "get_subscription"]
 
 PAYMENT: dict[str, Any] = {
-    "paymentMethodType": "ALIPAY", "returnUrl": "https://shop.example/return",
-    "customerId": "cus_1", "amount": Decimal("12.30"), "currency": "USD",
+    "paymentMethodType": "ALIPAY",
+    "returnUrl": "https://shop.example/return",
+    "customerId": "cus_1",
+    "amount": Decimal("12.30"),
+    "currency": "USD",
 }
 PRODUCT: dict[str, Any] = {"name": "Canary", "priceList": [{"currency": "USD", "unitAmount": "9.99"}]}
 
@@ -91,8 +94,12 @@ def target(scenario: Scenario) -> Iterator[str]:
 
 def run(flavor: Flavor, call: Call, url: str, *, api_key: str = CANARY, max_retries: int = 1) -> Any:
     """The result of one call, or whatever it raised (any exception, not only ToolkitError)."""
-    options: dict[str, Any] = {"base_url": url, "api_key": api_key, "timeout": 0.2,
-                               "max_retries": max_retries}
+    options: dict[str, Any] = {
+        "base_url": url,
+        "api_key": api_key,
+        "timeout": 0.2,
+        "max_retries": max_retries,
+    }
     if flavor == "sync":
         try:
             with Client(**options) as client:
@@ -185,8 +192,10 @@ def traceback_locals(exc: BaseException) -> dict[str, str]:
             if frame.filename.startswith(TESTS_DIR):
                 continue
             for name, value in (frame.locals or {}).items():
-                found[f"{frame.filename.rsplit('site-packages/', 1)[-1]}:{frame.lineno} "
-                      f"{frame.name}() local {name}"] = value
+                found[
+                    f"{frame.filename.rsplit('site-packages/', 1)[-1]}:{frame.lineno} "
+                    f"{frame.name}() local {name}"
+                ] = value
         todo += [e for e in (te.__cause__, te.__context__) if e is not None]
     return found
 
@@ -205,7 +214,7 @@ def leaks(texts: dict[str, str]) -> list[str]:
         for part in CANARY_PARTS:
             at = text.find(part)
             if at >= 0:
-                found.append(f"{where}: ...{text[max(0, at - 80):at + len(part) + 20]!r}...")
+                found.append(f"{where}: ...{text[max(0, at - 80) : at + len(part) + 20]!r}...")
                 break
     return found
 
@@ -220,16 +229,24 @@ def test_canary_is_not_in_reprs_of_clients_settings_environment(monkeypatch: pyt
     monkeypatch.setenv("TOOLKIT_API_KEY", CANARY)
     from_env = load_settings()
     texts: dict[str, str] = {}
-    for name, obj in [("settings", settings), ("environment", environment), ("settings from env", from_env),
-                      ("environment from env", resolve_environment(from_env))]:
+    for name, obj in [
+        ("settings", settings),
+        ("environment", environment),
+        ("settings from env", from_env),
+        ("environment from env", resolve_environment(from_env)),
+    ]:
         texts[f"{name} repr"] = repr(obj)
         texts[f"{name} str"] = str(obj)
     texts["settings json"] = settings.model_dump_json()
     texts["settings dump"] = repr(settings.model_dump())
     with Client(base_url="http://127.0.0.1:9", api_key=CANARY) as client, Client() as env_client:
         copy = client.with_options(timeout=1.0, max_retries=0)
-        for name, obj in [("client", client), ("env client", env_client), ("with_options copy", copy),
-                          ("copy of copy", copy.with_options(max_retries=3))]:
+        for name, obj in [
+            ("client", client),
+            ("env client", env_client),
+            ("with_options copy", copy),
+            ("copy of copy", copy.with_options(max_retries=3)),
+        ]:
             texts[f"{name} repr"] = repr(obj)
             texts[f"{name} str"] = str(obj)
             texts[f"{name} format"] = f"{obj}|{obj!r}"
@@ -242,8 +259,13 @@ def test_canary_is_not_in_reprs_of_clients_settings_environment(monkeypatch: pyt
 async def test_canary_is_not_in_reprs_of_async_client() -> None:
     async with AsyncClient(base_url="http://127.0.0.1:9", api_key=CANARY) as client:
         copy = client.with_options(max_retries=0)
-        texts = {"repr": repr(client), "str": str(client), "copy repr": repr(copy), "copy str": str(copy),
-                 "environment": repr(client.environment)}
+        texts = {
+            "repr": repr(client),
+            "str": str(client),
+            "copy repr": repr(copy),
+            "copy str": str(copy),
+            "environment": repr(client.environment),
+        }
     assert not leaks(texts), leaks(texts)
 
 
@@ -293,8 +315,11 @@ def test_errors_do_not_show_httpx_exceptions_in_their_traceback(
     ``__context__`` is the httpx error (``.request.headers`` holds the key) and is printed."""
     outcome = transport_outcome(scenario, flavor, call)
     assert isinstance(outcome, ToolkitError), outcome
-    foreign = [f"{type(e).__module__}.{type(e).__name__}" for e in displayed_chain(outcome)
-               if not type(e).__module__.startswith("toolkit")]
+    foreign = [
+        f"{type(e).__module__}.{type(e).__name__}"
+        for e in displayed_chain(outcome)
+        if not type(e).__module__.startswith("toolkit")
+    ]
     assert not foreign, f"{type(outcome).__name__} shows chained {foreign}"
     for e in chain(outcome):
         request = getattr(e, "_request", None)
@@ -345,7 +370,10 @@ def test_truncated_error_body_does_not_keep_part_of_the_key(offset: int) -> None
         outcome = run("sync", "get_subscription", server.url, max_retries=0)
     assert isinstance(outcome, ToolkitError), outcome
     texts = exception_texts(outcome)
-    random_part = CANARY[len("sk_canary_"):]
-    partial = [where for where, text in texts.items()
-               if any(random_part[:n] in text for n in range(6, len(random_part) + 1))]
+    random_part = CANARY[len("sk_canary_") :]
+    partial = [
+        where
+        for where, text in texts.items()
+        if any(random_part[:n] in text for n in range(6, len(random_part) + 1))
+    ]
     assert not partial, f"part of the key survives in {partial}: {texts}"

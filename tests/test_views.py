@@ -50,7 +50,9 @@ def test_unreadable_dates_are_rejected_rows_not_left_out(tmp_path: Path) -> None
     details = dict(zip(rejected["merchantReferenceId"], rejected["detail"], strict=True))
     assert details["BLANK"] == "date is empty"
     assert details["UNREADABLE"].startswith("date '31/02/2025' is not a date")
-    with pytest.raises(NotebookFailure, match=r"2 exceptions \(2 rejected row\(s\)\), more than max_exceptions=0"):
+    with pytest.raises(
+        NotebookFailure, match=r"2 exceptions \(2 rejected row\(s\)\), more than max_exceptions=0"
+    ):
         check_threshold(result, 0)
 
 

@@ -112,8 +112,15 @@ def _is_infrastructure(exc: BaseException) -> bool:
     )
 
 
-async def _bounded(items: Sequence[ItemT], work: Callable[[int, ItemT], Awaitable[None]], *,
-                   concurrency: int, description: str, progress: bool, stop: _Stop | None = None) -> None:
+async def _bounded(
+    items: Sequence[ItemT],
+    work: Callable[[int, ItemT], Awaitable[None]],
+    *,
+    concurrency: int,
+    description: str,
+    progress: bool,
+    stop: _Stop | None = None,
+) -> None:
     """Run ``work`` over the items with at most ``concurrency`` at once, ticking a progress bar.
 
     Once ``stop`` holds an error, no new item starts; the calls in flight finish (a POST cut off
@@ -125,6 +132,7 @@ async def _bounded(items: Sequence[ItemT], work: Callable[[int, ItemT], Awaitabl
     shown = progress and len(items) > 1  # a bar for one call is noise in a script
     started = time.monotonic()
     with tqdm(total=len(items), desc=description, disable=not shown, unit="call") as bar:
+
         async def worker() -> None:
             for position, item in queue:
                 if stop is not None and stop.error is not None:
@@ -157,15 +165,19 @@ def _clean(row: Mapping[str, Any] | BaseModel, ignore: frozenset[str]) -> dict[s
         if isinstance(value, str) and not value.strip():
             continue
         if isinstance(value, float):
-            raise ToolkitError(f"{name}: {value!r} is a float; read amounts as text (dtype=str) "
-                               "so they stay exact")
+            raise ToolkitError(
+                f"{name}: {value!r} is a float; read amounts as text (dtype=str) so they stay exact"
+            )
         cleaned[str(name)] = value
     return cleaned
 
 
 def _key_of(row: Mapping[str, Any] | BaseModel) -> str | None:
-    value = getattr(row, "merchantReferenceId", None) if isinstance(row, BaseModel) else row.get(
-        "merchantReferenceId")
+    value = (
+        getattr(row, "merchantReferenceId", None)
+        if isinstance(row, BaseModel)
+        else row.get("merchantReferenceId")
+    )
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
@@ -219,8 +231,9 @@ async def _connected(client: AsyncClient | None) -> AsyncIterator[AsyncClient]:
 
 
 @asynccontextmanager
-async def _journaled(client: AsyncClient | None,
-                     journal: Journal | None) -> AsyncIterator[tuple[AsyncClient, Journal]]:
+async def _journaled(
+    client: AsyncClient | None, journal: Journal | None
+) -> AsyncIterator[tuple[AsyncClient, Journal]]:
     """A client and the journal of its environment; what is made here is closed here."""
     async with _connected(client) as active:
         if journal is not None:
@@ -230,13 +243,21 @@ async def _journaled(client: AsyncClient | None,
             yield active, opened
 
 
-def _result(records: dict[int, JournalRecord], errors: _Errors, frame: Callable[[list[JournalRecord]],
-            pd.DataFrame], **extra: Callable[[list[JournalRecord]], pd.DataFrame]) -> BulkResult:
+def _result(
+    records: dict[int, JournalRecord],
+    errors: _Errors,
+    frame: Callable[[list[JournalRecord]], pd.DataFrame],
+    **extra: Callable[[list[JournalRecord]], pd.DataFrame],
+) -> BulkResult:
     """The batch's records in input order, as frames, with what was sent and what was reused."""
     done = [records[p] for p in sorted(records)]
-    return BulkResult(frame=frame(done), errors=errors.frame(), sent=sum(r.sent for r in done),
-                      reused=sum(not r.sent for r in done),
-                      extra={name: build(done) for name, build in extra.items()})
+    return BulkResult(
+        frame=frame(done),
+        errors=errors.frame(),
+        sent=sum(r.sent for r in done),
+        reused=sum(not r.sent for r in done),
+        extra={name: build(done) for name, build in extra.items()},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,9 +265,13 @@ def _result(records: dict[int, JournalRecord], errors: _Errors, frame: Callable[
 
 
 async def acreate_payments(
-    rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest], *,
-    client: AsyncClient | None = None, journal: Journal | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY, progress: bool = True, ignore_columns: Iterable[str] = (),
+    rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest],
+    *,
+    client: AsyncClient | None = None,
+    journal: Journal | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: bool = True,
+    ignore_columns: Iterable[str] = (),
 ) -> BulkResult:
     """Create payments, journaled by merchantReferenceId: a re-run sends nothing twice."""
     items = _rows(rows)
@@ -268,22 +293,29 @@ async def acreate_payments(
                 errors.add(key, position, "request", _describe(exc))
                 return
             try:
-                record = await book.arun("payment", key, body,
-                                         lambda: stop.watch(active.create_payment(request)))
+                record = await book.arun(
+                    "payment", key, body, lambda: stop.watch(active.create_payment(request))
+                )
             except Exception as exc:
                 errors.add(key, position, _stage(exc, book, "payment", key), _describe(exc))
                 return
             records[position] = record
             _note_outcome(record, position, errors)
 
-        await _bounded(items, one, concurrency=concurrency, description="payments", progress=progress,
-                       stop=stop)
+        await _bounded(
+            items, one, concurrency=concurrency, description="payments", progress=progress, stop=stop
+        )
     return _result(records, errors, lambda done: payments_frame(done, include_failed_calls=True))
 
 
-def create_payment(request: PaymentRequest | Mapping[str, Any] | None = None, /, *,
-                   client: Client | None = None, journal: Journal | None = None,
-                   **fields: Any) -> JournalRecord:
+def create_payment(
+    request: PaymentRequest | Mapping[str, Any] | None = None,
+    /,
+    *,
+    client: Client | None = None,
+    journal: Journal | None = None,
+    **fields: Any,
+) -> JournalRecord:
     """One payment, journaled like a batch: the same merchantReferenceId again sends nothing.
 
     For engineers scripting one payment at a time; the record says what happened (``state``,
@@ -294,13 +326,17 @@ def create_payment(request: PaymentRequest | Mapping[str, Any] | None = None, /,
     key, body = payment_body(payment)
     with contextlib.ExitStack() as opened:
         active = client if client is not None else opened.enter_context(Client())
-        book = journal if journal is not None else opened.enter_context(
-            Journal.for_environment(active.environment, load_settings().home))
+        book = (
+            journal
+            if journal is not None
+            else opened.enter_context(Journal.for_environment(active.environment, load_settings().home))
+        )
         return book.run("payment", key, body, lambda: active.create_payment(payment))
 
 
-def create_payments(rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest],
-                    **options: Any) -> BulkResult:
+def create_payments(
+    rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest], **options: Any
+) -> BulkResult:
     """Blocking form of ``acreate_payments`` (works in notebooks too)."""
     return run_sync(lambda: acreate_payments(rows, **options))
 
@@ -310,9 +346,12 @@ def create_payments(rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentReq
 
 
 async def acreate_products(
-    catalog: Any, *,
-    client: AsyncClient | None = None, journal: Journal | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY, progress: bool = True,
+    catalog: Any,
+    *,
+    client: AsyncClient | None = None,
+    journal: Journal | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: bool = True,
 ) -> BulkResult:
     """Create a catalog's products with their prices, journaled by SKU: unchanged ones are not sent.
 
@@ -330,16 +369,21 @@ async def acreate_products(
         async def one(position: int, entry: CatalogEntry) -> None:
             key = entry.merchantReferenceId
             try:
-                record = await book.arun("product", key, entry.request.to_json(),
-                                         lambda: stop.watch(active.create_product(entry.request)))
+                record = await book.arun(
+                    "product",
+                    key,
+                    entry.request.to_json(),
+                    lambda: stop.watch(active.create_product(entry.request)),
+                )
             except Exception as exc:  # one row's failure is that row's error; the batch goes on
                 errors.add(key, position, _stage(exc, book, "product", key), _describe(exc))
                 return
             records[position] = record
             _note_outcome(record, position, errors)
 
-        await _bounded(entries, one, concurrency=concurrency, description="products", progress=progress,
-                       stop=stop)
+        await _bounded(
+            entries, one, concurrency=concurrency, description="products", progress=progress, stop=stop
+        )
     return _result(records, errors, products_frame, prices=prices_frame)
 
 
@@ -353,8 +397,11 @@ def create_products(catalog: Any, **options: Any) -> BulkResult:
 
 
 async def aload_subscriptions(
-    ids: Iterable[str], *, client: AsyncClient | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY, progress: bool = True,
+    ids: Iterable[str],
+    *,
+    client: AsyncClient | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: bool = True,
 ) -> BulkResult:
     """Read subscriptions by id. ``frame`` is the subscriptions frame; ``extra`` holds
     ``invoice_items`` and ``phases``; ids that fail are rows of ``errors``."""
@@ -374,7 +421,9 @@ async def aload_subscriptions(
     subscriptions = [found[p] for p in sorted(found)]
     return BulkResult(
         frame=subscriptions_frame(subscriptions, environment=environment),
-        errors=errors.frame(), sent=len(wanted), reused=0,
+        errors=errors.frame(),
+        sent=len(wanted),
+        reused=0,
         extra={"invoice_items": invoice_items_frame(subscriptions), "phases": phases_frame(subscriptions)},
     )
 

@@ -142,8 +142,10 @@ def _unique(entries: list[CatalogEntry]) -> list[CatalogEntry]:
     seen: dict[str, str] = {}
     for entry in entries:
         if entry.merchantReferenceId in seen:
-            raise InputError(f"{entry.source}: merchantReferenceId {entry.merchantReferenceId!r} "
-                             f"already used at {seen[entry.merchantReferenceId]}")
+            raise InputError(
+                f"{entry.source}: merchantReferenceId {entry.merchantReferenceId!r} "
+                f"already used at {seen[entry.merchantReferenceId]}"
+            )
         seen[entry.merchantReferenceId] = entry.source
     return entries
 
@@ -167,12 +169,14 @@ def plan_catalog(entries: Sequence[CatalogEntry], journal: Journal) -> pd.DataFr
             action = "changed"
         else:
             action = "unchanged" if record.state == "succeeded" else "unknown"
-        rows.append({
-            "merchantReferenceId": entry.merchantReferenceId,
-            "name": entry.request.name,
-            "prices": len(entry.request.priceList or []),
-            "action": action,
-            "productId": (record.response or {}).get("productId") if record else None,
-        })
+        rows.append(
+            {
+                "merchantReferenceId": entry.merchantReferenceId,
+                "name": entry.request.name,
+                "prices": len(entry.request.priceList or []),
+                "action": action,
+                "productId": (record.response or {}).get("productId") if record else None,
+            }
+        )
     frame = pd.DataFrame(rows, columns=["merchantReferenceId", "name", "prices", "action", "productId"])
     return frame.set_index("merchantReferenceId")

@@ -83,8 +83,13 @@ _announced: set[str] = set()
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 
 
-def resolve_environment(settings: Settings, *, base_url: str | None = None,
-                        api_key: str | SecretStr | None = None, announce: bool = True) -> Environment:
+def resolve_environment(
+    settings: Settings,
+    *,
+    base_url: str | None = None,
+    api_key: str | SecretStr | None = None,
+    announce: bool = True,
+) -> Environment:
     """Arguments win over the environment; with no base URL, start (once) the embedded sandbox.
 
     The first use of the embedded sandbox is logged once per process, unless the caller says so
@@ -106,10 +111,14 @@ def resolve_environment(settings: Settings, *, base_url: str | None = None,
         if str(database) not in _announced:
             _announced.add(str(database))
             if announce:
-                logger.warning("toolkit: TOOLKIT_BASE_URL is not set; using the embedded sandbox at "
-                               "%s (database %s)", sandbox.base_url, database)
+                logger.warning(
+                    "toolkit: TOOLKIT_BASE_URL is not set; using the embedded sandbox at %s (database %s)",
+                    sandbox.base_url,
+                    database,
+                )
         return Environment(
-            kind="embedded-sandbox", base_url=sandbox.base_url,
+            kind="embedded-sandbox",
+            base_url=sandbox.base_url,
             api_key=secret or sandbox.api_key,
             key="sandbox-" + _digest(str(database)),
             label=f"embedded sandbox ({database})",
@@ -122,8 +131,9 @@ def resolve_environment(settings: Settings, *, base_url: str | None = None,
         raise ConfigurationError(f"TOOLKIT_API_KEY is required to call {url}")
     url = url.rstrip("/")
     slug = re.sub(r"[^A-Za-z0-9]+", "-", parsed.netloc).strip("-")
-    return Environment(kind="service", base_url=url, api_key=key,
-                       key=f"{slug}-{_digest(url)}", label=f"service at {url}")
+    return Environment(
+        kind="service", base_url=url, api_key=key, key=f"{slug}-{_digest(url)}", label=f"service at {url}"
+    )
 
 
 def read_key_file(path: Path) -> SecretStr:

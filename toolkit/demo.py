@@ -53,11 +53,15 @@ def run_demo(*, reports_root: Path = DEFAULT_REPORTS, home: Path | None = None) 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry: returns 0 when all three notebooks succeeded, else the failing run's code."""
     parser = argparse.ArgumentParser(prog="python -m toolkit.demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,
-                        help="where the report folders go (default reports/)")
-    parser.add_argument("--home", type=Path, default=None,
-                        help="TOOLKIT_HOME for the demo's sandbox and journal "
-                        "(default $TOOLKIT_HOME, else .toolkit here)")
+    parser.add_argument(
+        "--reports", type=Path, default=DEFAULT_REPORTS, help="where the report folders go (default reports/)"
+    )
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="TOOLKIT_HOME for the demo's sandbox and journal (default $TOOLKIT_HOME, else .toolkit here)",
+    )
     args = parser.parse_args(argv)
     try:
         results = run_demo(reports_root=args.reports, home=args.home)
@@ -75,8 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failed or len(results) != len(DEMO_RUNS):
         print(f"demo failed: {failed[0].notebook if failed else 'incomplete'}", file=sys.stderr)
         return failed[0].exit_code if failed else 2
-    print(f"\nreports are in {args.reports.resolve()}/<notebook>/<UTC time>/ "
-          "(open the .html files; the .ipynb files are the executed notebooks)")
+    print(
+        f"\nreports are in {args.reports.resolve()}/<notebook>/<UTC time>/ "
+        "(open the .html files; the .ipynb files are the executed notebooks)"
+    )
     return EXIT_OK
 
 

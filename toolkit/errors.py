@@ -48,8 +48,9 @@ class RequestValidationError(ToolkitError, ValueError):
     @property
     def detail(self) -> str:
         """The first few problems, and how many more there are."""
-        shown = [f"{field}: {message}" if field else message
-                 for field, message in self.errors[: self.SHOWN_ERRORS]]
+        shown = [
+            f"{field}: {message}" if field else message for field, message in self.errors[: self.SHOWN_ERRORS]
+        ]
         more = len(self.errors) - len(shown)
         return "; ".join(shown) + (f"; and {more} more problem(s)" if more > 0 else "")
 
@@ -71,7 +72,9 @@ class AuthenticationError(APIError):
         self.body = body
         super().__init__(
             f"authentication failed (HTTP 401): {body}; check TOOLKIT_API_KEY and TOOLKIT_BASE_URL",
-            http_status=401, code=None, msg=body,
+            http_status=401,
+            code=None,
+            msg=body,
         )
 
 

@@ -92,8 +92,9 @@ def _objects(values: Sequence[Any]) -> np.ndarray[Any, Any]:
     return np.fromiter(values, dtype=object, count=len(values))
 
 
-def minor_units(amounts: Sequence[Decimal | None], currencies: Sequence[str | None],
-           keys: Sequence[str | None]) -> pd.api.extensions.ExtensionArray:
+def minor_units(
+    amounts: Sequence[Decimal | None], currencies: Sequence[str | None], keys: Sequence[str | None]
+) -> pd.api.extensions.ExtensionArray:
     """The money column of every frame: exact integer minor units (Int64), never float.
 
     An amount finer than its currency allows is an error naming the key, not rounded. The common
@@ -105,8 +106,9 @@ def minor_units(amounts: Sequence[Decimal | None], currencies: Sequence[str | No
         return _minor_exact(amounts, currencies, keys)  # names the offending key, or copes with size
 
 
-def _minor_arrow(amounts: Sequence[Decimal | None],
-                 currencies: Sequence[str | None]) -> pd.api.extensions.ExtensionArray:
+def _minor_arrow(
+    amounts: Sequence[Decimal | None], currencies: Sequence[str | None]
+) -> pd.api.extensions.ExtensionArray:
     """Vectorised: every amount as decimal128 at the finest scale present, then divided per row.
 
     Raises (the caller then takes the row-by-row path) if an amount has more decimals than the
@@ -115,8 +117,10 @@ def _minor_arrow(amounts: Sequence[Decimal | None],
     codes = pa_arrow.array(currencies, type=pa_arrow.string()).dictionary_encode()
     digits_of = np.array([minor_digits(c) for c in codes.dictionary.to_pylist()] or [0], dtype=np.int64)
     finest = int(digits_of.max())
-    scaled = pc.multiply(pa_arrow.array(amounts, type=pa_arrow.decimal128(30, finest)),
-                         pa_arrow.scalar(Decimal(10**finest), type=pa_arrow.decimal128(finest + 1, 0)))
+    scaled = pc.multiply(
+        pa_arrow.array(amounts, type=pa_arrow.decimal128(30, finest)),
+        pa_arrow.scalar(Decimal(10**finest), type=pa_arrow.decimal128(finest + 1, 0)),
+    )
     data, mask = _nullable(pc.cast(scaled, pa_arrow.int64()), None, 0)
     mask |= codes.is_null().to_numpy(zero_copy_only=False)
     divisor = 10 ** (finest - digits_of[codes.indices.fill_null(0).to_numpy(zero_copy_only=False)])
@@ -127,8 +131,9 @@ def _minor_arrow(amounts: Sequence[Decimal | None],
     return pd.arrays.IntegerArray(data, mask)
 
 
-def _minor_exact(amounts: Sequence[Decimal | None], currencies: Sequence[str | None],
-                 keys: Sequence[str | None]) -> pd.api.extensions.ExtensionArray:
+def _minor_exact(
+    amounts: Sequence[Decimal | None], currencies: Sequence[str | None], keys: Sequence[str | None]
+) -> pd.api.extensions.ExtensionArray:
     out: list[int | None] = []
     digits_of: dict[str, int] = {}
     for amount, currency, key in zip(amounts, currencies, keys, strict=True):
@@ -225,24 +230,34 @@ def _status_name(record: JournalRecord) -> str | None:
         return None
 
 
-def payments_frame(source: Journal | Iterable[JournalRecord], *,
-                   include_failed_calls: bool = False) -> pd.DataFrame:
+def payments_frame(
+    source: Journal | Iterable[JournalRecord], *, include_failed_calls: bool = False
+) -> pd.DataFrame:
     """Payments as the journal knows them.
 
     Calls the service refused or that never left created nothing at the processor, so they are
     left out unless ``include_failed_calls``; calls with an unknown outcome are always in, with
     status ``unknown`` and the amount that was asked for.
     """
-    records = [r for r in _records(source, "payment")
-               if include_failed_calls or r.state == "succeeded" or r.state in UNKNOWN_STATES]
+    records = [
+        r
+        for r in _records(source, "payment")
+        if include_failed_calls or r.state == "succeeded" or r.state in UNKNOWN_STATES
+    ]
     keys = [r.key for r in records]
     requests = [r.request for r in records]
     responses = [r.response or {} for r in records]
     actions = [resp.get("action") or {} for resp in responses]
-    amounts = _amounts([resp.get("amount", req.get("amount")) if resp else req.get("amount")
-                        for req, resp in zip(requests, responses, strict=True)])
-    currencies = [resp.get("currency") or req.get("paymentCurrency") or req.get("currency")
-                  for req, resp in zip(requests, responses, strict=True)]
+    amounts = _amounts(
+        [
+            resp.get("amount", req.get("amount")) if resp else req.get("amount")
+            for req, resp in zip(requests, responses, strict=True)
+        ]
+    )
+    currencies = [
+        resp.get("currency") or req.get("paymentCurrency") or req.get("currency")
+        for req, resp in zip(requests, responses, strict=True)
+    ]
 
     def asked(name: str) -> list[Any]:
         return [req.get(name) for req in requests]
@@ -253,8 +268,12 @@ def payments_frame(source: Journal | Iterable[JournalRecord], *,
     columns = {
         "orderId": _strings(answered("orderId")),
         "sessionId": _strings(answered("sessionId")),
-        "paymentInstrumentId": _strings([resp.get("paymentInstrumentId") or req.get("paymentInstrumentId")
-                                         for req, resp in zip(requests, responses, strict=True)]),
+        "paymentInstrumentId": _strings(
+            [
+                resp.get("paymentInstrumentId") or req.get("paymentInstrumentId")
+                for req, resp in zip(requests, responses, strict=True)
+            ]
+        ),
         "paymentMethodType": _strings(asked("paymentMethodType")),
         "customerId": _strings(asked("customerId")),
         "customerEmail": _strings(asked("customerEmail")),
@@ -310,15 +329,18 @@ def products_frame(source: Journal | Iterable[JournalRecord]) -> pd.DataFrame:
         "productId": _strings([p.get("productId") for p in resp]),
         "name": _strings([p.get("name") or q.get("name") for p, q in zip(resp, req, strict=True)]),
         "active": _bools([p.get("active") for p in resp]),
-        "description": _strings([p.get("description") or q.get("description")
-                                 for p, q in zip(resp, req, strict=True)]),
+        "description": _strings(
+            [p.get("description") or q.get("description") for p, q in zip(resp, req, strict=True)]
+        ),
         "defaultPrice": _strings([p.get("defaultPrice") for p in resp]),
         "image": _strings([p.get("image") or q.get("image") for p, q in zip(resp, req, strict=True)]),
         "taxCategory": _strings([q.get("taxCategory") for q in req]),
-        "localizedNames": _objects([p.get("localizedNames") or q.get("localizedNames")
-                                    for p, q in zip(resp, req, strict=True)]),
-        "priceCount": _ints([len(p.get("priceList") or q.get("priceList") or [])
-                             for p, q in zip(resp, req, strict=True)]),
+        "localizedNames": _objects(
+            [p.get("localizedNames") or q.get("localizedNames") for p, q in zip(resp, req, strict=True)]
+        ),
+        "priceCount": _ints(
+            [len(p.get("priceList") or q.get("priceList") or []) for p, q in zip(resp, req, strict=True)]
+        ),
         "createTime": _times([p.get("createTime") for p in resp]),
         "updateTime": _times([p.get("updateTime") for p in resp]),
         **_journal_columns(records),
@@ -369,26 +391,42 @@ def prices_frame(source: Journal | Iterable[JournalRecord]) -> pd.DataFrame:
     details = [q.get("recurringDetails") or {} for _, _, q, _ in rows]
     recurring = [p.get("recurring") or {} for _, p, _, _ in rows]
     columns = {
-        "productId": _strings([p.get("productId") or (r.response or {}).get("productId")
-                               for r, p, _, _ in rows]),
+        "productId": _strings(
+            [p.get("productId") or (r.response or {}).get("productId") for r, p, _, _ in rows]
+        ),
         "priceId": _strings([p.get("priceId") for _, p, _, _ in rows]),
         "priceSnapshotId": _strings([p.get("priceSnapshotId") for _, p, _, _ in rows]),
         "currency": _strings(currencies),
         "unitAmount": _objects(amounts),
         "unitAmountMinor": minor_units(amounts, currencies, keys),
-        "priceType": _strings([p.get("priceType") or q.get("priceType") or "one_time"
-                               for _, p, q, _ in rows]),
-        "interval": _strings([p.get("interval") or d.get("interval")
-                              for (_, p, _, _), d in zip(rows, details, strict=True)]),
-        "intervalCount": _ints([rc.get("intervalCount", d.get("intervalCount"))
-                                for rc, d in zip(recurring, details, strict=True)]),
-        "trialPeriodDays": _ints([rc.get("trialPeriodDays", d.get("trialPeriodDays"))
-                                  for rc, d in zip(recurring, details, strict=True)]),
-        "isDefaultPrice": _bools([(p.get("priceId") == extra["default"]) if p.get("priceId") else
-                                  q.get("isDefaultPrice") for _, p, q, extra in rows]),
+        "priceType": _strings(
+            [p.get("priceType") or q.get("priceType") or "one_time" for _, p, q, _ in rows]
+        ),
+        "interval": _strings(
+            [p.get("interval") or d.get("interval") for (_, p, _, _), d in zip(rows, details, strict=True)]
+        ),
+        "intervalCount": _ints(
+            [
+                rc.get("intervalCount", d.get("intervalCount"))
+                for rc, d in zip(recurring, details, strict=True)
+            ]
+        ),
+        "trialPeriodDays": _ints(
+            [
+                rc.get("trialPeriodDays", d.get("trialPeriodDays"))
+                for rc, d in zip(recurring, details, strict=True)
+            ]
+        ),
+        "isDefaultPrice": _bools(
+            [
+                (p.get("priceId") == extra["default"]) if p.get("priceId") else q.get("isDefaultPrice")
+                for _, p, q, extra in rows
+            ]
+        ),
         "active": _bools([p.get("active") for _, p, _, _ in rows]),
-        "currencyOptions": _objects([p.get("currencyOptions") or q.get("currencyOptions")
-                                     for _, p, q, _ in rows]),
+        "currencyOptions": _objects(
+            [p.get("currencyOptions") or q.get("currencyOptions") for _, p, q, _ in rows]
+        ),
         "createTime": _times([p.get("createTime") for _, p, _, _ in rows]),
         "environment": _strings([r.environment for r, _, _, _ in rows]),
     }
@@ -468,17 +506,35 @@ def _fields(models: Sequence[Any], names: tuple[str, ...]) -> dict[str, list[Any
     get = operator.attrgetter(*names)  # two names or more: always a tuple
     columns: list[list[Any]] = [[] for _ in names]
     for start in range(0, len(models), _CHUNK):
-        rows = zip(*map(get, models[start:start + _CHUNK]), strict=True)
+        rows = zip(*map(get, models[start : start + _CHUNK]), strict=True)
         for column, values in zip(columns, rows, strict=True):
             column.extend(values)
     return dict(zip(names, columns, strict=True))
 
 
 _SUBSCRIPTION_FIELDS = (
-    "merchantReference", "subscriptionId", "customerId", "productId", "priceId", "priceSnapshotId",
-    "quantity", "paymentMethodType", "paymentInstrumentId", "createTime", "trialStart", "trialEnd",
-    "currentPeriodStart", "currentPeriodEnd", "cancelAt", "canceledAt", "cancelAtPeriodEnd",
-    "cancelReason", "elapsedCycles", "sessionId", "metadata", "upcomingInvoiceItem",
+    "merchantReference",
+    "subscriptionId",
+    "customerId",
+    "productId",
+    "priceId",
+    "priceSnapshotId",
+    "quantity",
+    "paymentMethodType",
+    "paymentInstrumentId",
+    "createTime",
+    "trialStart",
+    "trialEnd",
+    "currentPeriodStart",
+    "currentPeriodEnd",
+    "cancelAt",
+    "canceledAt",
+    "cancelAtPeriodEnd",
+    "cancelReason",
+    "elapsedCycles",
+    "sessionId",
+    "metadata",
+    "upcomingInvoiceItem",
     "recurringInvoiceItem",
 )
 
@@ -507,9 +563,18 @@ def subscriptions_frame(subscriptions: Sequence[Subscription], *, environment: s
         "upcomingInvoiceAmountMinor": minor_units(upcoming, currencies, ids),
         "recurringInvoiceAmount": _objects(recurring),
         "recurringInvoiceAmountMinor": minor_units(recurring, currencies, ids),
-        **{name: _times(field[name]) for name in (
-            "createTime", "trialStart", "trialEnd", "currentPeriodStart", "currentPeriodEnd",
-            "cancelAt", "canceledAt")},
+        **{
+            name: _times(field[name])
+            for name in (
+                "createTime",
+                "trialStart",
+                "trialEnd",
+                "currentPeriodStart",
+                "currentPeriodEnd",
+                "cancelAt",
+                "canceledAt",
+            )
+        },
         "cancelAtPeriodEnd": _bools(field["cancelAtPeriodEnd"]),
         "cancelReason": _strings(field["cancelReason"]),
         "elapsedCycles": _ints(field["elapsedCycles"]),
@@ -525,8 +590,9 @@ class InvoiceItemsSchema(pa.DataFrameModel):
 
     merchantReferenceId: Index[pd.StringDtype] = _text()
     subscriptionId: Series[pd.StringDtype] = _text()
-    item: Series[pd.StringDtype] = pa.Field(nullable=False, isin=["recurring", "upcoming"],
-                                            dtype_kwargs={"storage": "pyarrow"})
+    item: Series[pd.StringDtype] = pa.Field(
+        nullable=False, isin=["recurring", "upcoming"], dtype_kwargs={"storage": "pyarrow"}
+    )
     invoiceItemId: Series[pd.StringDtype] = _text()
     amount: Series[object] = pa.Field(nullable=True)
     amountMinor: Series[pd.Int64Dtype] = pa.Field(nullable=True)
@@ -556,16 +622,22 @@ _NO_RECURRING = InvoiceRecurring()
 def invoice_items_frame(subscriptions: Sequence[Subscription]) -> pd.DataFrame:
     """Both invoice items of each subscription (``item`` says which), keyed like the subscription."""
     subs = list(subscriptions)
-    sub = _fields(subs, ("merchantReference", "subscriptionId", "recurringInvoiceItem",
-                         "upcomingInvoiceItem"))
+    sub = _fields(
+        subs, ("merchantReference", "subscriptionId", "recurringInvoiceItem", "upcomingInvoiceItem")
+    )
     owners: list[Subscription] = []
     keys: list[str | None] = []
     ids: list[str | None] = []
     kinds: list[str] = []
     items: list[Any] = []
     for s, key, sid, recurring_item, upcoming_item in zip(
-            subs, sub["merchantReference"], sub["subscriptionId"], sub["recurringInvoiceItem"],
-            sub["upcomingInvoiceItem"], strict=True):
+        subs,
+        sub["merchantReference"],
+        sub["subscriptionId"],
+        sub["recurringInvoiceItem"],
+        sub["upcomingInvoiceItem"],
+        strict=True,
+    ):
         for kind, found in (("recurring", recurring_item), ("upcoming", upcoming_item)):
             if found is not None:
                 owners.append(s)
@@ -573,15 +645,31 @@ def invoice_items_frame(subscriptions: Sequence[Subscription]) -> pd.DataFrame:
                 ids.append(sid)
                 kinds.append(kind)
                 items.append(found)
-    item = _fields(items, ("invoiceItemId", "amount", "description", "periodStart", "periodEnd",
-                           "proration", "price", "model_extra"))
-    currencies = [(extra or {}).get("currency") or _currency(s)
-                  for extra, s in zip(item["model_extra"], owners, strict=True)]
+    item = _fields(
+        items,
+        (
+            "invoiceItemId",
+            "amount",
+            "description",
+            "periodStart",
+            "periodEnd",
+            "proration",
+            "price",
+            "model_extra",
+        ),
+    )
+    currencies = [
+        (extra or {}).get("currency") or _currency(s)
+        for extra, s in zip(item["model_extra"], owners, strict=True)
+    ]
     prices = [_NO_PRICE if p is None else p for p in item["price"]]
-    price = _fields(prices, ("productId", "productName", "priceId", "priceSnapshotId", "unitAmount",
-                             "quantity", "recurring"))
-    recur = _fields([_NO_RECURRING if r is None else r for r in price["recurring"]],
-                    ("trialPeriodDays", "intervalCount"))
+    price = _fields(
+        prices,
+        ("productId", "productName", "priceId", "priceSnapshotId", "unitAmount", "quantity", "recurring"),
+    )
+    recur = _fields(
+        [_NO_RECURRING if r is None else r for r in price["recurring"]], ("trialPeriodDays", "intervalCount")
+    )
     amounts = item["amount"]
     columns = {
         "subscriptionId": _strings(ids),
@@ -604,6 +692,8 @@ def invoice_items_frame(subscriptions: Sequence[Subscription]) -> pd.DataFrame:
         "intervalCount": _ints(recur["intervalCount"]),
     }
     return InvoiceItemsSchema.validate(_frame(columns, keys))
+
+
 class PhasesSchema(pa.DataFrameModel):
     merchantReferenceId: Index[pd.StringDtype] = _text()
     subscriptionId: Series[pd.StringDtype] = _text()
@@ -625,8 +715,9 @@ def phases_frame(subscriptions: Sequence[Subscription]) -> pd.DataFrame:
     keys: list[str | None] = []
     ids: list[str | None] = []
     phases: list[Any] = []
-    for key, sid, scheduled in zip(sub["merchantReference"], sub["subscriptionId"], sub["scheduledPhases"],
-                                   strict=True):
+    for key, sid, scheduled in zip(
+        sub["merchantReference"], sub["subscriptionId"], sub["scheduledPhases"], strict=True
+    ):
         if scheduled:
             keys.extend([key] * len(scheduled))
             ids.extend([sid] * len(scheduled))

@@ -198,8 +198,9 @@ class Journal:
             self._db.close()
             reason = _sqlite_reason(exc)
             if "writable" in reason or "free some space" in reason:  # the file may be fine
-                raise JournalError(f"the journal {path} cannot be opened: {reason}. Nothing was sent") \
-                    from None
+                raise JournalError(
+                    f"the journal {path} cannot be opened: {reason}. Nothing was sent"
+                ) from None
             raise _unusable(path, reason) from None
         except JournalError:
             self._db.close()
@@ -292,14 +293,20 @@ class Journal:
                 )
             return self._record(row)
 
-    def finish(self, row_id: int, *, state: State, response: dict[str, Any] | None = None,
-               error: str | None = None) -> JournalRecord:
+    def finish(
+        self, row_id: int, *, state: State, response: dict[str, Any] | None = None, error: str | None = None
+    ) -> JournalRecord:
         """Commit the outcome of a call begun with ``begin``."""
         with self._write() as db:
             db.execute(
                 "UPDATE calls SET state = ?, response = ?, error = ?, outcomeTime = ? WHERE id = ?",
-                (state, None if response is None else to_json_bytes(response).decode(), error,
-                 _now_ms(), row_id),
+                (
+                    state,
+                    None if response is None else to_json_bytes(response).decode(),
+                    error,
+                    _now_ms(),
+                    row_id,
+                ),
             )
             row = db.execute("SELECT * FROM calls WHERE id = ?", (row_id,)).fetchone()
         return self._record(row, sent=True)
@@ -317,8 +324,9 @@ class Journal:
             return self._failed(started, exc)
         return self._succeeded(kind, key, started, result)
 
-    async def arun(self, kind: Kind, key: str, body: bytes,
-                   send: Callable[[], Awaitable[BaseModel]]) -> JournalRecord:
+    async def arun(
+        self, kind: Kind, key: str, body: bytes, send: Callable[[], Awaitable[BaseModel]]
+    ) -> JournalRecord:
         """Journal and perform one create call on an AsyncClient."""
         started = self.begin(kind, key, body)
         if isinstance(started, JournalRecord):
@@ -355,8 +363,9 @@ class Journal:
 
     # -- reading and resolving --------------------------------------------------------------
 
-    def records(self, kind: Kind | None = None, *,
-                states: frozenset[str] | None = None) -> list[JournalRecord]:
+    def records(
+        self, kind: Kind | None = None, *, states: frozenset[str] | None = None
+    ) -> list[JournalRecord]:
         """Every journaled call (of a kind, in some states), oldest first."""
         query, args = "SELECT * FROM calls", []
         if kind is not None:
@@ -373,8 +382,15 @@ class Journal:
         """Calls whose outcome nobody knows: in flight, or cut off. Resolve them with ``resolve``."""
         return self.records(kind, states=UNKNOWN_STATES)
 
-    def resolve(self, kind: Kind, key: str, *, failed: bool = False,
-                response: BaseModel | dict[str, Any] | None = None, note: str = "user") -> JournalRecord:
+    def resolve(
+        self,
+        kind: Kind,
+        key: str,
+        *,
+        failed: bool = False,
+        response: BaseModel | dict[str, Any] | None = None,
+        note: str = "user",
+    ) -> JournalRecord:
         """Settle an unknown call: ``failed=True`` allows sending it again; ``response=`` records it."""
         if failed == (response is not None):
             raise JournalError("resolve needs exactly one of failed=True or response=...")
@@ -388,9 +404,14 @@ class Journal:
             db.execute(
                 "UPDATE calls SET state = ?, response = ?, outcomeTime = ?, resolvedBy = ? "
                 "WHERE kind = ? AND businessKey = ? AND state IN ('sending', 'unknown')",
-                ("abandoned" if failed else "succeeded",
-                 None if data is None else to_json_bytes(data).decode(), _now_ms(),
-                 f"{note} (pid {os.getpid()})", kind, key),
+                (
+                    "abandoned" if failed else "succeeded",
+                    None if data is None else to_json_bytes(data).decode(),
+                    _now_ms(),
+                    f"{note} (pid {os.getpid()})",
+                    kind,
+                    key,
+                ),
             )
         resolved = self.get(kind, key)
         assert resolved is not None
@@ -398,12 +419,18 @@ class Journal:
 
     def _record(self, row: sqlite3.Row, *, sent: bool = False) -> JournalRecord:
         return JournalRecord(
-            kind=row["kind"], key=row["businessKey"], state=row["state"],
+            kind=row["kind"],
+            key=row["businessKey"],
+            state=row["state"],
             request=parse_json(row["request"]),
             response=None if row["response"] is None else parse_json(row["response"]),
-            error=row["error"], attempts=row["attempts"], requestTime=row["requestTime"],
-            outcomeTime=row["outcomeTime"], resolvedBy=row["resolvedBy"],
-            environment=self.environment, sent=sent,
+            error=row["error"],
+            attempts=row["attempts"],
+            requestTime=row["requestTime"],
+            outcomeTime=row["outcomeTime"],
+            resolvedBy=row["resolvedBy"],
+            environment=self.environment,
+            sent=sent,
         )
 
     def integrity_check(self) -> str:
@@ -416,4 +443,3 @@ def payment_body(request: PaymentRequest) -> tuple[str, bytes]:
     if not request.merchantReferenceId:
         raise JournalError("a journaled payment needs a merchantReferenceId (its business key)")
     return request.merchantReferenceId, request.to_json()
-

@@ -20,10 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     resolve.add_argument("key", help="the business key (merchantReferenceId)")
     resolve.add_argument("--kind", choices=["payment", "product"], default="payment")
     outcome = resolve.add_mutually_exclusive_group(required=True)
-    outcome.add_argument("--failed", action="store_true",
-                         help="it did not happen at the service: allow sending it again")
-    outcome.add_argument("--response", metavar="JSON",
-                         help="what the service did, as the data object of its response")
+    outcome.add_argument(
+        "--failed", action="store_true", help="it did not happen at the service: allow sending it again"
+    )
+    outcome.add_argument(
+        "--response", metavar="JSON", help="what the service did, as the data object of its response"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

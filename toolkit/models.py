@@ -130,8 +130,10 @@ def _currency(value: str) -> str:
 
 
 def _uppercase_method(value: Any) -> Any:
-    if isinstance(value, str) and value not in PaymentMethodType.__members__ and (
-        value.upper() in PaymentMethodType.__members__
+    if (
+        isinstance(value, str)
+        and value not in PaymentMethodType.__members__
+        and (value.upper() in PaymentMethodType.__members__)
     ):
         raise PydanticCustomError("uppercase", f"must be uppercase: {value.upper()!r}, not {value!r}")
     return value
@@ -172,6 +174,7 @@ def _refuse_lone_surrogates(value: Any) -> None:
 #: validation (and its error message) small, as real payment APIs do (Stripe: 100 line items).
 MAX_LIST_ITEMS = 100
 
+
 def _integral_in_reach(value: Any) -> Any:
     """Refuse a number too large to be an integer here before turning it into one: int() of a
     JSON ``1e999999999`` (a Decimal) would build a billion-digit integer and hang the process."""
@@ -195,8 +198,7 @@ def _amount_fits(amount: Decimal | None, currency: str | None, field: str) -> No
         raise PydanticCustomError(
             "currency_decimals",
             "{field}: {amount} has more decimals than {currency} allows ({digits})",
-            {"field": field, "amount": str(amount), "currency": currency,
-             "digits": minor_digits(currency)},
+            {"field": field, "amount": str(amount), "currency": currency, "digits": minor_digits(currency)},
         )
 
 
@@ -284,7 +286,8 @@ class PaymentRequest(RequestModel):
             missing = [name for name in ("amount", "currency") if getattr(self, name) is None]
             if missing:
                 raise PydanticCustomError(
-                    "amount", "{fields}: required when priceId is absent (amount and currency go together)",
+                    "amount",
+                    "{fields}: required when priceId is absent (amount and currency go together)",
                     {"fields": " and ".join(missing)},
                 )
         if self.paymentInstrumentId is None and self.paymentMethodType not in AUTO_INSTRUMENT_METHODS:

@@ -15,8 +15,24 @@ from toolkit.errors import ToolkitError
 
 # ISO 4217 minor units where CLDR's default digits say otherwise (CLDR follows cash practice).
 _ISO_DIGITS_OVERRIDES: dict[str, int] = {
-    "AFN": 2, "ALL": 2, "IQD": 3, "IRR": 2, "KPW": 2, "LAK": 2, "LBP": 2, "MGA": 2, "MMK": 2,
-    "MRO": 2, "RSD": 2, "SLL": 2, "SOS": 2, "STD": 2, "SYP": 2, "YER": 2, "ZMK": 2, "ZWD": 2,
+    "AFN": 2,
+    "ALL": 2,
+    "IQD": 3,
+    "IRR": 2,
+    "KPW": 2,
+    "LAK": 2,
+    "LBP": 2,
+    "MGA": 2,
+    "MMK": 2,
+    "MRO": 2,
+    "RSD": 2,
+    "SLL": 2,
+    "SOS": 2,
+    "STD": 2,
+    "SYP": 2,
+    "YER": 2,
+    "ZMK": 2,
+    "ZWD": 2,
 }
 
 
@@ -116,9 +132,7 @@ def to_minor(amount: Decimal | str | int, currency: str) -> int:
     """Exact major -> minor units; more decimals than the currency allows is an error, not rounding."""
     value = check_amount_range(parse_decimal(amount))
     if not fits_currency(value, currency):
-        raise MoneyError(
-            f"{value} has more decimals than {currency} allows ({minor_digits(currency)})"
-        )
+        raise MoneyError(f"{value} has more decimals than {currency} allows ({minor_digits(currency)})")
     numerator, denominator = value.as_integer_ratio()
     return int(numerator * 10 ** minor_digits(currency) // denominator)
 
@@ -134,8 +148,7 @@ def round_to_currency(amount: Decimal, currency: str) -> Decimal:
     return amount.quantize(Decimal(1).scaleb(-minor_digits(currency)), rounding=ROUND_HALF_EVEN)
 
 
-def format_money(amount: Decimal | int, currency: str, *, minor: bool = False,
-                 locale: str = "en_US") -> str:
+def format_money(amount: Decimal | int, currency: str, *, minor: bool = False, locale: str = "en_US") -> str:
     """Human text for an amount (``$12.30``, ``¥1,200``); pass ``minor=True`` for minor units."""
     value = from_minor(int(amount), currency) if minor else Decimal(amount)
     return str(format_currency(value, currency, locale=locale, decimal_quantization=False))

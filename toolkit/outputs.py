@@ -104,8 +104,9 @@ def neutralise_cells(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.Chunked
     """``neutralise_cell`` over a pyarrow string array, vectorised (nulls stay null)."""
     import pyarrow.compute as pc
 
-    risky = pc.and_not(pc.match_substring_regex(array, FORMULA_START),
-                       pc.match_substring_regex(array, NUMBER))
+    risky = pc.and_not(
+        pc.match_substring_regex(array, FORMULA_START), pc.match_substring_regex(array, NUMBER)
+    )
     if not pc.any(risky).as_py():
         return array
     return pc.if_else(risky, pc.binary_join_element_wise("'", array, ""), array)

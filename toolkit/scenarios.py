@@ -50,16 +50,19 @@ def read_scenario(path: str | Path) -> pd.DataFrame:
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in SCENARIO_COLUMNS if c not in frame.columns]
     if missing:
-        raise InputError(f"{source}: column(s) {', '.join(missing)} missing; "
-                         f"columns are {', '.join(frame.columns)}")
+        raise InputError(
+            f"{source}: column(s) {', '.join(missing)} missing; columns are {', '.join(frame.columns)}"
+        )
     frame = frame.apply(lambda column: column.str.strip())
     frame["expected"] = frame["expected"].str.lower().replace(_STATUS_ALIASES)
     for position, row in enumerate(frame.to_dict("records"), start=2):
         if not row["merchantReferenceId"]:
             raise InputError(f"{source}: row {position}: merchantReferenceId is empty")
         if row["expected"] not in PAYMENT_STATUS_NAMES[:4]:
-            raise InputError(f"{source}: row {position}: expected {row['expected']!r} is not one of "
-                             "success, pending, failure, next_action (or 1/2/3/5)")
+            raise InputError(
+                f"{source}: row {position}: expected {row['expected']!r} is not one of "
+                "success, pending, failure, next_action (or 1/2/3/5)"
+            )
     repeated = frame["merchantReferenceId"][frame["merchantReferenceId"].duplicated()]
     if len(repeated):
         raise InputError(f"{source}: merchantReferenceId {repeated.iloc[0]!r} appears twice")
@@ -97,8 +100,10 @@ def scenario_requests(scenario: pd.DataFrame, journal: Journal) -> list[PaymentR
                 prices = _price_index(journal)
             found = prices.get((sku, currency.upper()))
             if not sku or found is None:
-                raise InputError(f"{where}: price {row['price']!r} is not a one-time price of a product "
-                                 "created from the catalog (write SKU/CURRENCY; run catalog_setup first)")
+                raise InputError(
+                    f"{where}: price {row['price']!r} is not a one-time price of a product "
+                    "created from the catalog (write SKU/CURRENCY; run catalog_setup first)"
+                )
             fields["productId"], fields["priceId"] = found
         try:
             requests.append(PaymentRequest.build(fields))
@@ -112,26 +117,36 @@ def compare_outcomes(scenario: pd.DataFrame, payments: pd.DataFrame, errors: pd.
 
     A row whose call failed (refused, or outcome unknown) has the error as its ``actual``.
     """
-    statuses = {str(k): ("" if pd.isna(s) else str(s)) for k, s in zip(payments.index, payments["status"],
-                                                                     strict=True)}
-    amounts = {str(k): f"{a} {c}" for k, a, c in zip(payments.index, payments["amount"],
-                                                      payments["currency"], strict=True)
-               if a is not None and not pd.isna(c)}
-    failed = {str(k): f"{stage}: {error}" for k, stage, error in zip(
-        errors["merchantReferenceId"], errors["stage"], errors["error"], strict=True)}
+    statuses = {
+        str(k): ("" if pd.isna(s) else str(s))
+        for k, s in zip(payments.index, payments["status"], strict=True)
+    }
+    amounts = {
+        str(k): f"{a} {c}"
+        for k, a, c in zip(payments.index, payments["amount"], payments["currency"], strict=True)
+        if a is not None and not pd.isna(c)
+    }
+    failed = {
+        str(k): f"{stage}: {error}"
+        for k, stage, error in zip(
+            errors["merchantReferenceId"], errors["stage"], errors["error"], strict=True
+        )
+    }
     rows = []
     for row in scenario.to_dict("records"):
         key = row["merchantReferenceId"]
         actual = statuses.get(key) or ("error" if key in failed else "not sent")
-        rows.append({
-            "merchantReferenceId": key,
-            "method": row["method"].upper(),
-            "expected": row["expected"],
-            "actual": actual,
-            "charged": amounts.get(key, ""),
-            "ok": actual == row["expected"],
-            "detail": failed.get(key, ""),
-        })
+        rows.append(
+            {
+                "merchantReferenceId": key,
+                "method": row["method"].upper(),
+                "expected": row["expected"],
+                "actual": actual,
+                "charged": amounts.get(key, ""),
+                "ok": actual == row["expected"],
+                "detail": failed.get(key, ""),
+            }
+        )
     return pd.DataFrame(rows).set_index("merchantReferenceId")
 
 
@@ -140,8 +155,9 @@ def mismatch_message(comparison: pd.DataFrame) -> str | None:
     wrong = comparison[~comparison["ok"]]
     if wrong.empty:
         return None
-    listed = ", ".join(f"{key} expected {r['expected']} got {r['actual']}"
-                       for key, r in list(wrong.iterrows())[:10])
+    listed = ", ".join(
+        f"{key} expected {r['expected']} got {r['actual']}" for key, r in list(wrong.iterrows())[:10]
+    )
     more = f" and {len(wrong) - 10} more" if len(wrong) > 10 else ""
     return f"{len(wrong)} of {len(comparison)} outcomes differ from the scenario: {listed}{more}"
 
@@ -151,15 +167,21 @@ def outcomes_by_method(payments: pd.DataFrame) -> pd.DataFrame:
     frame = payments[payments["status"].notna()]
     table = pd.crosstab(frame["paymentMethodType"].astype(str), frame["status"], dropna=False)
     return table.reindex(columns=list(PAYMENT_STATUS_NAMES), fill_value=0).rename_axis(
-        index="paymentMethodType", columns="status")
+        index="paymentMethodType", columns="status"
+    )
 
 
 def outcomes_chart(table: pd.DataFrame) -> Chart:
     """A stacked bar chart of ``outcomes_by_method``."""
     from matplotlib.figure import Figure
 
-    colours = {"success": "#2e7d32", "pending": "#f9a825", "failure": "#c62828",
-               "next_action": "#1565c0", "unknown": "#6d6d6d"}
+    colours = {
+        "success": "#2e7d32",
+        "pending": "#f9a825",
+        "failure": "#c62828",
+        "next_action": "#1565c0",
+        "unknown": "#6d6d6d",
+    }
     figure = Figure(figsize=(8, 3.5))
     axes = figure.subplots()
     bottom = [0] * len(table)
@@ -185,18 +207,28 @@ def next_actions(payments: pd.DataFrame) -> pd.DataFrame:
             continue
         wallet = action.get("walletHandleRedirectOrDisplayQrCode") or {}
         expires = wallet.get("expiresAt")
-        rows.append({
-            "merchantReferenceId": str(key),
-            "paymentMethodType": row["paymentMethodType"],
-            "amount": f"{row['amount']} {row['currency']}",
-            "actionMethod": action.get("method"),
-            "redirectUrl": action.get("redirectUrl"),
-            "mobileAuthUrl": wallet.get("mobileAuthUrl"),
-            "qrCode": bool(wallet),
-            "expiresAt": pd.Timestamp(int(expires), unit="s", tz="UTC") if expires else pd.NaT,
-        })
-    columns = ["merchantReferenceId", "paymentMethodType", "amount", "actionMethod", "redirectUrl",
-               "mobileAuthUrl", "qrCode", "expiresAt"]
+        rows.append(
+            {
+                "merchantReferenceId": str(key),
+                "paymentMethodType": row["paymentMethodType"],
+                "amount": f"{row['amount']} {row['currency']}",
+                "actionMethod": action.get("method"),
+                "redirectUrl": action.get("redirectUrl"),
+                "mobileAuthUrl": wallet.get("mobileAuthUrl"),
+                "qrCode": bool(wallet),
+                "expiresAt": pd.Timestamp(int(expires), unit="s", tz="UTC") if expires else pd.NaT,
+            }
+        )
+    columns = [
+        "merchantReferenceId",
+        "paymentMethodType",
+        "amount",
+        "actionMethod",
+        "redirectUrl",
+        "mobileAuthUrl",
+        "qrCode",
+        "expiresAt",
+    ]
     return pd.DataFrame(rows, columns=columns).set_index("merchantReferenceId")
 
 

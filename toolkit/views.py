@@ -34,8 +34,11 @@ def environment_banner() -> Any:
     display: Any = importlib.import_module("IPython.display")
     settings = load_settings()
     environment = resolve_environment(settings, announce=False)  # said here, not as a stderr warning
-    note = ("**not the live service** (`TOOLKIT_BASE_URL` is not set): test data only"
-            if environment.is_sandbox else "live data")
+    note = (
+        "**not the live service** (`TOOLKIT_BASE_URL` is not set): test data only"
+        if environment.is_sandbox
+        else "live data"
+    )
     return display.Markdown(
         f"**Environment:** {environment.label} ({note}) · run at "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC  \n"
@@ -243,8 +246,10 @@ def errors_table(errors: pd.DataFrame) -> Any:
 
 def exceptions_table(exceptions: pd.DataFrame) -> Any:
     """One category's exceptions: amounts with their currencies, keyed by merchantReferenceId."""
-    return table(exceptions.drop(columns=["category"], errors="ignore"),
-                 money={"ledger_amount": "ledger_currency", "processor_amount": "processor_currency"})
+    return table(
+        exceptions.drop(columns=["category"], errors="ignore"),
+        money={"ledger_amount": "ledger_currency", "processor_amount": "processor_currency"},
+    )
 
 
 def count_words(counts: Any) -> str:

@@ -57,15 +57,21 @@ def test_planted_discrepancies_identical_on_spark(spark: Backend, tolerance: int
 def test_files_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
     """CSV with blank lines and a value over two lines, and a folder of Parquet files."""
     csv_path = tmp_path / "export.csv"
-    csv_path.write_text(SANDBOX_EXPORT.replace("\no2,", "\n\no2,") + 'o4,m4,c1,CARD,pi1,"1.00",'
-                        'USD,,,success,1700000000000,"17000\n00000001"\n', encoding="utf-8")
+    csv_path.write_text(
+        SANDBOX_EXPORT.replace("\no2,", "\n\no2,") + 'o4,m4,c1,CARD,pi1,"1.00",'
+        'USD,,,success,1700000000000,"17000\n00000001"\n',
+        encoding="utf-8",
+    )
     folder = tmp_path / "ledger"
     folder.mkdir()
-    rows = [("m1", "12.30", "USD", "success"), ("m2", "1200", "JPY", "pending"),
-            ("m3", "1.250", "KWD", "next_action"), ("m9", "x", "USD", "success")]
+    rows = [
+        ("m1", "12.30", "USD", "success"),
+        ("m2", "1200", "JPY", "pending"),
+        ("m3", "1.250", "KWD", "next_action"),
+        ("m9", "x", "USD", "success"),
+    ]
     for i, part in enumerate((rows[:2], rows[2:])):
-        pq.write_table(pa.Table.from_pandas(frame(part), preserve_index=False),
-                       folder / f"part-{i}.parquet")
+        pq.write_table(pa.Table.from_pandas(frame(part), preserve_index=False), folder / f"part-{i}.parquet")
     ledger, processor = load_ledger(folder), load_processor(csv_path)
     on_duckdb, on_spark = reconcile(ledger, processor), reconcile(ledger, processor, backend=spark)
     same(on_duckdb, on_spark)
@@ -78,8 +84,10 @@ def test_files_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
 
 def test_a_glob_of_parquet_files_reads_every_file(tmp_path: Path) -> None:
     for i in range(3):
-        pq.write_table(pa.Table.from_pandas(frame([(f"k{i}", "1.00", "USD", "success")]),
-                                            preserve_index=False), tmp_path / f"p{i}.parquet")
+        pq.write_table(
+            pa.Table.from_pandas(frame([(f"k{i}", "1.00", "USD", "success")]), preserve_index=False),
+            tmp_path / f"p{i}.parquet",
+        )
     loaded = load_ledger(str(tmp_path / "p*.parquet"))
     assert loaded.frame["merchantReferenceId"].tolist() == ["k0", "k1", "k2"]
     assert loaded.frame["source_row"].tolist() == [1, 1, 1]  # each the first row of its file
@@ -88,9 +96,17 @@ def test_a_glob_of_parquet_files_reads_every_file(tmp_path: Path) -> None:
 def test_a_spill_dir_that_cannot_be_made_exits_2(tmp_path: Path) -> None:
     ledger, processor = _big_inputs(tmp_path, 10)
     (tmp_path / "a-file").write_text("x")
-    done = _cli("--ledger", str(ledger), "--processor", str(processor), "--output-dir",
-                str(tmp_path / "out"), "--spill-dir", str(tmp_path / "a-file" / "spill"),
-                cwd=tmp_path)
+    done = _cli(
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--spill-dir",
+        str(tmp_path / "a-file" / "spill"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2 and "--spill-dir" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
 
@@ -103,14 +119,26 @@ def test_memory_limits_are_read_like_duckdb_and_spark() -> None:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "toolkit.cli", "reconcile", *args],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit.cli", "reconcile", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
 
 
 def _big_inputs(tmp_path: Path, rows: int) -> tuple[Path, Path]:
     keys = [f"k{i}" for i in range(rows)]
-    data = pd.DataFrame({"merchantReferenceId": keys, "amount": ["1.00"] * rows,
-                         "currency": ["USD"] * rows, "status": ["success"] * rows})
+    data = pd.DataFrame(
+        {
+            "merchantReferenceId": keys,
+            "amount": ["1.00"] * rows,
+            "currency": ["USD"] * rows,
+            "status": ["success"] * rows,
+        }
+    )
     ledger, processor = tmp_path / "ledger.parquet", tmp_path / "processor.parquet"
     data.to_parquet(ledger)
     data.to_parquet(processor)
@@ -119,9 +147,19 @@ def _big_inputs(tmp_path: Path, rows: int) -> tuple[Path, Path]:
 
 def test_out_of_memory_limit_exits_2_in_one_line(tmp_path: Path) -> None:
     ledger, processor = _big_inputs(tmp_path, 300_000)
-    done = _cli("--ledger", str(ledger), "--processor", str(processor), "--output-dir",
-                str(tmp_path / "out"), "--memory-limit", "8MB", "--spill-dir",
-                str(tmp_path / "spill"), cwd=tmp_path)
+    done = _cli(
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--memory-limit",
+        "8MB",
+        "--spill-dir",
+        str(tmp_path / "spill"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr
@@ -133,8 +171,18 @@ def test_out_of_memory_limit_exits_2_in_one_line(tmp_path: Path) -> None:
 def test_spark_without_java_exits_2_in_one_line(tmp_path: Path) -> None:
     ledger, processor = _big_inputs(tmp_path, 10)
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "PATH": "/usr/bin:/bin"}
-    done = _cli("--ledger", str(ledger), "--processor", str(processor), "--output-dir",
-                str(tmp_path / "out"), "--backend", "pyspark", env=env, cwd=tmp_path)
+    done = _cli(
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--backend",
+        "pyspark",
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stderr
     error = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(error) == 1 and "Spark could not start" in error[0] and "Java" in error[0]
@@ -147,14 +195,13 @@ def test_a_spark_table_by_name(spark: Backend) -> None:
     session = spark.con._session
     columns = ["merchantReferenceId", "amount", "currency", "status"]
     session.createDataFrame(PLANTED_PROCESSOR, columns).createOrReplaceTempView("settlements")
-    session.createDataFrame([("a", 1.5, "USD", "success")], columns).createOrReplaceTempView(
-        "float_books")
+    session.createDataFrame([("a", 1.5, "USD", "success")], columns).createOrReplaceTempView("float_books")
     ledger = load_ledger(frame(PLANTED_LEDGER))
     from_table = reconcile(ledger, load_processor("table:settlements"), backend=spark)
     from_frame = reconcile(ledger, load_processor(frame(PLANTED_PROCESSOR)), backend=spark)
     pd.testing.assert_frame_equal(
-        from_table.exceptions.drop(columns="source"), from_frame.exceptions.drop(columns="source"))
+        from_table.exceptions.drop(columns="source"), from_frame.exceptions.drop(columns="source")
+    )
     assert from_table.counts[1].source == "table:settlements"
     with pytest.raises(InputError, match="'amount' holds floats"):
-        reconcile(load_ledger("table:float_books"), load_processor("table:settlements"),
-                  backend=spark)
+        reconcile(load_ledger("table:float_books"), load_processor("table:settlements"), backend=spark)

@@ -31,15 +31,32 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 def test_completes_and_writes_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ledger, processor = files(tmp_path)
     out = tmp_path / "out"
-    code = main(["reconcile", "--ledger", str(ledger), "--processor", str(processor),
-                 "--output-dir", str(out), "--environment", "embedded sandbox"])
+    code = main(
+        [
+            "reconcile",
+            "--ledger",
+            str(ledger),
+            "--processor",
+            str(processor),
+            "--output-dir",
+            str(out),
+            "--environment",
+            "embedded sandbox",
+        ]
+    )
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "exceptions.csv", "report.html", "report.xlsx", "summary.csv"]
+        "exceptions.csv",
+        "report.html",
+        "report.xlsx",
+        "summary.csv",
+    ]
     printed = capsys.readouterr().out
     assert printed.startswith("Data from: embedded sandbox")
     last = printed.strip().splitlines()[-1]  # the one line a scheduler forwards
-    assert last.startswith("ok: ") and " exceptions" in last and last.endswith(f"report: {out / 'report.html'}")
+    assert (
+        last.startswith("ok: ") and " exceptions" in last and last.endswith(f"report: {out / 'report.html'}")
+    )
     assert "missing_in_processor" in printed and "1 exceptions" in printed
 
 
@@ -53,8 +70,15 @@ def test_default_output_dir_is_dated(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_too_many_exceptions_exits_1(tmp_path: Path) -> None:
     ledger, processor = files(tmp_path)
-    args = ["reconcile", "--ledger", str(ledger), "--processor", str(processor),
-            "--output-dir", str(tmp_path / "o")]
+    args = [
+        "reconcile",
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        str(tmp_path / "o"),
+    ]
     assert main([*args, "--max-exceptions", "0"]) == 1
     assert main([*args, "--max-exceptions", "1"]) == 0
 
@@ -63,32 +87,54 @@ def test_tolerance_and_mapping(tmp_path: Path) -> None:
     ledger = tmp_path / "books.csv"
     ledger.write_text("Ref,Total,Cur,State\nm1,12.31,USD,success\n", encoding="utf-8")
     _, processor = files(tmp_path)
-    args = ["reconcile", "--ledger", str(ledger), "--processor", str(processor),
-            "--output-dir", str(tmp_path / "o"), "--max-exceptions", "2",
-            "--ledger-map", '{"merchantReferenceId": "Ref", "amount": "Total", '
-            '"currency": "Cur", "status": "State"}']
+    args = [
+        "reconcile",
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--max-exceptions",
+        "2",
+        "--ledger-map",
+        '{"merchantReferenceId": "Ref", "amount": "Total", "currency": "Cur", "status": "State"}',
+    ]
     # m2, m3 missing in the ledger; m1 off by one cent unless tolerated.
     assert main(args) == 1
     assert main([*args, "--amount-tolerance", "1"]) == 0
 
 
 def test_period_selects_rows_and_is_stated_in_the_report(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Ledger rows by ``date``, processor rows by ``createTime`` (the export's epoch ms), as the
     notebook does; the rows left out are counted, and the page says which period it covers."""
     _, processor = files(tmp_path)
     ledger = tmp_path / "ledger.csv"
-    ledger.write_text("merchantReferenceId,date,amount,currency,status\n"
-                      "m1,2023-11-14,12.3,USD,1\nm2,2023-11-14,1200,JPY,pending\n"
-                      "m3,2023-11-14,1.25,KWD,5\nm4,2023-12-01,9.99,USD,success\n", encoding="utf-8")
-    args = ["reconcile", "--ledger", str(ledger), "--processor", str(processor),
-            "--output-dir", str(tmp_path / "o"), "--max-exceptions", "0"]
+    ledger.write_text(
+        "merchantReferenceId,date,amount,currency,status\n"
+        "m1,2023-11-14,12.3,USD,1\nm2,2023-11-14,1200,JPY,pending\n"
+        "m3,2023-11-14,1.25,KWD,5\nm4,2023-12-01,9.99,USD,success\n",
+        encoding="utf-8",
+    )
+    args = [
+        "reconcile",
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--max-exceptions",
+        "0",
+    ]
     assert main(args) == 1  # m4 is not at the processor
     assert main([*args, "--period-start", "2023-11-01", "--period-end", "2023-11-30"]) == 0
     assert "+ 1 outside the period" in capsys.readouterr().out
     html = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
     assert "1 November 2023 to 30 November 2023 (UTC, both days included)" in html
-    assert "<th class=\"num\">outside period</th>" in html
+    assert '<th class="num">outside period</th>' in html
     assert main([*args, "--period-start", "2023-13-01"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 
@@ -99,11 +145,14 @@ def test_unusable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     bad.write_text("merchantReferenceId,amount,status\nm1,1,success\n", encoding="utf-8")
     assert main(["reconcile", "--ledger", str(bad), "--processor", str(processor)]) == 2
     assert "bad.csv: required column 'currency'" in capsys.readouterr().err
-    assert main(["reconcile", "--ledger", str(tmp_path / "none.csv"),
-                 "--processor", str(processor)]) == 2
+    assert main(["reconcile", "--ledger", str(tmp_path / "none.csv"), "--processor", str(processor)]) == 2
     assert "none.csv: file not found" in capsys.readouterr().err
-    assert main(["reconcile", "--ledger", str(ledger), "--processor", str(processor),
-                 "--ledger-map", "{not json"]) == 2
+    assert (
+        main(
+            ["reconcile", "--ledger", str(ledger), "--processor", str(processor), "--ledger-map", "{not json"]
+        )
+        == 2
+    )
     assert "--ledger-map" in capsys.readouterr().err
 
 
@@ -113,8 +162,19 @@ def test_unusable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def run_into(tmp_path: Path, output: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     ledger, processor = files(tmp_path)
-    code = main(["reconcile", "--ledger", str(ledger), "--processor", str(processor),
-                 "--output-dir", str(output), "--max-exceptions", "0"])
+    code = main(
+        [
+            "reconcile",
+            "--ledger",
+            str(ledger),
+            "--processor",
+            str(processor),
+            "--output-dir",
+            str(output),
+            "--max-exceptions",
+            "0",
+        ]
+    )
     return code, capsys.readouterr().err
 
 
@@ -126,8 +186,7 @@ def assert_one_error_line(err: str, *parts: str) -> None:
         assert part in lines[0]
 
 
-def test_output_dir_that_is_a_file_exits_2(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_output_dir_that_is_a_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     output = tmp_path / "taken"
     output.write_text("not a folder", encoding="utf-8")
     code, err = run_into(tmp_path, output, capsys)
@@ -161,8 +220,9 @@ def read_only_folder(tmp_path: Path) -> Iterator[Path]:
     pytest.skip("running as root and /sys/kernel accepts files: no read-only folder to test with")
 
 
-def test_read_only_output_dir_exits_2(tmp_path: Path, read_only_folder: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_read_only_output_dir_exits_2(
+    tmp_path: Path, read_only_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = set(read_only_folder.iterdir())
     code, err = run_into(tmp_path, read_only_folder, capsys)
     assert code == 2
@@ -170,8 +230,9 @@ def test_read_only_output_dir_exits_2(tmp_path: Path, read_only_folder: Path,
     assert set(read_only_folder.iterdir()) == before
 
 
-def test_full_disk_exits_2_and_leaves_nothing(tmp_path: Path, fill_disk: FillDisk,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_full_disk_exits_2_and_leaves_nothing(
+    tmp_path: Path, fill_disk: FillDisk, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = fill_disk(tmp_path / "full", free=1_000)
     code, err = run_into(tmp_path, folder, capsys)
     assert code == 2
@@ -190,9 +251,23 @@ def test_file_size_limit_in_a_real_process_exits_2(tmp_path: Path) -> None:
         "from toolkit.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     proc = subprocess.run(
-        [sys.executable, "-B", "-c", limit, "reconcile", "--ledger", str(ledger), "--processor",
-         str(processor), "--output-dir", str(output)],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-B",
+            "-c",
+            limit,
+            "reconcile",
+            "--ledger",
+            str(ledger),
+            "--processor",
+            str(processor),
+            "--output-dir",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 2, proc.stderr
     assert_one_error_line(proc.stderr, "cannot write", "File too large")

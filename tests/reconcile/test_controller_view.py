@@ -42,16 +42,19 @@ def test_every_category_has_plain_words_and_an_action() -> None:
         assert action.endswith(".") and len(action) > 40, code
 
 
-@pytest.mark.parametrize(("period", "text"), [
-    (None, NO_PERIOD),
-    (("", ""), NO_PERIOD),
-    (("2024-05-01", "2024-05-31"), "1 May 2024 to 31 May 2024 (UTC, both days included)"),
-    ((date(2024, 5, 31), date(2024, 5, 31)), "31 May 2024 (UTC)"),
-    (("2024-05-01", None), "from 1 May 2024 onwards (UTC)"),
-    (("", "2024-12-31"), "up to and including 31 December 2024 (UTC)"),
-    ("May 2024, as closed on 3 June", "May 2024, as closed on 3 June"),
-    (("last month", ""), "from last month onwards (UTC)"),  # not a date: said as written
-])
+@pytest.mark.parametrize(
+    ("period", "text"),
+    [
+        (None, NO_PERIOD),
+        (("", ""), NO_PERIOD),
+        (("2024-05-01", "2024-05-31"), "1 May 2024 to 31 May 2024 (UTC, both days included)"),
+        ((date(2024, 5, 31), date(2024, 5, 31)), "31 May 2024 (UTC)"),
+        (("2024-05-01", None), "from 1 May 2024 onwards (UTC)"),
+        (("", "2024-12-31"), "up to and including 31 December 2024 (UTC)"),
+        ("May 2024, as closed on 3 June", "May 2024, as closed on 3 June"),
+        (("last month", ""), "from last month onwards (UTC)"),  # not a date: said as written
+    ],
+)
 def test_period_in_words(period: Period, text: str) -> None:
     assert period_text(period) == text
 
@@ -81,8 +84,7 @@ def page(tmp_path: Path, period: Period = None) -> str:
     ledger = tmp_path / "exports" / "ledger-2024-05.csv"
     ledger.parent.mkdir(parents=True)
     pd.DataFrame(PLANTED_LEDGER, columns=COLUMNS).to_csv(ledger, index=False)
-    result = reconcile(load_ledger(ledger), load_processor(pd.DataFrame(PLANTED_PROCESSOR,
-                                                                        columns=COLUMNS)))
+    result = reconcile(load_ledger(ledger), load_processor(pd.DataFrame(PLANTED_PROCESSOR, columns=COLUMNS)))
     return render_html(result, title="May", environment="live", generated_at=WHEN, period=period)
 
 
@@ -100,23 +102,42 @@ def test_page_says_period_sources_and_findings_in_words(tmp_path: Path) -> None:
 
 
 def test_categories_without_exceptions_are_listed_as_checked(tmp_path: Path) -> None:
-    html = render_html(run([("a", "1.00", "USD", "success")], [("a", "1.00", "USD", "success")]),
-                       title="t", environment="live", generated_at=WHEN)
+    html = render_html(
+        run([("a", "1.00", "USD", "success")], [("a", "1.00", "USD", "success")]),
+        title="t",
+        environment="live",
+        generated_at=WHEN,
+    )
     assert "Nothing to review: all 1 payment matched." in html
     assert "Also checked, none found: In the books, not at the processor; " in html
     assert 'id="exceptions"' not in html
 
 
 def test_subscription_findings_in_words() -> None:
-    ledger = pd.DataFrame({"subscriptionId": ["sub_1", "sub_2"], "merchantReferenceId": ["S-1", "S-2"],
-                           "priceId": ["price_a", "price_a"], "quantity": ["2", "1"],
-                           "amount": ["10.00", "5.00"], "currency": ["USD", "USD"],
-                           "state": ["active", "active"]})
-    seen = pd.DataFrame({"subscriptionId": ["sub_1", "sub_2"], "priceId": ["price_a", "price_a"],
-                         "quantity": [3, 1], "state": ["active", "active"],
-                         "upcomingInvoiceAmount": ["10.00", "5.00"], "currency": ["USD", "USD"]})
+    ledger = pd.DataFrame(
+        {
+            "subscriptionId": ["sub_1", "sub_2"],
+            "merchantReferenceId": ["S-1", "S-2"],
+            "priceId": ["price_a", "price_a"],
+            "quantity": ["2", "1"],
+            "amount": ["10.00", "5.00"],
+            "currency": ["USD", "USD"],
+            "state": ["active", "active"],
+        }
+    )
+    seen = pd.DataFrame(
+        {
+            "subscriptionId": ["sub_1", "sub_2"],
+            "priceId": ["price_a", "price_a"],
+            "quantity": [3, 1],
+            "state": ["active", "active"],
+            "upcomingInvoiceAmount": ["10.00", "5.00"],
+            "currency": ["USD", "USD"],
+        }
+    )
     result = run(PLANTED_LEDGER, PLANTED_PROCESSOR).merged(
-        reconcile_subscriptions(load_subscription_ledger(ledger), seen))
+        reconcile_subscriptions(load_subscription_ledger(ledger), seen)
+    )
     html = render_html(result, title="t", environment="live", generated_at=WHEN)
     assert "Subscription quantity differs" in html and "Subscription ledger" in html
     assert "Also checked, none found: " in html and "Next invoice differs" in html
@@ -124,9 +145,14 @@ def test_subscription_findings_in_words() -> None:
 
 def test_sort_ranks_are_exact_beyond_float_precision() -> None:
     """Two amounts a float cannot tell apart still sort in their exact order."""
-    result = run([("big-1", "9999999999999999.99", "USD", "success"),
-                  ("big-2", "9999999999999999.98", "USD", "success"),
-                  ("small", "0.01", "USD", "success")], [])
+    result = run(
+        [
+            ("big-1", "9999999999999999.99", "USD", "success"),
+            ("big-2", "9999999999999999.98", "USD", "success"),
+            ("small", "0.01", "USD", "success"),
+        ],
+        [],
+    )
     assert float("9999999999999999.99") == float("9999999999999999.98")
     rows, cut = exception_rows(result, 20)
     ranks = {row.cells[0].text: row.cells[2].rank for row in rows}

@@ -29,14 +29,17 @@ def frame(rows: list[tuple[str, str, str, str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def run(ledger: list[tuple[str, str, str, str]], processor: list[tuple[str, str, str, str]],
-        **kwargs: Any) -> ReconciliationResult:
+def run(
+    ledger: list[tuple[str, str, str, str]], processor: list[tuple[str, str, str, str]], **kwargs: Any
+) -> ReconciliationResult:
     return reconcile(load_ledger(frame(ledger)), load_processor(frame(processor)), **kwargs)
 
 
 def found(result: ReconciliationResult) -> set[tuple[str, str]]:
-    return {(str(k), str(c)) for k, c in zip(result.exceptions["merchantReferenceId"],
-                                             result.exceptions["category"], strict=True)}
+    return {
+        (str(k), str(c))
+        for k, c in zip(result.exceptions["merchantReferenceId"], result.exceptions["category"], strict=True)
+    }
 
 
 def assert_adds_up(result: ReconciliationResult) -> None:
@@ -44,8 +47,8 @@ def assert_adds_up(result: ReconciliationResult) -> None:
 
 
 PLANTED_LEDGER = [
-    ("ok-usd", "10.1", "USD", "success"),          # written differently from the processor
-    ("ok-jpy", "1200", "jpy", "1"),                # lowercase currency, status as a code
+    ("ok-usd", "10.1", "USD", "success"),  # written differently from the processor
+    ("ok-jpy", "1200", "jpy", "1"),  # lowercase currency, status as a code
     ("ok-kwd", "1.250", "KWD", "pending"),
     ("ok-big", "123456789012.34", "USD", "success"),
     ("miss-proc", "5.00", "EUR", "success"),
@@ -58,10 +61,10 @@ PLANTED_LEDGER = [
     ("dup-proc", "4.00", "USD", "success"),
     ("unknown", "9.99", "USD", "success"),
     ("two-problems", "1.00", "USD", "success"),
-    ("bad-amount", "1.234", "USD", "success"),      # rejected: too many decimals
-    ("bad-currency", "1.00", "ZZZ", "success"),     # rejected
-    ("bad-status", "1.00", "USD", "settled"),       # rejected
-    ("", "1.00", "USD", "success"),                 # rejected: no key
+    ("bad-amount", "1.234", "USD", "success"),  # rejected: too many decimals
+    ("bad-currency", "1.00", "ZZZ", "success"),  # rejected
+    ("bad-status", "1.00", "USD", "settled"),  # rejected
+    ("", "1.00", "USD", "success"),  # rejected: no key
 ]
 PLANTED_PROCESSOR = [
     ("ok-usd", "10.10", "USD", "SUCCESS"),
@@ -80,13 +83,21 @@ PLANTED_PROCESSOR = [
     ("two-problems", "2.00", "USD", "3"),
 ]
 EXPECTED = {
-    ("miss-proc", "missing_in_processor"), ("miss-led", "missing_in_ledger"),
-    ("amount", "amount_mismatch"), ("amount-kwd", "amount_mismatch"),
-    ("currency", "currency_mismatch"), ("status", "status_mismatch"),
-    ("dup-led", "duplicate_in_ledger"), ("dup-proc", "duplicate_in_processor"),
-    ("unknown", "unknown_outcome"), ("two-problems", "amount_mismatch"),
-    ("two-problems", "status_mismatch"), ("bad-amount", "rejected_row"),
-    ("bad-currency", "rejected_row"), ("bad-status", "rejected_row"), ("", "rejected_row"),
+    ("miss-proc", "missing_in_processor"),
+    ("miss-led", "missing_in_ledger"),
+    ("amount", "amount_mismatch"),
+    ("amount-kwd", "amount_mismatch"),
+    ("currency", "currency_mismatch"),
+    ("status", "status_mismatch"),
+    ("dup-led", "duplicate_in_ledger"),
+    ("dup-proc", "duplicate_in_processor"),
+    ("unknown", "unknown_outcome"),
+    ("two-problems", "amount_mismatch"),
+    ("two-problems", "status_mismatch"),
+    ("bad-amount", "rejected_row"),
+    ("bad-currency", "rejected_row"),
+    ("bad-status", "rejected_row"),
+    ("", "rejected_row"),
 }
 
 
@@ -106,8 +117,7 @@ def test_planted_discrepancies_all_found_nothing_else() -> None:
 def test_exception_values_side_by_side() -> None:
     result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
     exc = result.exceptions
-    row = exc[(exc["merchantReferenceId"] == "amount-kwd")
-              & (exc["category"] == "amount_mismatch")].iloc[0]
+    row = exc[(exc["merchantReferenceId"] == "amount-kwd") & (exc["category"] == "amount_mismatch")].iloc[0]
     assert (row["ledger_amount"], row["processor_amount"]) == (Decimal("0.001"), Decimal("0.002"))
     assert str(row["ledger_amount"]) == "0.001"
     assert row["source_row"] == 7  # frames have no header row
@@ -119,8 +129,12 @@ def test_exception_values_side_by_side() -> None:
 
 
 def test_exception_amounts_are_exact_with_the_currency_exponent() -> None:
-    ledger = [("a", "123456789012.30", "USD", "success"), ("b", "1200", "JPY", "success"),
-              ("c", "-0.050", "KWD", "success"), ("d", "0.00", "EUR", "success")]
+    ledger = [
+        ("a", "123456789012.30", "USD", "success"),
+        ("b", "1200", "JPY", "success"),
+        ("c", "-0.050", "KWD", "success"),
+        ("d", "0.00", "EUR", "success"),
+    ]
     processor = [(k, a, c, "failure") for k, a, c, _ in ledger]
     exc = run(ledger, processor).exceptions
     texts = dict(zip(exc["merchantReferenceId"], exc["ledger_amount"].map(str), strict=True))
@@ -135,7 +149,10 @@ def test_exception_decimals_ignore_the_callers_context() -> None:
         context.prec = 3
         (amounts,) = _decimals([minor], [np.array([2, 3, 0, -1], dtype=np.int64)])
     assert [None if a is None else str(a) for a in amounts] == [
-        "123456789012.30", "-0.050", "1200", None,
+        "123456789012.30",
+        "-0.050",
+        "1200",
+        None,
     ]
 
 
@@ -202,8 +219,11 @@ STATUSES = ["success", "pending", "failure", "next_action", "1", "2", "3", "5"]
 
 @st.composite
 def payments(draw: st.DrawFn) -> list[tuple[str, str, str, str]]:
-    keys = draw(st.lists(st.text("abcdefghij0123456789", min_size=1, max_size=8), min_size=1,
-                         max_size=25, unique=True))
+    keys = draw(
+        st.lists(
+            st.text("abcdefghij0123456789", min_size=1, max_size=8), min_size=1, max_size=25, unique=True
+        )
+    )
     rows = []
     for key in keys:
         currency = draw(st.sampled_from(sorted(CURRENCIES)))
@@ -230,15 +250,31 @@ def test_one_change_gives_exactly_the_expected_exception(
 ) -> None:
     index = data.draw(st.integers(0, len(rows) - 1))
     key, amount, currency, status = rows[index]
-    change = data.draw(st.sampled_from(
-        ["remove_ledger", "remove_processor", "duplicate_processor", "duplicate_ledger",
-         "amount", "currency", "status", "unknown", "malformed"]))
+    change = data.draw(
+        st.sampled_from(
+            [
+                "remove_ledger",
+                "remove_processor",
+                "duplicate_processor",
+                "duplicate_ledger",
+                "amount",
+                "currency",
+                "status",
+                "unknown",
+                "malformed",
+            ]
+        )
+    )
     ledger, processor = list(rows), list(rows)
     expected = {
-        "remove_ledger": "missing_in_ledger", "remove_processor": "missing_in_processor",
-        "duplicate_processor": "duplicate_in_processor", "duplicate_ledger": "duplicate_in_ledger",
-        "amount": "amount_mismatch", "currency": "currency_mismatch",
-        "status": "status_mismatch", "unknown": "unknown_outcome",
+        "remove_ledger": "missing_in_ledger",
+        "remove_processor": "missing_in_processor",
+        "duplicate_processor": "duplicate_in_processor",
+        "duplicate_ledger": "duplicate_in_ledger",
+        "amount": "amount_mismatch",
+        "currency": "currency_mismatch",
+        "status": "status_mismatch",
+        "unknown": "unknown_outcome",
     }
     if change == "remove_ledger":
         del ledger[index]

@@ -46,31 +46,53 @@ def test_sandbox_export_loads_without_mapping(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "currency", "minor"),
-    [("10.1", "USD", 1010), ("10.10", "USD", 1010), ("10.100", "USD", 1010), ("1200", "JPY", 1200),
-     ("1.250", "KWD", 1250), ("-0.5", "EUR", -50), (".5", "USD", 50), ("7.", "USD", 700),
-     ("123456789012.34", "USD", 12345678901234), (" 3 ", "usd", 300), ("0", "BHD", 0)],
+    [
+        ("10.1", "USD", 1010),
+        ("10.10", "USD", 1010),
+        ("10.100", "USD", 1010),
+        ("1200", "JPY", 1200),
+        ("1.250", "KWD", 1250),
+        ("-0.5", "EUR", -50),
+        (".5", "USD", 50),
+        ("7.", "USD", 700),
+        ("123456789012.34", "USD", 12345678901234),
+        (" 3 ", "usd", 300),
+        ("0", "BHD", 0),
+    ],
 )
 def test_amounts_are_exact(text: str, currency: str, minor: int) -> None:
-    loaded = load_ledger(pd.DataFrame({"merchantReferenceId": ["k"], "amount": [text],
-                                       "currency": [currency], "status": ["success"]}))
+    loaded = load_ledger(
+        pd.DataFrame(
+            {"merchantReferenceId": ["k"], "amount": [text], "currency": [currency], "status": ["success"]}
+        )
+    )
     assert loaded.frame["amountMinor"].tolist() == [minor]
     assert loaded.frame["currency"].astype(str).tolist() == [currency.strip().upper()]
 
 
 @pytest.mark.parametrize(
     ("amount", "currency", "status", "reason"),
-    [("12.345", "USD", "success", "more decimals than USD allows (2)"),
-     ("1.5", "JPY", "success", "more decimals than JPY allows (0)"),
-     ("1,50", "USD", "success", "is not a number"), ("", "USD", "success", "is not a number"),
-     ("1e3", "USD", "success", "is not a number"), ("12", "ZZZ", "success", "not an ISO 4217"),
-     ("12", "USD", "settled", "status 'settled'"), ("12", "USD", "4", "status '4'"),
-     ("1234567890123456789", "USD", "success", "too many digits")],
+    [
+        ("12.345", "USD", "success", "more decimals than USD allows (2)"),
+        ("1.5", "JPY", "success", "more decimals than JPY allows (0)"),
+        ("1,50", "USD", "success", "is not a number"),
+        ("", "USD", "success", "is not a number"),
+        ("1e3", "USD", "success", "is not a number"),
+        ("12", "ZZZ", "success", "not an ISO 4217"),
+        ("12", "USD", "settled", "status 'settled'"),
+        ("12", "USD", "4", "status '4'"),
+        ("1234567890123456789", "USD", "success", "too many digits"),
+    ],
 )
-def test_unusable_rows_are_rejected_with_reason(
-    amount: str, currency: str, status: str, reason: str
-) -> None:
-    frame = pd.DataFrame({"merchantReferenceId": ["ok", "bad"], "amount": ["1", amount],
-                          "currency": ["USD", currency], "status": ["1", status]})
+def test_unusable_rows_are_rejected_with_reason(amount: str, currency: str, status: str, reason: str) -> None:
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": ["ok", "bad"],
+            "amount": ["1", amount],
+            "currency": ["USD", currency],
+            "status": ["1", status],
+        }
+    )
     loaded = load_ledger(frame)
     assert len(loaded.frame) == 1 and len(loaded.rejected) == 1
     assert loaded.rejected["source_row"].tolist() == [2]
@@ -78,24 +100,43 @@ def test_unusable_rows_are_rejected_with_reason(
 
 
 def test_status_names_and_codes_case_insensitive() -> None:
-    frame = pd.DataFrame({"merchantReferenceId": list("abcdefg"), "amount": ["1"] * 7,
-                          "currency": ["USD"] * 7,
-                          "status": ["1", "2", "3", "5", "SUCCESS", "Next_Action", "unknown"]})
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": list("abcdefg"),
+            "amount": ["1"] * 7,
+            "currency": ["USD"] * 7,
+            "status": ["1", "2", "3", "5", "SUCCESS", "Next_Action", "unknown"],
+        }
+    )
     loaded = load_processor(frame)
     assert loaded.frame["status"].astype(str).tolist() == [
-        "success", "pending", "failure", "next_action", "success", "next_action", "unknown"]
+        "success",
+        "pending",
+        "failure",
+        "next_action",
+        "success",
+        "next_action",
+        "unknown",
+    ]
     assert list(loaded.frame["status"].cat.categories) == list(PAYMENT_STATUS_NAMES)
 
 
 def test_journal_payments_frame_is_accepted() -> None:
-    frame = pd.DataFrame({
-        "orderId": ["o1", "o2"], "paymentMethodType": ["CARD", "CARD"], "customerId": ["c", "c"],
-        "amount": np.array([Decimal("12.30"), Decimal("1.2E+3")], dtype=object),
-        "amountMinor": pd.array([1230, 1200], dtype="Int64"), "currency": ["USD", "JPY"],
-        "status": pd.Categorical(["success", "unknown"], categories=list(PAYMENT_STATUS_NAMES)),
-        "createTime": pd.to_datetime([1, 2], unit="s", utc=True).to_numpy(),
-        "environment": ["sandbox"] * 2, "error": [None, "timeout"],
-    }, index=pd.Index(["m1", "m1"], name="merchantReferenceId"))
+    frame = pd.DataFrame(
+        {
+            "orderId": ["o1", "o2"],
+            "paymentMethodType": ["CARD", "CARD"],
+            "customerId": ["c", "c"],
+            "amount": np.array([Decimal("12.30"), Decimal("1.2E+3")], dtype=object),
+            "amountMinor": pd.array([1230, 1200], dtype="Int64"),
+            "currency": ["USD", "JPY"],
+            "status": pd.Categorical(["success", "unknown"], categories=list(PAYMENT_STATUS_NAMES)),
+            "createTime": pd.to_datetime([1, 2], unit="s", utc=True).to_numpy(),
+            "environment": ["sandbox"] * 2,
+            "error": [None, "timeout"],
+        },
+        index=pd.Index(["m1", "m1"], name="merchantReferenceId"),
+    )
     loaded = load_processor(frame)
     assert loaded.frame["merchantReferenceId"].tolist() == ["m1", "m1"]
     assert loaded.frame["amountMinor"].tolist() == [1230, 1200]
@@ -103,8 +144,9 @@ def test_journal_payments_frame_is_accepted() -> None:
 
 
 def test_float_amounts_are_refused() -> None:
-    frame = pd.DataFrame({"merchantReferenceId": ["a"], "amount": [12.3], "currency": ["USD"],
-                          "status": ["success"]})
+    frame = pd.DataFrame(
+        {"merchantReferenceId": ["a"], "amount": [12.3], "currency": ["USD"], "status": ["success"]}
+    )
     with pytest.raises(InputError, match="floats"):
         load_ledger(frame)
     mapped = frame.rename(columns={"amount": "Total"})
@@ -118,8 +160,9 @@ def test_float_amounts_are_refused() -> None:
 
 def test_mapping_renames_user_columns(tmp_path: Path) -> None:
     path = write(tmp_path, "books.csv", "Ref,Total,Cur,State\nA1,5.00,usd,success\n")
-    loaded = load_ledger(path, mapping={"merchantReferenceId": "Ref", "amount": "Total",
-                                        "currency": "Cur", "status": "State"})
+    loaded = load_ledger(
+        path, mapping={"merchantReferenceId": "Ref", "amount": "Total", "currency": "Cur", "status": "State"}
+    )
     assert loaded.frame["amountMinor"].tolist() == [500]
 
 
@@ -136,15 +179,26 @@ def test_missing_file_and_column_are_named(tmp_path: Path) -> None:
 
 
 def test_excel_and_parquet(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"merchantReferenceId": ["a", "b"], "amount": ["12.30", "7"],
-                          "currency": ["USD", "JPY"], "status": ["success", "1"]})
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": ["a", "b"],
+            "amount": ["12.30", "7"],
+            "currency": ["USD", "JPY"],
+            "status": ["success", "1"],
+        }
+    )
     frame.to_excel(tmp_path / "l.xlsx", index=False)
     loaded = load_ledger(tmp_path / "l.xlsx")
     assert loaded.frame["amountMinor"].tolist() == [1230, 7]
     assert loaded.frame["source_row"].tolist() == [2, 3]
-    table = pa.table({"merchantReferenceId": ["a", "b"],
-                      "amount": pa.array([Decimal("12.30"), Decimal("7")], pa.decimal128(12, 2)),
-                      "currency": ["USD", "JPY"], "status": ["success", "1"]})
+    table = pa.table(
+        {
+            "merchantReferenceId": ["a", "b"],
+            "amount": pa.array([Decimal("12.30"), Decimal("7")], pa.decimal128(12, 2)),
+            "currency": ["USD", "JPY"],
+            "status": ["success", "1"],
+        }
+    )
     pq.write_table(table, tmp_path / "l.parquet")
     loaded = load_ledger(tmp_path / "l.parquet")
     assert loaded.frame["amountMinor"].tolist() == [1230, 7]
@@ -158,25 +212,33 @@ def test_engine_parse_and_text_round_trip() -> None:
     values = [0, 1, -1, 99, 100, 123456789012345, -5, 10**17, -(10**16)]
     engine = connect("duckdb")
     for digits in (0, 2, 3, 4):
-        table = ibis.memtable(pa.table({"minor": pa.array(values, pa.int64()),
-                                        "digits": pa.array([digits] * len(values), pa.int64())}))
-        parsed = parse_amounts(table.mutate(text=minor_text(table.minor, table.digits)), "text",
-                               "digits")
+        table = ibis.memtable(
+            pa.table(
+                {
+                    "minor": pa.array(values, pa.int64()),
+                    "digits": pa.array([digits] * len(values), pa.int64()),
+                }
+            )
+        )
+        parsed = parse_amounts(table.mutate(text=minor_text(table.minor, table.digits)), "text", "digits")
         out = engine.arrow(parsed.select("text", minor="_minor", problem="_amount_problem"))
         out = out.to_pylist()
         fits = [len(str(abs(v))) + max(digits - len(str(abs(v))) + 1, 0) <= 18 for v in values]
         assert [r["problem"] for r in out] == [0 if ok else 3 for ok in fits]
         assert [r["minor"] for r in out if r["problem"] == 0] == [
-            v for v, ok in zip(values, fits, strict=True) if ok]
-        assert all(Decimal(r["text"]) == Decimal(v).scaleb(-digits)
-                   for r, v in zip(out, values, strict=True))
+            v for v, ok in zip(values, fits, strict=True) if ok
+        ]
+        assert all(Decimal(r["text"]) == Decimal(v).scaleb(-digits) for r, v in zip(out, values, strict=True))
 
 
 def test_subscription_ledger(tmp_path: Path) -> None:
-    path = write(tmp_path, "subs.csv",
-                 "subscriptionId,merchantReferenceId,priceId,quantity,amount,currency,state\n"
-                 "s1,m1,p1,2,20.00,USD,active\ns2,m2,p1,x,20.00,USD,active\n"
-                 ",m3,p1,1,1.001,USD,paused\n")
+    path = write(
+        tmp_path,
+        "subs.csv",
+        "subscriptionId,merchantReferenceId,priceId,quantity,amount,currency,state\n"
+        "s1,m1,p1,2,20.00,USD,active\ns2,m2,p1,x,20.00,USD,active\n"
+        ",m3,p1,1,1.001,USD,paused\n",
+    )
     loaded = load_subscription_ledger(path)
     assert loaded.frame["subscriptionId"].tolist() == ["s1"]
     assert loaded.frame["quantity"].tolist() == [2]
@@ -189,15 +251,15 @@ def test_row_numbers_are_lines_of_the_file(tmp_path: Path) -> None:
     """Blank lines (which the CSV reader skips) and quoted values spanning lines do not shift the
     row numbers: a rejected row is reported on the line an editor shows it on."""
     text = (
-        "merchantReferenceId,amount,currency,status,note\n"   # line 1
-        "\n"                                                   # 2
-        "m1,1.00,USD,success,\n"                               # 3
-        "\r\n"                                                 # 4
-        "\n"                                                   # 5
-        "bad1,x,USD,success,\n"                                # 6
-        'm2,2.00,USD,success,"first line\nsecond line"\n'      # 7-8
-        "bad2,1.00,ZZZ,success,\n"                             # 9
-        "\n\n"                                                 # 10-11: trailing blank lines
+        "merchantReferenceId,amount,currency,status,note\n"  # line 1
+        "\n"  # 2
+        "m1,1.00,USD,success,\n"  # 3
+        "\r\n"  # 4
+        "\n"  # 5
+        "bad1,x,USD,success,\n"  # 6
+        'm2,2.00,USD,success,"first line\nsecond line"\n'  # 7-8
+        "bad2,1.00,ZZZ,success,\n"  # 9
+        "\n\n"  # 10-11: trailing blank lines
     )
     loaded = load_ledger(write(tmp_path, "ledger.csv", text))
     assert loaded.rejected["source_row"].tolist() == [6, 9]
@@ -215,9 +277,12 @@ def test_row_numbers_with_blank_lines_before_the_header_and_crlf(tmp_path: Path)
 
 
 def test_subscription_ledger_rows_are_lines_too(tmp_path: Path) -> None:
-    path = write(tmp_path, "subs.csv",
-                 "subscriptionId,merchantReferenceId,priceId,quantity,amount,currency,state\n\n"
-                 "s1,m1,p1,2,20.00,USD,active\n\n\ns2,m2,p1,x,20.00,USD,active\n")
+    path = write(
+        tmp_path,
+        "subs.csv",
+        "subscriptionId,merchantReferenceId,priceId,quantity,amount,currency,state\n\n"
+        "s1,m1,p1,2,20.00,USD,active\n\n\ns2,m2,p1,x,20.00,USD,active\n",
+    )
     loaded = load_subscription_ledger(path)
     assert loaded.frame["source_row"].tolist() == [3]
     assert loaded.rejected["source_row"].tolist() == [6]
@@ -228,7 +293,10 @@ def test_a_key_guarded_by_a_csv_writer_reads_back_as_the_payment_key(tmp_path: P
     from toolkit.reconcile import load_processor
 
     path = tmp_path / "export.csv"
-    path.write_text("merchantReferenceId,amount,currency,status\n'=1+1,1.00,USD,success\n"
-                    "'-A,2.00,USD,success\n'plain,3.00,USD,success\n", encoding="utf-8")
+    path.write_text(
+        "merchantReferenceId,amount,currency,status\n'=1+1,1.00,USD,success\n"
+        "'-A,2.00,USD,success\n'plain,3.00,USD,success\n",
+        encoding="utf-8",
+    )
     loaded = load_processor(path)
     assert list(loaded.frame["merchantReferenceId"]) == ["=1+1", "-A", "'plain"]

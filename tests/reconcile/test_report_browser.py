@@ -45,13 +45,22 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The planted discrepancies, plus a very long key and two amounts beyond float precision."""
-    ledger = [*PLANTED_LEDGER, (LONG_KEY, "12.00", "USD", "success"),
-              ("big-1", BIG[0], "USD", "success"), ("big-2", BIG[1], "USD", "success")]
+    ledger = [
+        *PLANTED_LEDGER,
+        (LONG_KEY, "12.00", "USD", "success"),
+        ("big-1", BIG[0], "USD", "success"),
+        ("big-2", BIG[1], "USD", "success"),
+    ]
     result = run(ledger, PLANTED_PROCESSOR)
     folder = tmp_path_factory.mktemp("report")
-    paths = write_report(result, folder, title="Daily reconciliation", environment="embedded sandbox",
-                         generated_at=datetime(2026, 1, 2, tzinfo=UTC),
-                         period=("2024-05-01", "2024-05-31"))
+    paths = write_report(
+        result,
+        folder,
+        title="Daily reconciliation",
+        environment="embedded sandbox",
+        generated_at=datetime(2026, 1, 2, tzinfo=UTC),
+        period=("2024-05-01", "2024-05-31"),
+    )
     return paths["report.html"]
 
 
@@ -75,7 +84,8 @@ def page(browser: Browser, report: Path) -> Iterator[Page]:
 def overflow(page: Page) -> dict[str, int]:
     result: dict[str, int] = page.evaluate(
         "({scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth,"
-        " inner: window.innerWidth})")
+        " inner: window.innerWidth})"
+    )
     return result
 
 
@@ -91,11 +101,14 @@ def column(page: Page, index: int) -> list[str]:
 def test_fits_a_laptop_screen_with_the_detail_column_visible(page: Page) -> None:
     sizes = overflow(page)
     assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
-    detail = page.eval_on_selector("#exceptions thead th:last-child",
-                                   "th => { const r = th.getBoundingClientRect(); return [r.left, r.right]; }")
+    detail = page.eval_on_selector(
+        "#exceptions thead th:last-child",
+        "th => { const r = th.getBoundingClientRect(); return [r.left, r.right]; }",
+    )
     assert detail[1] <= LAPTOP["width"] and detail[1] - detail[0] >= 300, detail
-    key = page.eval_on_selector(f'#exceptions td:text-is("{LONG_KEY}")',
-                                "td => td.getBoundingClientRect().right")
+    key = page.eval_on_selector(
+        f'#exceptions td:text-is("{LONG_KEY}")', "td => td.getBoundingClientRect().right"
+    )
     assert key <= LAPTOP["width"]  # the long key wraps inside its column
 
 
@@ -125,11 +138,26 @@ def test_clicking_a_heading_sorts_the_exceptions(page: Page) -> None:
     page.click("#exceptions th:nth-child(3) button")  # ledger amount: by currency, then exactly
     ledger = [text.replace("\xa0", "") for text in column(page, 2)]
     assert ledger == [
-        "€5.00", "¥100", "KWD0.001", "$1.00", "$1.00", "$3.00", "$4.00", "$7.00", "$9.99",
-        "$10.00", "$12.00", "$9,999,999,999,999,999.98", "$9,999,999,999,999,999.99",
+        "€5.00",
+        "¥100",
+        "KWD0.001",
+        "$1.00",
+        "$1.00",
+        "$3.00",
+        "$4.00",
+        "$7.00",
+        "$9.99",
+        "$10.00",
+        "$12.00",
+        "$9,999,999,999,999,999.98",
+        "$9,999,999,999,999,999.99",
         # No ledger amount (missing in the ledger, rows that could not be read): last, in
         # report order, whichever way the column is sorted.
-        "", "USD", "ZZZ", "USD", "USD",
+        "",
+        "USD",
+        "ZZZ",
+        "USD",
+        "USD",
     ]
     page.click("#exceptions th:nth-child(3) button")
     ledger = [text.replace("\xa0", "") for text in column(page, 2)]

@@ -9,45 +9,66 @@ import pandas as pd
 from toolkit.reconcile import load_subscription_ledger, reconcile_subscriptions
 
 LEDGER = pd.DataFrame(
-    [("s-ok", "m1", "p1", "2", "20.00", "USD", "active"),
-     ("s-trial", "m2", "p1", "1", "10", "USD", "active"),
-     ("s-missing", "m3", "p1", "1", "10.00", "USD", "active"),
-     ("s-price", "m4", "p1", "1", "10.00", "USD", "active"),
-     ("s-qty", "m5", "p1", "1", "10.00", "USD", "active"),
-     ("s-amount", "m6", "p1", "1", "1200", "JPY", "active"),
-     ("s-state", "m7", "p1", "1", "10.00", "USD", "active"),
-     ("s-canceled", "m8", "p1", "1", "10.00", "USD", "canceled"),
-     ("s-bad", "m9", "p1", "one", "10.00", "USD", "active")],
-    columns=["subscriptionId", "merchantReferenceId", "priceId", "quantity", "amount", "currency",
-             "state"],
+    [
+        ("s-ok", "m1", "p1", "2", "20.00", "USD", "active"),
+        ("s-trial", "m2", "p1", "1", "10", "USD", "active"),
+        ("s-missing", "m3", "p1", "1", "10.00", "USD", "active"),
+        ("s-price", "m4", "p1", "1", "10.00", "USD", "active"),
+        ("s-qty", "m5", "p1", "1", "10.00", "USD", "active"),
+        ("s-amount", "m6", "p1", "1", "1200", "JPY", "active"),
+        ("s-state", "m7", "p1", "1", "10.00", "USD", "active"),
+        ("s-canceled", "m8", "p1", "1", "10.00", "USD", "canceled"),
+        ("s-bad", "m9", "p1", "one", "10.00", "USD", "active"),
+    ],
+    columns=["subscriptionId", "merchantReferenceId", "priceId", "quantity", "amount", "currency", "state"],
 )
-PROCESSOR = pd.DataFrame(
-    [("m1", "s-ok", "p1", 2, "active", Decimal("20.0"), "USD"),
-     ("m2", "s-trial", "p1", 1, "trialing", Decimal("10.00"), None),
-     ("m4", "s-price", "p2", 1, "active", Decimal("10.00"), "USD"),
-     ("m5", "s-qty", "p1", 3, "active", Decimal("10.00"), "USD"),
-     ("m6", "s-amount", "p1", 1, "active", Decimal("1300"), "JPY"),
-     ("m7", "s-state", "p1", 1, "canceled", None, "USD"),
-     ("m8", "s-canceled", "p1", 1, "canceled", None, "USD"),
-     ("m10", "s-extra", "p1", 1, "active", Decimal("5.00"), "USD")],
-    columns=["merchantReferenceId", "subscriptionId", "priceId", "quantity", "state",
-             "upcomingInvoiceAmount", "currency"],
-).set_index("merchantReferenceId").astype({"quantity": "Int64"})
+PROCESSOR = (
+    pd.DataFrame(
+        [
+            ("m1", "s-ok", "p1", 2, "active", Decimal("20.0"), "USD"),
+            ("m2", "s-trial", "p1", 1, "trialing", Decimal("10.00"), None),
+            ("m4", "s-price", "p2", 1, "active", Decimal("10.00"), "USD"),
+            ("m5", "s-qty", "p1", 3, "active", Decimal("10.00"), "USD"),
+            ("m6", "s-amount", "p1", 1, "active", Decimal("1300"), "JPY"),
+            ("m7", "s-state", "p1", 1, "canceled", None, "USD"),
+            ("m8", "s-canceled", "p1", 1, "canceled", None, "USD"),
+            ("m10", "s-extra", "p1", 1, "active", Decimal("5.00"), "USD"),
+        ],
+        columns=[
+            "merchantReferenceId",
+            "subscriptionId",
+            "priceId",
+            "quantity",
+            "state",
+            "upcomingInvoiceAmount",
+            "currency",
+        ],
+    )
+    .set_index("merchantReferenceId")
+    .astype({"quantity": "Int64"})
+)
 
 
 def test_subscription_checks() -> None:
     result = reconcile_subscriptions(load_subscription_ledger(LEDGER), PROCESSOR)
-    found = sorted(zip(result.exceptions["detail"].str.split(":").str[0],
-                       result.exceptions["category"].astype(str), strict=True))
-    assert found == sorted([
-        ("subscription s-missing", "subscription_missing"),
-        ("subscription s-extra", "subscription_missing"),
-        ("subscription s-price", "subscription_price_mismatch"),
-        ("subscription s-qty", "subscription_quantity_mismatch"),
-        ("subscription s-amount", "subscription_amount_mismatch"),
-        ("subscription s-state", "subscription_state_mismatch"),
-        ("quantity 'one' is not a whole number", "rejected_row"),
-    ])
+    found = sorted(
+        zip(
+            result.exceptions["detail"].str.split(":").str[0],
+            result.exceptions["category"].astype(str),
+            strict=True,
+        )
+    )
+    assert found == sorted(
+        [
+            ("subscription s-missing", "subscription_missing"),
+            ("subscription s-extra", "subscription_missing"),
+            ("subscription s-price", "subscription_price_mismatch"),
+            ("subscription s-qty", "subscription_quantity_mismatch"),
+            ("subscription s-amount", "subscription_amount_mismatch"),
+            ("subscription s-state", "subscription_state_mismatch"),
+            ("quantity 'one' is not a whole number", "rejected_row"),
+        ]
+    )
     assert sorted(result.matched["subscriptionId"]) == ["s-canceled", "s-ok", "s-trial"]
     (counts,) = result.counts
     assert counts.adds_up and counts.rows == 9 and counts.rejected == 1

@@ -38,8 +38,7 @@ def report(tmp_path: Path, result: ReconciliationResult) -> dict[str, Path]:
 
 def sheet_xml(path: Path) -> str:
     with zipfile.ZipFile(path) as archive:
-        return "".join(archive.read(n).decode() for n in archive.namelist()
-                       if n.startswith("xl/worksheets/"))
+        return "".join(archive.read(n).decode() for n in archive.namelist() if n.startswith("xl/worksheets/"))
 
 
 def test_amounts_are_numbers_equal_to_their_exact_text(tmp_path: Path) -> None:
@@ -76,18 +75,20 @@ def test_number_formats_follow_the_currency(tmp_path: Path) -> None:
                 cell = row[EXCEPTION_COLUMNS.index(amount)]
                 if cell.value is not None:
                     formats[row[EXCEPTION_COLUMNS.index(currency)].value] = cell.number_format
-    assert formats == {"JPY": '#,##0 "JPY"', "USD": '#,##0.00 "USD"', "KWD": '#,##0.000 "KWD"',
-                       "EUR": '#,##0.00 "EUR"'}
+    assert formats == {
+        "JPY": '#,##0 "JPY"',
+        "USD": '#,##0.00 "USD"',
+        "KWD": '#,##0.000 "KWD"',
+        "EUR": '#,##0.00 "EUR"',
+    }
     # One style per currency present, in styles.xml.
     with zipfile.ZipFile(paths["report.xlsx"]) as archive:
         styles = archive.read("xl/styles.xml").decode()
-    assert sorted(re.findall(r'formatCode=\'[^\']*"([A-Z]{3})"\'', styles)) == [
-        "EUR", "JPY", "KWD", "USD"]
+    assert sorted(re.findall(r'formatCode=\'[^\']*"([A-Z]{3})"\'', styles)) == ["EUR", "JPY", "KWD", "USD"]
     # The summary's amounts are numbers in the same formats, counts with separators.
     summary = workbook["Summary"]
     rows = {(r[0].value, r[1].value): r for r in summary.iter_rows() if r[0].value == "matched"}
-    assert (rows["matched", "JPY"][3].value, rows["matched", "JPY"][3].number_format) == (
-        1200, '#,##0 "JPY"')
+    assert (rows["matched", "JPY"][3].value, rows["matched", "JPY"][3].number_format) == (1200, '#,##0 "JPY"')
     assert rows["matched", "KWD"][3].number_format == '#,##0.000 "KWD"'
     assert rows["matched", "USD"][2].number_format == "#,##0"
 
@@ -103,8 +104,10 @@ def test_amounts_beyond_excel_precision_stay_exact_text(tmp_path: Path) -> None:
     ]
     paths = report(tmp_path, run(ledger, []))
     workbook = openpyxl.load_workbook(paths["report.xlsx"])
-    cells = {row[0].value: row[EXCEPTION_COLUMNS.index("ledger_amount")]
-             for row in workbook["missing_in_processor"].iter_rows(min_row=2)}
+    cells = {
+        row[0].value: row[EXCEPTION_COLUMNS.index("ledger_amount")]
+        for row in workbook["missing_in_processor"].iter_rows(min_row=2)
+    }
     assert cells["kwd-15"].data_type == "n"
     assert Decimal(repr(cells["kwd-15"].value)) == Decimal("999999999999.999")
     assert Decimal(repr(cells["usd-15"].value)) == Decimal("9999999999999.99")
@@ -162,8 +165,7 @@ def test_headers_are_frozen_filtered_and_columns_sized(tmp_path: Path) -> None:
 
 def test_no_sheet_for_a_category_without_exceptions(tmp_path: Path) -> None:
     one = report(tmp_path / "one", run([("only", "1.00", "USD", "success")], []))
-    assert openpyxl.load_workbook(one["report.xlsx"]).sheetnames == ["Summary",
-                                                                     "missing_in_processor"]
+    assert openpyxl.load_workbook(one["report.xlsx"]).sheetnames == ["Summary", "missing_in_processor"]
     same = [("a", "1.00", "USD", "success")]
     none = report(tmp_path / "none", run(same, same))
     workbook = openpyxl.load_workbook(none["report.xlsx"])
@@ -175,8 +177,11 @@ def test_cells_are_cut_at_excels_limit_and_escaped(tmp_path: Path) -> None:
     result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
     table = exceptions_text_table(result)
     long = "x" * (MAX_CELL_CHARS + 10)
-    detail = pc.if_else(pc.equal(table.column("merchantReferenceId"), "amount"),
-                        pa.scalar("<&> " + long), table.column("detail"))
+    detail = pc.if_else(
+        pc.equal(table.column("merchantReferenceId"), "amount"),
+        pa.scalar("<&> " + long),
+        table.column("detail"),
+    )
     table = table.set_column(table.column_names.index("detail"), "detail", detail)
     path = tmp_path / "report.xlsx"
     write_xlsx(result, path, title="t", environment=ENVIRONMENT, generated_at="now", table=table)

@@ -98,10 +98,10 @@ def product_body(**price: Any) -> dict[str, Any]:
     return {"name": "Widget", "priceList": [item]}
 
 
-def recurring(interval: str = "month", count: int = 1, trial: int | None = None,
-              amount: Any = 30, currency: str = "USD") -> dict[str, Any]:
+def recurring(
+    interval: str = "month", count: int = 1, trial: int | None = None, amount: Any = 30, currency: str = "USD"
+) -> dict[str, Any]:
     details: dict[str, Any] = {"interval": interval, "intervalCount": count, "pricingModel": "flat_rate"}
     if trial is not None:
         details["trialPeriodDays"] = trial
-    return {"currency": currency, "unitAmount": amount, "priceType": "recurring",
-            "recurringDetails": details}
+    return {"currency": currency, "unitAmount": amount, "priceType": "recurring", "recurringDetails": details}

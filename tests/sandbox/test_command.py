@@ -31,8 +31,14 @@ def test_help_says_where_the_key_may_come_from(capsys: pytest.CaptureFixture[str
         main(["sandbox", "--help"])
     assert done.value.code == 0
     text = capsys.readouterr().out
-    for words in ("--api-key-file", "$TOOLKIT_SANDBOX_API_KEY", "$TOOLKIT_API_KEY", "ps", "--log-requests",
-                  "faults"):
+    for words in (
+        "--api-key-file",
+        "$TOOLKIT_SANDBOX_API_KEY",
+        "$TOOLKIT_API_KEY",
+        "ps",
+        "--log-requests",
+        "faults",
+    ):
         assert words in text, words
 
 
@@ -52,8 +58,9 @@ def test_the_key_is_taken_in_order(tmp_path: Path, key_file: Path, monkeypatch: 
     assert key(api_key="sk_from_option") == ("sk_from_option", "--api-key")
 
 
-@pytest.mark.parametrize(("content", "problem"), [("", "is empty"), ("two words\n", "one line"),
-                                                  (None, "cannot read")])
+@pytest.mark.parametrize(
+    ("content", "problem"), [("", "is empty"), ("two words\n", "one line"), (None, "cannot read")]
+)
 def test_a_bad_key_file_stops_the_server_before_it_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, problem: str
 ) -> None:
@@ -70,13 +77,28 @@ def test_api_key_and_api_key_file_exclude_each_other(key_file: Path) -> None:
 
 
 @pytest.mark.slow
-def test_served_with_a_key_file_it_logs_requests_and_never_prints_the_key(tmp_path: Path, key_file: Path) -> None:
+def test_served_with_a_key_file_it_logs_requests_and_never_prints_the_key(
+    tmp_path: Path, key_file: Path
+) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLKIT_")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "toolkit.cli", "sandbox", "--port", str(port), "--db", str(tmp_path / "s.sqlite"),
-         "--api-key-file", str(key_file), "--log-requests"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "toolkit.cli",
+            "sandbox",
+            "--port",
+            str(port),
+            "--db",
+            str(tmp_path / "s.sqlite"),
+            "--api-key-file",
+            str(key_file),
+            "--log-requests",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -94,16 +116,40 @@ def test_served_with_a_key_file_it_logs_requests_and_never_prints_the_key(tmp_pa
     assert " GET /subscription/sub_cli 404 " in output
 
 
-def test_faults_add_list_clear(api: Api, key_file: Path, monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_faults_add_list_clear(
+    api: Api, key_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("TOOLKIT_BASE_URL", api.sandbox.base_url)
     options = ["--api-key-file", str(key_file)]
-    assert main(["sandbox", "faults", "add", "--route", "POST /payment", "--mode", "drop_after_commit",
-                 *options]) == 0
+    assert (
+        main(
+            ["sandbox", "faults", "add", "--route", "POST /payment", "--mode", "drop_after_commit", *options]
+        )
+        == 0
+    )
     added = capsys.readouterr().out
     assert added.startswith("flt_") and "POST /payment drop_after_commit next 1 (1 left)" in added
-    assert main(["sandbox", "faults", "add", "--route", "*", "--mode", "error", "--status", "429",
-                 "--probability", "0.5", "--seed", "7", *options]) == 0
+    assert (
+        main(
+            [
+                "sandbox",
+                "faults",
+                "add",
+                "--route",
+                "*",
+                "--mode",
+                "error",
+                "--status",
+                "429",
+                "--probability",
+                "0.5",
+                "--seed",
+                "7",
+                *options,
+            ]
+        )
+        == 0
+    )
     assert "* error probability 0.5 seed 7 status 429 Retry-After 1 s" in capsys.readouterr().out
 
     monkeypatch.setenv("TOOLKIT_API_KEY", TEST_KEY)  # the key from the environment, as any client takes it
@@ -129,8 +175,12 @@ def test_faults_add_list_clear(api: Api, key_file: Path, monkeypatch: pytest.Mon
     ],
 )
 def test_faults_errors_exit_2_naming_the_problem(
-    api: Api, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    argv: list[str], env: dict[str, str | None], problem: str,
+    api: Api,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    env: dict[str, str | None],
+    problem: str,
 ) -> None:
     monkeypatch.setenv("TOOLKIT_BASE_URL", api.sandbox.base_url)
     monkeypatch.setenv("TOOLKIT_API_KEY", TEST_KEY)

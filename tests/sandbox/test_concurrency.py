@@ -18,12 +18,20 @@ async def test_200_concurrent_payments(api: Api) -> None:
     async with httpx.AsyncClient(base_url=api.sandbox.base_url, limits=limits, timeout=60) as client:
 
         async def pay(index: int) -> str:
-            body = {"referenceCustomerId": f"cust-{index % 7}", "paymentMethodType": "CARD",
-                    "paymentInstrumentId": "pi_test_default", "amount": index + 1, "currency": "USD",
-                    "merchantReferenceId": f"conc-{index}", "returnUrl": "https://r"}
+            body = {
+                "referenceCustomerId": f"cust-{index % 7}",
+                "paymentMethodType": "CARD",
+                "paymentInstrumentId": "pi_test_default",
+                "amount": index + 1,
+                "currency": "USD",
+                "merchantReferenceId": f"conc-{index}",
+                "returnUrl": "https://r",
+            }
             response = await client.post(
-                "/payment", content=to_json_bytes(body),
-                headers={"X-API-KEY": key, "X-Timestamp": str(now_ms()), "Content-Type": "application/json"})
+                "/payment",
+                content=to_json_bytes(body),
+                headers={"X-API-KEY": key, "X-Timestamp": str(now_ms()), "Content-Type": "application/json"},
+            )
             assert response.status_code == 200, response.text
             return str(response.json()["data"]["orderId"])
 

@@ -9,8 +9,20 @@ from decimal import Decimal
 from tests.sandbox.conftest import Api, now_ms
 from toolkit.sandbox.routes.payments import EXPORT_COLUMNS
 
-COLUMNS = ["orderId", "merchantReferenceId", "customerId", "paymentMethodType", "paymentInstrumentId",
-           "amount", "currency", "pricingAmount", "pricingCurrency", "status", "createTime", "updateTime"]
+COLUMNS = [
+    "orderId",
+    "merchantReferenceId",
+    "customerId",
+    "paymentMethodType",
+    "paymentInstrumentId",
+    "amount",
+    "currency",
+    "pricingAmount",
+    "pricingCurrency",
+    "status",
+    "createTime",
+    "updateTime",
+]
 
 
 def test_info(api: Api) -> None:
@@ -31,8 +43,11 @@ def test_export_csv_and_json(api: Api) -> None:
     rows = list(csv.DictReader(io.StringIO(text.text)))
     assert list(rows[0]) == COLUMNS
     assert [(r["amount"], r["currency"], r["pricingAmount"], r["status"]) for r in rows] == [
-        ("12.30", "USD", "12.30", "success"), ("1200", "JPY", "1200", "success"),
-        ("4.07", "USD", "1.250", "success"), ("9.02", "USD", "9.02", "pending")]
+        ("12.30", "USD", "12.30", "success"),
+        ("1200", "JPY", "1200", "success"),
+        ("4.07", "USD", "1.250", "success"),
+        ("9.02", "USD", "9.02", "pending"),
+    ]
     assert all(r["createTime"].isdigit() and r["updateTime"].isdigit() for r in rows)
     raw = api.get("/sandbox/payments", params={"format": "json"})
     assert b'"pricingAmount":1.250' in raw.content
@@ -52,13 +67,17 @@ def test_the_clock_does_not_pass_year_9000(api: Api) -> None:
 
 def test_a_query_parameter_given_twice_is_refused(api: Api) -> None:
     """The sandbox does not silently pick one of several values."""
-    response = api.get("/sandbox/payments", params=[("merchantReferenceId", "a"), ("merchantReferenceId", "b")])
+    response = api.get(
+        "/sandbox/payments", params=[("merchantReferenceId", "a"), ("merchantReferenceId", "b")]
+    )
     assert response.status_code == 400 and "merchantReferenceId" in response.json()["msg"]
     assert api.get("/sandbox/payments", params={"merchantReferenceId": "a"}).status_code == 200
 
 
 def test_resolve_and_expiry(api: Api) -> None:
-    pending = api.pay(amount=9.02, currency="USD", paymentMethodType="CARD", paymentInstrumentId="pi_test_default")
+    pending = api.pay(
+        amount=9.02, currency="USD", paymentMethodType="CARD", paymentInstrumentId="pi_test_default"
+    )
     wallet = api.pay(amount=100, currency="CNY", paymentMethodType="ALIPAY")
     other = api.pay(amount=100, currency="CNY", paymentMethodType="ALIPAY")
     done = api.ok("POST", f"/sandbox/payments/{pending['orderId']}/resolve", {"status": "success"})
@@ -68,8 +87,9 @@ def test_resolve_and_expiry(api: Api) -> None:
     msg = api.error("POST", f"/sandbox/payments/{pending['orderId']}/resolve", {"status": "failure"}, 409)
     assert "already success" in msg
     assert api.error("POST", "/sandbox/payments/ord_missing/resolve", {"status": "success"}, 404)
-    assert "status" in api.error("POST", f"/sandbox/payments/{wallet['orderId']}/resolve",
-                                 {"status": "done"}, 400)
+    assert "status" in api.error(
+        "POST", f"/sandbox/payments/{wallet['orderId']}/resolve", {"status": "done"}, 400
+    )
     advanced = api.ok("POST", "/sandbox/clock/advance", {"minutes": 16})
     assert advanced["expiredPayments"] == 1
     rows = {p["orderId"]: p for p in api.ok("GET", "/sandbox/payments")["payments"]}
@@ -92,5 +112,9 @@ def test_reset_empties_everything_but_keeps_key_and_test_instruments(api: Api) -
     api.ok("POST", "/sandbox/reset")
     assert api.ok("GET", "/sandbox/payments")["payments"] == []
     assert abs(api.ok("GET", "/sandbox/info")["now"] - now_ms()) < 5_000
-    assert api.pay(amount=1, currency="USD", paymentMethodType="CARD",
-                   paymentInstrumentId="pi_test_success")["status"] == 1
+    assert (
+        api.pay(amount=1, currency="USD", paymentMethodType="CARD", paymentInstrumentId="pi_test_success")[
+            "status"
+        ]
+        == 1
+    )

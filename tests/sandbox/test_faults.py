@@ -19,8 +19,12 @@ from toolkit.sandbox.faults import fires
 pytestmark = pytest.mark.timeout(60)
 
 PAYMENT: dict[str, Any] = {
-    "customerEmail": "drill@example.com", "paymentMethodType": "CARD", "paymentInstrumentId": "pi_test_success",
-    "amount": Decimal("12.30"), "currency": "USD", "returnUrl": "https://shop.example/r",
+    "customerEmail": "drill@example.com",
+    "paymentMethodType": "CARD",
+    "paymentInstrumentId": "pi_test_success",
+    "amount": Decimal("12.30"),
+    "currency": "USD",
+    "returnUrl": "https://shop.example/r",
 }
 
 
@@ -148,8 +152,11 @@ def test_reset_clears_the_rules_and_so_does_a_restart(api: Api, tmp_path: Path) 
     db = tmp_path / "restart.sqlite"
     first = start_server(db_path=db, api_key=TEST_KEY)
     try:
-        response = httpx.post(first.base_url + "/sandbox/faults", headers=headers(),
-                              content=b'{"route": "*", "mode": "error", "count": 5}')
+        response = httpx.post(
+            first.base_url + "/sandbox/faults",
+            headers=headers(),
+            content=b'{"route": "*", "mode": "error", "count": 5}',
+        )
         assert response.status_code == 200
     finally:
         first.stop()
@@ -175,7 +182,9 @@ def test_error_answers_an_envelope_and_creates_nothing(api: Api, unique: str) ->
 
 
 @pytest.mark.parametrize(("mode", "payments"), [("drop_before_commit", 0), ("drop_after_commit", 1)])
-def test_a_drop_closes_the_connection_without_an_answer(api: Api, unique: str, mode: str, payments: int) -> None:
+def test_a_drop_closes_the_connection_without_an_answer(
+    api: Api, unique: str, mode: str, payments: int
+) -> None:
     add(api, route="POST /payment", mode=mode)
     with pytest.raises(httpx.RemoteProtocolError):
         pay(api.sandbox, f"drop-{unique}")
@@ -214,4 +223,3 @@ def test_count_is_taken_once_across_concurrent_requests(api: Api, unique: str) -
         statuses = list(pool.map(lambda i: pay(api.sandbox, f"conc-{unique}-{i}").status_code, range(20)))
     assert sorted(statuses) == [200] * 17 + [503] * 3
     assert rules(api)[0]["fired"] == 3 and rules(api)[0]["matched"] == 3
-

@@ -23,15 +23,24 @@ from toolkit.models import PaymentRequest, ProductRequest, RequestModel, parse_j
 from toolkit.sandbox.embedded import RunningSandbox
 from toolkit.sandbox.http import ApiError, build
 
-PAYMENT = ('{"customerEmail":"a@example.com","returnUrl":"https://shop.example/r",'
-           '"paymentMethodType":"GCASH","currency":"USD",')
-EXTREME_AMOUNTS = ["1e999999999", "1e-999999999", "-1e999999999", "1" * 40, "0." + "1" * 30,
-                   "12.300000000000000000000000000001", "1e28", "123456789012345"]
+PAYMENT = (
+    '{"customerEmail":"a@example.com","returnUrl":"https://shop.example/r",'
+    '"paymentMethodType":"GCASH","currency":"USD",'
+)
+EXTREME_AMOUNTS = [
+    "1e999999999",
+    "1e-999999999",
+    "-1e999999999",
+    "1" * 40,
+    "0." + "1" * 30,
+    "12.300000000000000000000000000001",
+    "1e28",
+    "123456789012345",
+]
 
 
 def post_raw(api: Api, path: str, body: str) -> tuple[int, dict[str, Any]]:
-    response = api.http.post(path, content=body.encode("utf-8"),
-                             headers={"Content-Type": "application/json"})
+    response = api.http.post(path, content=body.encode("utf-8"), headers={"Content-Type": "application/json"})
     return response.status_code, response.json()
 
 
@@ -59,8 +68,10 @@ def test_a_line_item_out_of_range_is_a_400_naming_it(api: Api, amount: str) -> N
 
 @pytest.mark.parametrize("field", ["merchantReferenceId", "customerEmail", "referenceCustomerId"])
 def test_a_lone_surrogate_is_a_400_naming_the_field(api: Api, field: str) -> None:
-    body = ('{"returnUrl":"https://shop.example/r","paymentMethodType":"GCASH","currency":"USD",'
-            '"amount":1,"customerId":"c","' + field + '":"a\\ud800b"}')
+    body = (
+        '{"returnUrl":"https://shop.example/r","paymentMethodType":"GCASH","currency":"USD",'
+        '"amount":1,"customerId":"c","' + field + '":"a\\ud800b"}'
+    )
     status, envelope = post_raw(api, "/payment", body)
     assert status == 400 and envelope["msg"].startswith(f"{field}:"), envelope
 
@@ -76,29 +87,52 @@ def test_a_huge_list_gets_a_short_error_at_once(api: Api) -> None:
 
 def test_many_problems_are_named_a_few_at_a_time() -> None:
     with pytest.raises(RequestValidationError) as raised:
-        PaymentRequest.build({"paymentMethodType": "CARD", "returnUrl": "r", "customerId": "c",
-                              "amount": 1, "currency": "USD",
-                              "priceDataList": [{}] * 50})
+        PaymentRequest.build(
+            {
+                "paymentMethodType": "CARD",
+                "returnUrl": "r",
+                "customerId": "c",
+                "amount": 1,
+                "currency": "USD",
+                "priceDataList": [{}] * 50,
+            }
+        )
     assert len(raised.value.errors) == 100
     assert str(raised.value).endswith("and 95 more problem(s)")
 
 
-@pytest.mark.parametrize("amount", ["1e999999999", "1e-999999999", "12.300000000000000000000000000001",
-                                    Decimal("1E+999999999"), 10**40])
+@pytest.mark.parametrize(
+    "amount",
+    ["1e999999999", "1e-999999999", "12.300000000000000000000000000001", Decimal("1E+999999999"), 10**40],
+)
 def test_the_client_refuses_before_sending(sandbox: RunningSandbox, amount: Any) -> None:
-    with Client(base_url=sandbox.base_url, api_key=sandbox.api_key) as client, pytest.raises(
-        RequestValidationError, match="amount"
+    with (
+        Client(base_url=sandbox.base_url, api_key=sandbox.api_key) as client,
+        pytest.raises(RequestValidationError, match="amount"),
     ):
-        client.create_payment(paymentMethodType="GCASH", returnUrl="https://r", customerId="c",
-                              currency="USD", amount=amount, merchantReferenceId="never-sent")
+        client.create_payment(
+            paymentMethodType="GCASH",
+            returnUrl="https://r",
+            customerId="c",
+            currency="USD",
+            amount=amount,
+            merchantReferenceId="never-sent",
+        )
 
 
 def test_the_client_refuses_a_lone_surrogate_before_sending(sandbox: RunningSandbox) -> None:
-    with Client(base_url=sandbox.base_url, api_key=sandbox.api_key) as client, pytest.raises(
-        RequestValidationError, match="merchantReferenceId: contains a lone surrogate"
+    with (
+        Client(base_url=sandbox.base_url, api_key=sandbox.api_key) as client,
+        pytest.raises(RequestValidationError, match="merchantReferenceId: contains a lone surrogate"),
     ):
-        client.create_payment(paymentMethodType="GCASH", returnUrl="https://r", customerId="c",
-                              currency="USD", amount="1", merchantReferenceId="bad\udfff")
+        client.create_payment(
+            paymentMethodType="GCASH",
+            returnUrl="https://r",
+            customerId="c",
+            currency="USD",
+            amount="1",
+            merchantReferenceId="bad\udfff",
+        )
 
 
 # -- properties: anything goes in, never a 500; what the client sends, the sandbox accepts --------
@@ -120,24 +154,39 @@ price_data = st.fixed_dictionaries(
 payment_bodies = st.fixed_dictionaries(
     {"returnUrl": st.one_of(st.just("https://shop.example/r"), texts), "paymentMethodType": methods},
     optional={
-        "amount": numbers, "currency": currencies, "paymentCurrency": currencies,
-        "customerEmail": texts, "customerId": texts, "referenceCustomerId": texts,
-        "merchantReferenceId": texts, "paymentInstrumentId": st.sampled_from(["pi_test_success", "x"]),
+        "amount": numbers,
+        "currency": currencies,
+        "paymentCurrency": currencies,
+        "customerEmail": texts,
+        "customerId": texts,
+        "referenceCustomerId": texts,
+        "merchantReferenceId": texts,
+        "paymentInstrumentId": st.sampled_from(["pi_test_success", "x"]),
         "priceDataList": st.lists(price_data, max_size=3),
         "metadata": st.dictionaries(texts, st.one_of(texts, numbers), max_size=3),
-        "priceId": texts, "productId": texts, "platformType": texts, "deviceType": texts,
+        "priceId": texts,
+        "productId": texts,
+        "platformType": texts,
+        "deviceType": texts,
         "unexpected": scalars,
     },
 )
 product_bodies = st.fixed_dictionaries(
     {"name": texts},
     optional={
-        "priceList": st.lists(st.fixed_dictionaries(
-            {"currency": currencies, "unitAmount": numbers},
-            optional={"isDefaultPrice": st.booleans(), "priceType": texts,
-                      "currencyOptions": st.dictionaries(currencies, numbers, max_size=2)},
-        ), max_size=3),
-        "localizedNames": st.dictionaries(texts, texts, max_size=2), "description": texts,
+        "priceList": st.lists(
+            st.fixed_dictionaries(
+                {"currency": currencies, "unitAmount": numbers},
+                optional={
+                    "isDefaultPrice": st.booleans(),
+                    "priceType": texts,
+                    "currencyOptions": st.dictionaries(currencies, numbers, max_size=2),
+                },
+            ),
+            max_size=3,
+        ),
+        "localizedNames": st.dictionaries(texts, texts, max_size=2),
+        "description": texts,
     },
 )
 
@@ -155,8 +204,9 @@ def _dumps(value: Any) -> str:
 
 @pytest.mark.slow
 @given(body=payment_bodies)
-@settings(max_examples=150, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 def test_any_payment_body_is_answered_2xx_or_4xx(api_module: Api, body: dict[str, Any]) -> None:
     status, envelope = post_raw(api_module, "/payment", _dumps(body))
     assert status < 500, envelope
@@ -165,8 +215,9 @@ def test_any_payment_body_is_answered_2xx_or_4xx(api_module: Api, body: dict[str
 
 @pytest.mark.slow
 @given(body=product_bodies)
-@settings(max_examples=100, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 def test_any_product_body_is_answered_2xx_or_4xx(api_module: Api, body: dict[str, Any]) -> None:
     status, envelope = post_raw(api_module, "/product", _dumps(body))
     assert status < 500, envelope
@@ -185,15 +236,17 @@ def assert_sandbox_accepts_what_the_client_builds(model: type[RequestModel], bod
 
 
 @given(body=payment_bodies)
-@settings(max_examples=300, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=300, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 def test_what_the_client_would_send_the_sandbox_accepts_as_valid(body: dict[str, Any]) -> None:
     assert_sandbox_accepts_what_the_client_builds(PaymentRequest, body)
 
 
 @given(body=product_bodies)
-@settings(max_examples=200, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=200, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 def test_what_the_client_would_send_as_a_product_the_sandbox_accepts(body: dict[str, Any]) -> None:
     assert_sandbox_accepts_what_the_client_builds(ProductRequest, body)
 
@@ -206,15 +259,25 @@ def api_module(sandbox: RunningSandbox) -> Iterator[Api]:
 
 
 def test_the_server_still_takes_payments_after_the_hostile_bodies(api: Api) -> None:
-    data = api.pay(paymentMethodType="CARD", paymentInstrumentId="pi_test_success", amount=1,
-                   currency="USD", merchantReferenceId="after")
+    data = api.pay(
+        paymentMethodType="CARD",
+        paymentInstrumentId="pi_test_success",
+        amount=1,
+        currency="USD",
+        merchantReferenceId="after",
+    )
     assert data["orderId"] and data["status"] in (1, 2, 5)
 
 
-@pytest.mark.parametrize("payload", ["=HYPERLINK(\"http://evil\")", "+1+1", "@SUM(1)", "-2+3", "\t=1+1"])
+@pytest.mark.parametrize("payload", ['=HYPERLINK("http://evil")', "+1+1", "@SUM(1)", "-2+3", "\t=1+1"])
 def test_the_csv_export_neutralises_formulas(api: Api, payload: str) -> None:
-    api.pay(paymentMethodType="CARD", paymentInstrumentId="pi_test_success", amount=1,
-            currency="USD", merchantReferenceId=payload)
+    api.pay(
+        paymentMethodType="CARD",
+        paymentInstrumentId="pi_test_success",
+        amount=1,
+        currency="USD",
+        merchantReferenceId=payload,
+    )
     text = api.get("/sandbox/payments", params={"format": "csv"}).text
     (row,) = list(csv.DictReader(io.StringIO(text)))
     assert row["merchantReferenceId"] == "'" + payload
@@ -225,9 +288,16 @@ def test_a_huge_number_in_an_integer_field_is_refused_not_expanded() -> None:
     """int() of Decimal('1E+999999999') would build a billion-digit integer: the process would hang."""
     huge = Decimal("1E+999999999")
     with pytest.raises(RequestValidationError, match=r"priceDataList\.0\.quantity"):
-        PaymentRequest.build({"paymentMethodType": "GCASH", "returnUrl": "r", "customerId": "c",
-                              "amount": 1, "currency": "PHP",
-                              "priceDataList": [{"name": "n", "unitAmount": 1, "quantity": huge}]})
+        PaymentRequest.build(
+            {
+                "paymentMethodType": "GCASH",
+                "returnUrl": "r",
+                "customerId": "c",
+                "amount": 1,
+                "currency": "PHP",
+                "priceDataList": [{"name": "n", "unitAmount": 1, "quantity": huge}],
+            }
+        )
     from pydantic import ValidationError
 
     from toolkit.models import Subscription

@@ -29,12 +29,20 @@ def document(api: Api) -> dict[str, Any]:
 
 def _validator(document: dict[str, Any], component: str) -> Draft202012Validator:
     """The component as schemathesis validates it (jsonschema-rs, JSON Schema 2020-12)."""
-    return Draft202012Validator({"$ref": f"#/components/schemas/{component}", "components": document["components"]})
+    return Draft202012Validator(
+        {"$ref": f"#/components/schemas/{component}", "components": document["components"]}
+    )
 
 
 def _pay(**fields: Any) -> dict[str, Any]:
-    body = {"customerEmail": "buyer@example.com", "paymentMethodType": "CARD",
-            "paymentInstrumentId": "pi_test_success", "amount": 12, "currency": "USD", "returnUrl": _RETURN}
+    body = {
+        "customerEmail": "buyer@example.com",
+        "paymentMethodType": "CARD",
+        "paymentInstrumentId": "pi_test_success",
+        "amount": 12,
+        "currency": "USD",
+        "returnUrl": _RETURN,
+    }
     body.update(fields)
     return {key: value for key, value in body.items() if value is not None}
 
@@ -51,10 +59,22 @@ def _monthly(count: int) -> dict[str, Any]:
 AGREEMENT: list[tuple[str, str, dict[str, Any], bool, int]] = [
     ("PaymentRequest", "/payment", _pay(), True, 200),
     # the four requests of the issue: the document said valid, the sandbox refused them
-    ("PaymentRequest", "/payment", {"paymentMethodType": "PIX", "returnUrl": "0", "productId": "p"}, False, 400),
+    (
+        "PaymentRequest",
+        "/payment",
+        {"paymentMethodType": "PIX", "returnUrl": "0", "productId": "p"},
+        False,
+        400,
+    ),
     ("ProductRequest", "/product", {"name": "n", "defaultPrice": "price_x", "priceList": []}, False, 400),
     ("SubscriptionCreateRequest", "/sandbox/subscriptions", {"priceId": "0", "productId": "0"}, False, 400),
-    ("ClockAdvanceRequest", "/sandbox/clock/advance", {"milliseconds": 238288032.0, "hours": 1424.0}, True, 200),
+    (
+        "ClockAdvanceRequest",
+        "/sandbox/clock/advance",
+        {"milliseconds": 238288032.0, "hours": 1424.0},
+        True,
+        200,
+    ),
     # the spec's cross-field rules
     ("PaymentRequest", "/payment", _pay(customerEmail=None), False, 400),
     ("PaymentRequest", "/payment", _pay(customerEmail="", referenceCustomerId="ref-1"), True, 200),
@@ -80,20 +100,66 @@ AGREEMENT: list[tuple[str, str, dict[str, Any], bool, int]] = [
     ("PaymentRequest", "/payment", _pay(customerId="cus_nobody"), True, 404),
     ("PaymentRequest", "/payment", _pay(customerId=""), False, 404),
     ("PaymentRequest", "/payment", _pay(paymentInstrumentId="pi_nobody"), True, 404),
-    ("PaymentRequest", "/payment", _pay(priceDataList=[{"name": "x", "unitAmount": 1, "quantity": 2.0}]), True, 200),
-    ("PaymentRequest", "/payment", _pay(priceDataList=[{"name": "x", "unitAmount": 1, "quantity": 0}]), False, 400),
-    ("PaymentRequest", "/payment", _pay(priceDataList=[{"name": "x", "unitAmount": 1, "quantity": 1.5}]), False, 400),
-    ("PaymentRequest", "/payment", _pay(priceDataList=[{"name": "x", "unitAmount": 0.5, "currency": "JPY"}]),
-     False, 400),
+    (
+        "PaymentRequest",
+        "/payment",
+        _pay(priceDataList=[{"name": "x", "unitAmount": 1, "quantity": 2.0}]),
+        True,
+        200,
+    ),
+    (
+        "PaymentRequest",
+        "/payment",
+        _pay(priceDataList=[{"name": "x", "unitAmount": 1, "quantity": 0}]),
+        False,
+        400,
+    ),
+    (
+        "PaymentRequest",
+        "/payment",
+        _pay(priceDataList=[{"name": "x", "unitAmount": 1, "quantity": 1.5}]),
+        False,
+        400,
+    ),
+    (
+        "PaymentRequest",
+        "/payment",
+        _pay(priceDataList=[{"name": "x", "unitAmount": 0.5, "currency": "JPY"}]),
+        False,
+        400,
+    ),
     ("PaymentRequest", "/payment", _pay(priceDataList=[{"name": "x", "unitAmount": 10**13}]), True, 200),
     # products
     ("ProductRequest", "/product", {"name": "n", "priceList": [_price(isDefaultPrice=True)]}, True, 200),
     ("ProductRequest", "/product", {"name": "n", "priceList": [_price(isDefaultPrice=True)] * 2}, False, 400),
-    ("ProductRequest", "/product", {"name": "n", "priceList": [_price(unitAmount=0.5, currency="JPY")]},
-     False, 400),
-    ("ProductRequest", "/product", {"name": "n", "priceList": [_price(currencyOptions={"USD": 9})]}, False, 400),
-    ("ProductRequest", "/product", {"name": "n", "priceList": [_price(currencyOptions={"JPY": 1.5})]}, False, 400),
-    ("ProductRequest", "/product", {"name": "n", "priceList": [_price(currencyOptions={"EUR": 9.5})]}, True, 200),
+    (
+        "ProductRequest",
+        "/product",
+        {"name": "n", "priceList": [_price(unitAmount=0.5, currency="JPY")]},
+        False,
+        400,
+    ),
+    (
+        "ProductRequest",
+        "/product",
+        {"name": "n", "priceList": [_price(currencyOptions={"USD": 9})]},
+        False,
+        400,
+    ),
+    (
+        "ProductRequest",
+        "/product",
+        {"name": "n", "priceList": [_price(currencyOptions={"JPY": 1.5})]},
+        False,
+        400,
+    ),
+    (
+        "ProductRequest",
+        "/product",
+        {"name": "n", "priceList": [_price(currencyOptions={"EUR": 9.5})]},
+        True,
+        200,
+    ),
     ("ProductRequest", "/product", {"name": "n", "priceList": [_price(currencyOptions=None)]}, True, 200),
     ("ProductRequest", "/product", {"name": "n", "priceList": [_price(priceType="recurring")]}, False, 400),
     ("ProductRequest", "/product", {"name": "n", "priceList": [_monthly(1200)]}, True, 200),
@@ -103,16 +169,33 @@ AGREEMENT: list[tuple[str, str, dict[str, Any], bool, int]] = [
     ("ClockAdvanceRequest", "/sandbox/clock/advance", {"days": 2.5}, False, 400),
     ("ClockAdvanceRequest", "/sandbox/clock/advance", {"days": 1e30}, False, 400),
     ("ClockAdvanceRequest", "/sandbox/clock/advance", {"hours": 10**8}, True, 409),
-    ("SubscriptionCreateRequest", "/sandbox/subscriptions",
-     {"customerEmail": "x@example.com", "productId": "p", "priceId": "q"}, False, 400),
-    ("SubscriptionCreateRequest", "/sandbox/subscriptions",
-     {"customerEmail": "x@example.com", "productId": "p", "priceId": "q", "paymentMethodType": "ALIPAY"}, True, 404),
+    (
+        "SubscriptionCreateRequest",
+        "/sandbox/subscriptions",
+        {"customerEmail": "x@example.com", "productId": "p", "priceId": "q"},
+        False,
+        400,
+    ),
+    (
+        "SubscriptionCreateRequest",
+        "/sandbox/subscriptions",
+        {"customerEmail": "x@example.com", "productId": "p", "priceId": "q", "paymentMethodType": "ALIPAY"},
+        True,
+        404,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("component", "path", "body", "valid", "status"), AGREEMENT)
-def test_the_document_and_the_sandbox_agree(api: Api, document: dict[str, Any], component: str, path: str,
-                                            body: dict[str, Any], valid: bool, status: int) -> None:
+def test_the_document_and_the_sandbox_agree(
+    api: Api,
+    document: dict[str, Any],
+    component: str,
+    path: str,
+    body: dict[str, Any],
+    valid: bool,
+    status: int,
+) -> None:
     """Valid by the document: never a 400 (404 and 409 depend on the store). Invalid: refused."""
     assert _validator(document, component).is_valid(body) is valid
     response = api.post(path, body)
@@ -134,7 +217,9 @@ def test_every_amount_a_currency_has_is_a_multiple_of_its_step(document: dict[st
     for currency, digits in (("JPY", 0), ("USD", 2), ("KWD", 3)):
         smallest = Decimal(1).scaleb(-digits)
         assert validator.is_valid(_pay(currency=currency, paymentCurrency="USD", amount=float(smallest)))
-        assert not validator.is_valid(_pay(currency=currency, paymentCurrency="USD", amount=float(smallest / 10)))
+        assert not validator.is_valid(
+            _pay(currency=currency, paymentCurrency="USD", amount=float(smallest / 10))
+        )
 
 
 def test_the_spec_endpoints_are_described(document: dict[str, Any]) -> None:
@@ -175,13 +260,19 @@ def _evaluate(expression: str, response: httpx.Response) -> Any:
     prefix = "$response.body#"
     assert expression.startswith(prefix), expression
     value: Any = response.json()
-    for part in expression[len(prefix):].split("/")[1:]:
+    for part in expression[len(prefix) :].split("/")[1:]:
         value = value[int(part)] if isinstance(value, list) else value[part]
     return value
 
 
-def _follow(api: Api, document: dict[str, Any], source: tuple[str, str], name: str,
-            response: httpx.Response, body: dict[str, Any] | None = None) -> httpx.Response:
+def _follow(
+    api: Api,
+    document: dict[str, Any],
+    source: tuple[str, str],
+    name: str,
+    response: httpx.Response,
+    body: dict[str, Any] | None = None,
+) -> httpx.Response:
     """Send the request a link of ``source``'s 200 response describes (``body`` adds the rest)."""
     method, path = source
     link = document["paths"][path][method]["responses"]["200"]["links"][name]
@@ -194,11 +285,16 @@ def _follow(api: Api, document: dict[str, Any], source: tuple[str, str], name: s
         assert location == "path"
         target_path = target_path.replace("{" + field + "}", _evaluate(expression, response))
     linked = {field: _evaluate(expr, response) for field, expr in link.get("requestBody", {}).items()}
-    return api.http.request(target_method.upper(), target_path, json={**(body or {}), **linked}
-                            if target_method == "post" else None)
+    return api.http.request(
+        target_method.upper(),
+        target_path,
+        json={**(body or {}), **linked} if target_method == "post" else None,
+    )
 
 
-def test_links_lead_from_a_product_to_subscriptions_payments_and_controls(api: Api, document: dict[str, Any]) -> None:
+def test_links_lead_from_a_product_to_subscriptions_payments_and_controls(
+    api: Api, document: dict[str, Any]
+) -> None:
     plan, ebook = document["components"]["schemas"]["ProductRequest"]["examples"]
     customer = {"customerEmail": "buyer@example.com", "paymentInstrumentId": "pi_test_pending"}
     created = api.post("/product", plan)
@@ -208,14 +304,26 @@ def test_links_lead_from_a_product_to_subscriptions_payments_and_controls(api: A
     assert read.json()["data"]["status"] == "trialing"
     canceled = _follow(api, document, ("get", "/subscription/{id}"), "CancelSubscription", read)
     assert canceled.json()["data"]["cancelAtPeriodEnd"] is True
-    again = _follow(api, document, ("post", "/sandbox/subscriptions/{id}/cancel"), "GetSubscription", canceled)
+    again = _follow(
+        api, document, ("post", "/sandbox/subscriptions/{id}/cancel"), "GetSubscription", canceled
+    )
     assert again.json()["data"]["subscriptionId"] == subscribed.json()["data"]["subscriptionId"]
-    assert _follow(api, document, ("post", "/sandbox/subscriptions"), "CancelSubscription",
-                   subscribed).status_code == 200
+    assert (
+        _follow(
+            api, document, ("post", "/sandbox/subscriptions"), "CancelSubscription", subscribed
+        ).status_code
+        == 200
+    )
 
     created = api.post("/product", ebook)
-    paid = _follow(api, document, ("post", "/product"), "PayForFirstPrice", created,
-                   {**customer, "paymentMethodType": "CARD", "returnUrl": _RETURN})
+    paid = _follow(
+        api,
+        document,
+        ("post", "/product"),
+        "PayForFirstPrice",
+        created,
+        {**customer, "paymentMethodType": "CARD", "returnUrl": _RETURN},
+    )
     assert paid.json()["data"]["status"] == TEST_INSTRUMENTS["pi_test_pending"]
     resolved = _follow(api, document, ("post", "/payment"), "ResolvePayment", paid, {"status": "success"})
     assert resolved.json()["data"]["status"] == "success"

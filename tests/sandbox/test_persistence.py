@@ -22,12 +22,31 @@ def test_restart_keeps_everything(tmp_path: Path) -> None:
     try:
         key = first.api_key.get_secret_value()
         assert key.startswith("sk_test_")
-        plan = api.ok("POST", "/product", {"name": "P", "priceList": [
-            {"currency": "USD", "unitAmount": 5, "priceType": "recurring",
-             "recurringDetails": {"interval": "month"}}]})
-        sub = api.ok("POST", "/sandbox/subscriptions", {
-            "customerEmail": "p@example.com", "productId": plan["productId"],
-            "priceId": plan["priceList"][0]["priceId"], "paymentMethodType": "GCASH"})
+        plan = api.ok(
+            "POST",
+            "/product",
+            {
+                "name": "P",
+                "priceList": [
+                    {
+                        "currency": "USD",
+                        "unitAmount": 5,
+                        "priceType": "recurring",
+                        "recurringDetails": {"interval": "month"},
+                    }
+                ],
+            },
+        )
+        sub = api.ok(
+            "POST",
+            "/sandbox/subscriptions",
+            {
+                "customerEmail": "p@example.com",
+                "productId": plan["productId"],
+                "priceId": plan["priceList"][0]["priceId"],
+                "paymentMethodType": "GCASH",
+            },
+        )
         paid = api.pay(amount=100, currency="PHP", paymentMethodType="GCASH")
         api.ok("POST", "/sandbox/clock/advance", {"days": 1})
     finally:
@@ -38,12 +57,19 @@ def test_restart_keeps_everything(tmp_path: Path) -> None:
     try:
         assert second.api_key.get_secret_value() == key
         got = api.ok("GET", f"/subscription/{sub['subscriptionId']}")
-        assert got["createTime"] == sub["createTime"] and got["paymentInstrumentId"] == sub["paymentInstrumentId"]
+        assert (
+            got["createTime"] == sub["createTime"]
+            and got["paymentInstrumentId"] == sub["paymentInstrumentId"]
+        )
         rows = api.ok("GET", "/sandbox/payments")["payments"]
         assert [r["orderId"] for r in rows] == [paid["orderId"]]
         assert api.ok("GET", "/sandbox/info")["now"] - now_ms() > 86_000_000
-        again = api.pay(amount=100, currency="PHP", paymentMethodType="GCASH",
-                        paymentInstrumentId=paid["paymentInstrumentId"])
+        again = api.pay(
+            amount=100,
+            currency="PHP",
+            paymentMethodType="GCASH",
+            paymentInstrumentId=paid["paymentInstrumentId"],
+        )
         assert again["paymentInstrumentId"] == paid["paymentInstrumentId"]
     finally:
         api.close()
@@ -70,22 +96,32 @@ def test_two_processes_write_the_same_database(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLKIT_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "toolkit.cli", "sandbox", "--port", str(port), "--db", str(db)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         remote = f"http://127.0.0.1:{port}"
         wait_until_answering(remote + "/sandbox/info", seconds=20)
-        body = {"customerEmail": "m@example.com", "paymentMethodType": "CARD", "amount": 1,
-                "currency": "USD", "paymentInstrumentId": "pi_test_default", "returnUrl": "https://r"}
+        body = {
+            "customerEmail": "m@example.com",
+            "paymentMethodType": "CARD",
+            "amount": 1,
+            "currency": "USD",
+            "paymentInstrumentId": "pi_test_default",
+            "returnUrl": "https://r",
+        }
         ids = []
         for index in range(40):
             base = remote if index % 2 else local.base_url
-            response = httpx.post(base + "/payment", json=body,
-                                  headers={"X-API-KEY": key, "X-Timestamp": str(now_ms())})
+            response = httpx.post(
+                base + "/payment", json=body, headers={"X-API-KEY": key, "X-Timestamp": str(now_ms())}
+            )
             assert response.status_code == 200, response.text
             ids.append(response.json()["data"]["orderId"])
-        exported = httpx.get(remote + "/sandbox/payments",
-                             headers={"X-API-KEY": key, "X-Timestamp": str(now_ms())}).json()
+        exported = httpx.get(
+            remote + "/sandbox/payments", headers={"X-API-KEY": key, "X-Timestamp": str(now_ms())}
+        ).json()
         assert sorted(p["orderId"] for p in exported["data"]["payments"]) == sorted(ids)
     finally:
         proc.terminate()

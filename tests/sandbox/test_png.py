@@ -17,16 +17,18 @@ def _chunks(png: bytes) -> dict[bytes, bytes]:
     assert png.startswith(SIGNATURE)
     chunks, position = {}, len(SIGNATURE)
     while position < len(png):
-        (length,) = struct.unpack(">I", png[position:position + 4])
-        tag, data = png[position + 4:position + 8], png[position + 8:position + 8 + length]
-        (crc,) = struct.unpack(">I", png[position + 8 + length:position + 12 + length])
+        (length,) = struct.unpack(">I", png[position : position + 4])
+        tag, data = png[position + 4 : position + 8], png[position + 8 : position + 8 + length]
+        (crc,) = struct.unpack(">I", png[position + 8 + length : position + 12 + length])
         assert crc == zlib.crc32(tag + data)
         chunks[tag] = data
         position += 12 + length
     return chunks
 
 
-@pytest.mark.parametrize(("width", "rows", "scale"), [(180, 45, 4), (8, 2, 4), (16, 2, 2), (740, 185, 4), (1000, 3, 9)])
+@pytest.mark.parametrize(
+    ("width", "rows", "scale"), [(180, 45, 4), (8, 2, 4), (16, 2, 2), (740, 185, 4), (1000, 3, 9)]
+)
 def test_the_stream_inflates_to_each_line_then_its_repeats(width: int, rows: int, scale: int) -> None:
     rng = random.Random(width)
     line_size = 1 + (width + 7) // 8
@@ -36,17 +38,17 @@ def test_the_stream_inflates_to_each_line_then_its_repeats(width: int, rows: int
     assert list(chunks) == [b"IHDR", b"IDAT", b"IEND"]
     assert struct.unpack(">IIBBBBB", chunks[b"IHDR"]) == (width, rows * scale, 1, 0, 0, 0, 0)
     repeat = (b"\x02" + bytes(line_size - 1)) * (scale - 1)
-    expected = b"".join(lines[i:i + line_size] + repeat for i in range(0, len(lines), line_size))
+    expected = b"".join(lines[i : i + line_size] + repeat for i in range(0, len(lines), line_size))
     assert zlib.decompress(chunks[b"IDAT"]) == expected
     image = Image.open(io.BytesIO(png)).convert("L")
     assert image.size == (width, rows * scale)
     pixels = image.tobytes()
     for row in range(rows):
-        bits = int.from_bytes(lines[row * line_size + 1:(row + 1) * line_size], "big")
+        bits = int.from_bytes(lines[row * line_size + 1 : (row + 1) * line_size], "big")
         wanted = bytes(255 if bits >> (8 * (line_size - 1) - 1 - x) & 1 else 0 for x in range(width))
         for repeat_index in range(scale):
             y = row * scale + repeat_index
-            assert pixels[y * width:(y + 1) * width] == wanted
+            assert pixels[y * width : (y + 1) * width] == wanted
 
 
 def test_shapes_it_cannot_write_are_refused() -> None:

@@ -11,8 +11,11 @@ from tests.sandbox.conftest import Api, recurring
 
 def test_product_with_one_time_and_recurring_prices(api: Api) -> None:
     body = {
-        "name": "Pro", "localizedNames": {"fr": "Pro FR", "ja-JP": "プロ"}, "description": "d",
-        "image": "img_1", "taxCategory": "software_service",
+        "name": "Pro",
+        "localizedNames": {"fr": "Pro FR", "ja-JP": "プロ"},
+        "description": "d",
+        "image": "img_1",
+        "taxCategory": "software_service",
         "priceList": [
             {"currency": "USD", "unitAmount": 9.99, "currencyOptions": {"EUR": 9.49, "JPY": 1500}},
             recurring("quarter", 1, trial=14, amount=30) | {"isDefaultPrice": True},
@@ -30,8 +33,11 @@ def test_product_with_one_time_and_recurring_prices(api: Api) -> None:
         assert price["productId"] == data["productId"] and price["active"] is True
     assert one_time["recurring"] is None and one_time["priceType"] == "one_time"
     assert one_time["currencyOptions"] == {"EUR": 9.49, "JPY": 1500}
-    assert quarterly["recurring"] == {"trialPeriodDays": 14, "intervalCount": 1,
-                                      "transformQuantity": {"divideBy": 1}}
+    assert quarterly["recurring"] == {
+        "trialPeriodDays": 14,
+        "intervalCount": 1,
+        "transformQuantity": {"divideBy": 1},
+    }
     assert quarterly["interval"] == "quarter" and quarterly["pricingModel"] == "flat_rate"
     assert (yearly["currency"], yearly["unitAmount"], yearly["interval"]) == ("JPY", 1200, "year")
 
@@ -47,35 +53,83 @@ def test_every_interval_is_accepted(api: Api, interval: str) -> None:
     assert data["priceList"][0]["interval"] == interval
 
 
-@pytest.mark.parametrize(("body", "field", "rule"), [
-    ({"priceList": []}, "name", "required"),
-    ({"name": ""}, "name", "at least 1"),
-    ({"name": "P", "taxCategory": "food"}, "taxCategory", "Input should be"),
-    ({"name": "P", "localizedNames": {"fr": 1}}, "localizedNames.fr", "string"),
-    ({"name": "P", "priceList": [{"currency": "USD", "unitAmount": 1, "isDefaultPrice": True},
-                                 {"currency": "USD", "unitAmount": 2, "isDefaultPrice": True}]},
-     "priceList", "at most one"),
-    ({"name": "P", "defaultPrice": "price_x"}, "defaultPrice", "isDefaultPrice"),
-    ({"name": "P", "priceList": [{"currency": "USD", "unitAmount": 0}]}, "priceList.0.unitAmount", "greater than 0"),
-    ({"name": "P", "priceList": [{"currency": "JPY", "unitAmount": 1.5}]}, "unitAmount", "more decimals"),
-    ({"name": "P", "priceList": [{"currency": "USD", "unitAmount": 1, "priceType": "recurring"}]},
-     "recurringDetails", "required when priceType is recurring"),
-    ({"name": "P", "priceList": [recurring() | {"recurringDetails": {"interval": "fortnight"}}]},
-     "priceList.0.recurringDetails.interval", "Input should be"),
-    ({"name": "P", "priceList": [recurring() | {"recurringDetails": {"interval": "month",
-                                                                     "pricingModel": "tiered"}}]},
-     "pricingModel", "Input should be"),
-    ({"name": "P", "priceList": [{"currency": "USD", "unitAmount": 1, "currencyOptions": {"USD": 2}}]},
-     "priceList.0.currencyOptions.USD", "same currency"),
-    ({"name": "P", "priceList": [{"currency": "USD", "unitAmount": 1, "isDefaultPrice": "yes"}]},
-     "priceList.0.isDefaultPrice", "true or false"),
-    ({"name": "P", "priceList": [recurring() | {"recurringDetails": {"interval": "month",
-                                                                     "intervalCount": "2"}}]},
-     "intervalCount", "integer"),
-    ({"name": "P", "priceList": [recurring() | {"recurringDetails": {"interval": "month",
-                                                                     "intervalCount": 1201}}]},
-     "priceList.0.recurringDetails.intervalCount", "at most 1200 for interval month"),
-])
+@pytest.mark.parametrize(
+    ("body", "field", "rule"),
+    [
+        ({"priceList": []}, "name", "required"),
+        ({"name": ""}, "name", "at least 1"),
+        ({"name": "P", "taxCategory": "food"}, "taxCategory", "Input should be"),
+        ({"name": "P", "localizedNames": {"fr": 1}}, "localizedNames.fr", "string"),
+        (
+            {
+                "name": "P",
+                "priceList": [
+                    {"currency": "USD", "unitAmount": 1, "isDefaultPrice": True},
+                    {"currency": "USD", "unitAmount": 2, "isDefaultPrice": True},
+                ],
+            },
+            "priceList",
+            "at most one",
+        ),
+        ({"name": "P", "defaultPrice": "price_x"}, "defaultPrice", "isDefaultPrice"),
+        (
+            {"name": "P", "priceList": [{"currency": "USD", "unitAmount": 0}]},
+            "priceList.0.unitAmount",
+            "greater than 0",
+        ),
+        ({"name": "P", "priceList": [{"currency": "JPY", "unitAmount": 1.5}]}, "unitAmount", "more decimals"),
+        (
+            {"name": "P", "priceList": [{"currency": "USD", "unitAmount": 1, "priceType": "recurring"}]},
+            "recurringDetails",
+            "required when priceType is recurring",
+        ),
+        (
+            {"name": "P", "priceList": [recurring() | {"recurringDetails": {"interval": "fortnight"}}]},
+            "priceList.0.recurringDetails.interval",
+            "Input should be",
+        ),
+        (
+            {
+                "name": "P",
+                "priceList": [
+                    recurring() | {"recurringDetails": {"interval": "month", "pricingModel": "tiered"}}
+                ],
+            },
+            "pricingModel",
+            "Input should be",
+        ),
+        (
+            {"name": "P", "priceList": [{"currency": "USD", "unitAmount": 1, "currencyOptions": {"USD": 2}}]},
+            "priceList.0.currencyOptions.USD",
+            "same currency",
+        ),
+        (
+            {"name": "P", "priceList": [{"currency": "USD", "unitAmount": 1, "isDefaultPrice": "yes"}]},
+            "priceList.0.isDefaultPrice",
+            "true or false",
+        ),
+        (
+            {
+                "name": "P",
+                "priceList": [
+                    recurring() | {"recurringDetails": {"interval": "month", "intervalCount": "2"}}
+                ],
+            },
+            "intervalCount",
+            "integer",
+        ),
+        (
+            {
+                "name": "P",
+                "priceList": [
+                    recurring() | {"recurringDetails": {"interval": "month", "intervalCount": 1201}}
+                ],
+            },
+            "priceList.0.recurringDetails.intervalCount",
+            "at most 1200 for interval month",
+        ),
+    ],
+)
 def test_invalid_product_is_400(api: Api, body: dict[str, Any], field: str, rule: str) -> None:
     msg = api.error("POST", "/product", body, 400)
     assert field in msg and rule in msg, msg

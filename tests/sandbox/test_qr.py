@@ -48,11 +48,19 @@ def test_svg_is_the_same_symbol() -> None:
     assert decode_svg(svg) == decode_png(CHECKOUT_QR.png(url))
 
 
-@pytest.mark.parametrize("content", [
-    "https://pay.example/", "https://pay.example/abc", "https://pay.example/abcde",
-    "https://pay.example/ab\u00e9d", "https://pay.example/" + "x" * 200, "https://pay.example/\U0001f4b3\U0001f4b3",
-    "https://other.example/abcd", "HTTPS://PAY.EXAMPLE/abcd",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "https://pay.example/",
+        "https://pay.example/abc",
+        "https://pay.example/abcde",
+        "https://pay.example/ab\u00e9d",
+        "https://pay.example/" + "x" * 200,
+        "https://pay.example/\U0001f4b3\U0001f4b3",
+        "https://other.example/abcd",
+        "HTTPS://PAY.EXAMPLE/abcd",
+    ],
+)
 def test_other_payloads_are_drawn_from_segno(content: str) -> None:
     """A short family (8 x 4 template bits) for speed; other lengths, characters and prefixes fall back."""
     family = qr.QrFamily(prefix="https://pay.example/", tail_length=4)

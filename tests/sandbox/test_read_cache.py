@@ -35,10 +35,18 @@ def pair(tmp_path: Path) -> Iterator[tuple[Api, Api, Path]]:
 
 def _subscribe(api: Api) -> dict[str, Any]:
     plan = api.ok("POST", "/product", {"name": "Plan", "priceList": [recurring()]})
-    return dict(api.ok("POST", "/sandbox/subscriptions", {
-        "customerEmail": "c@example.com", "productId": plan["productId"],
-        "priceId": plan["priceList"][0]["priceId"], "paymentInstrumentId": "pi_test_success",
-    }))
+    return dict(
+        api.ok(
+            "POST",
+            "/sandbox/subscriptions",
+            {
+                "customerEmail": "c@example.com",
+                "productId": plan["productId"],
+                "priceId": plan["priceList"][0]["priceId"],
+                "paymentInstrumentId": "pi_test_success",
+            },
+        )
+    )
 
 
 def test_commits_of_another_server_are_seen(pair: tuple[Api, Api, Path]) -> None:
@@ -90,5 +98,3 @@ def test_rolled_back_reads_are_not_cached(tmp_path: Path) -> None:
         raise RuntimeError("roll back")
     assert db.read_cache() == {}
     assert store.clock_offset_ms(db.conn) == 0
-
-

@@ -24,8 +24,12 @@ from toolkit.sandbox.requests_log import FLUSH_INTERVAL_S, LOG_SIZE
 pytestmark = pytest.mark.timeout(120)
 
 PAYMENT: dict[str, Any] = {
-    "customerEmail": "log@example.com", "paymentMethodType": "CARD", "paymentInstrumentId": "pi_test_default",
-    "amount": 3, "currency": "USD", "returnUrl": "https://r",
+    "customerEmail": "log@example.com",
+    "paymentMethodType": "CARD",
+    "paymentInstrumentId": "pi_test_default",
+    "amount": 3,
+    "currency": "USD",
+    "returnUrl": "https://r",
 }
 
 
@@ -51,8 +55,13 @@ def test_entries_say_what_happened_newest_first(api: Api, unique: str) -> None:
         ("POST", "/payment", 400),
         ("POST", "/payment", 200),
     ]
-    assert [e["merchantReferenceId"] for e in entries] == [None, f"flt-{unique}", None, f"bad-{unique}",
-                                                          f"ok-{unique}"]
+    assert [e["merchantReferenceId"] for e in entries] == [
+        None,
+        f"flt-{unique}",
+        None,
+        f"bad-{unique}",
+        f"ok-{unique}",
+    ]
     assert entries[1]["fault"] == "error" and entries[1]["faultId"].startswith("flt_")
     assert entries[0]["fault"] is None and entries[0]["faultId"] is None
     assert all(isinstance(e["latencyMs"], float) and e["latencyMs"] >= 0 for e in entries)
@@ -91,8 +100,11 @@ async def _concurrent(base_url: str, unique: str, count: int) -> None:
 
 
 def _mine(entries: list[dict[str, Any]], unique: str) -> list[str]:
-    return [e["merchantReferenceId"] or e["path"] for e in entries
-            if unique in (e["merchantReferenceId"] or "") or unique in e["path"]]
+    return [
+        e["merchantReferenceId"] or e["path"]
+        for e in entries
+        if unique in (e["merchantReferenceId"] or "") or unique in e["path"]
+    ]
 
 
 def _expected(unique: str, count: int) -> list[str]:
@@ -113,9 +125,21 @@ def test_two_worker_processes_share_one_log(tmp_path: Path, unique: str) -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLKIT_")}
     env["TOOLKIT_SANDBOX_API_KEY"] = TEST_KEY
     server = subprocess.Popen(
-        [sys.executable, "-m", "toolkit.cli", "sandbox", "--port", str(port), "--workers", "2",
-         "--db", str(tmp_path / "workers.sqlite")],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "toolkit.cli",
+            "sandbox",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+            "--db",
+            str(tmp_path / "workers.sqlite"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -160,8 +184,11 @@ def test_log_requests_prints_one_line_per_request_without_the_key(
     running = start_server(db_path=tmp_path / "echo.sqlite", api_key=TEST_KEY, log_requests=True)
     try:
         auth = {"X-API-KEY": TEST_KEY, "X-Timestamp": str(now_ms())}
-        httpx.post(running.base_url + "/payment", content=to_json_bytes(
-            {**PAYMENT, "merchantReferenceId": f"echo-{unique}\n"}), headers=auth)
+        httpx.post(
+            running.base_url + "/payment",
+            content=to_json_bytes({**PAYMENT, "merchantReferenceId": f"echo-{unique}\n"}),
+            headers=auth,
+        )
         httpx.get(running.base_url + "/subscription/sub_echo", headers=auth)
     finally:
         running.stop()
@@ -174,10 +201,13 @@ def test_log_requests_prints_one_line_per_request_without_the_key(
 def test_the_log_keeps_the_last_rows_only(tmp_path: Path) -> None:
     db = store.Database(tmp_path / "ring.sqlite")
     for batch in range(3):
-        rows = [(1000 * batch + i, "GET", f"/subscription/{batch}-{i}", 404, 10, None, None, None)
-                for i in range(10)]
+        rows = [
+            (1000 * batch + i, "GET", f"/subscription/{batch}-{i}", 404, 10, None, None, None)
+            for i in range(10)
+        ]
         with db.write() as conn:
             store.append_requests(conn, rows=rows, keep=15)
     kept = store.recent_requests(db.conn, limit=100)
-    assert [row["path"] for row in kept] == [f"/subscription/{b}-{i}" for b in (2, 1) for i in range(9, -1, -1)
-                                             ][:15]
+    assert [row["path"] for row in kept] == [
+        f"/subscription/{b}-{i}" for b in (2, 1) for i in range(9, -1, -1)
+    ][:15]

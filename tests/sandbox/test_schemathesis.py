@@ -27,13 +27,24 @@ BUDGET_S = 75
 MAX_EXAMPLES = 25
 PHASES = ("examples", "coverage", "fuzzing", "stateful")
 #: What ``st run --checks all`` runs (max_response_time is apart: it needs a limit).
-EVERY_CHECK = frozenset({
-    "not_a_server_error", "status_code_conformance", "content_type_conformance",
-    "response_headers_conformance", "response_schema_conformance", "negative_data_rejection",
-    "positive_data_acceptance", "missing_required_header", "unsupported_method",
-    "allow_header_conformance", "use_after_free", "ensure_resource_availability", "ignored_auth",
-    "object_level_authorization",
-})
+EVERY_CHECK = frozenset(
+    {
+        "not_a_server_error",
+        "status_code_conformance",
+        "content_type_conformance",
+        "response_headers_conformance",
+        "response_schema_conformance",
+        "negative_data_rejection",
+        "positive_data_acceptance",
+        "missing_required_header",
+        "unsupported_method",
+        "allow_header_conformance",
+        "use_after_free",
+        "ensure_resource_availability",
+        "ignored_auth",
+        "object_level_authorization",
+    }
+)
 
 
 @dataclass
@@ -89,15 +100,17 @@ def st_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSand
 
 @pytest.fixture(scope="module")
 def run(st_sandbox: RunningSandbox) -> Run:
-    config = SchemathesisConfig.from_dict({
-        "seed": SEED,
-        "max-time": BUDGET_S,
-        "workers": 1,
-        "cache": {"enabled": False},
-        "generation": {"max-examples": MAX_EXAMPLES, "database": "none"},
-        "checks": {"enabled": True},
-        "phases": {"enabled": True},
-    })
+    config = SchemathesisConfig.from_dict(
+        {
+            "seed": SEED,
+            "max-time": BUDGET_S,
+            "workers": 1,
+            "cache": {"enabled": False},
+            "generation": {"max-examples": MAX_EXAMPLES, "database": "none"},
+            "checks": {"enabled": True},
+            "phases": {"enabled": True},
+        }
+    )
     # The fault controls change how every other route answers (drop, hang, error): fuzzing them
     # would sabotage the rest of the run. Their validation is tested in tests/sandbox/test_faults.py.
     schema = schemathesis.openapi.from_url(st_sandbox.base_url + "/openapi.json", config=config).exclude(
@@ -126,7 +139,9 @@ def run(st_sandbox: RunningSandbox) -> Run:
         elif isinstance(event, events.NonFatalError | events.FatalError):
             result.errors.append(str(getattr(event, "info", None) or getattr(event, "exception", event)))
         elif isinstance(event, events.EngineFinished):
-            result.failures += [f"[after run] {failure.title}: {failure.message}" for failure in event.failures]
+            result.failures += [
+                f"[after run] {failure.title}: {failure.message}" for failure in event.failures
+            ]
     result.seconds = time.monotonic() - started
     return result
 

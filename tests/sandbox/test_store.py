@@ -90,14 +90,23 @@ def test_checkpoint_never_creates_a_file(tmp_path: Path) -> None:
     assert not missing.exists()
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ({"amount": "12.30"}, "amount: must be a JSON number"),
-    ({"quantity": True}, "quantity: must be a JSON integer"),
-    ({"atPeriodEnd": 1}, "atPeriodEnd: must be true or false"),
-    ({"priceList": [{"name": "x"}, {"unitAmount": "3"}]}, "priceList.1.unitAmount: must be a JSON number"),
-    ({"priceList": [{"currencyOptions": {"EUR": "3"}}]}, "priceList.0.currencyOptions.EUR: must be a JSON number"),
-    ({"phases": [[{"sequence": 1.5}]]}, "phases.0.0.sequence: must be a JSON integer"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"amount": "12.30"}, "amount: must be a JSON number"),
+        ({"quantity": True}, "quantity: must be a JSON integer"),
+        ({"atPeriodEnd": 1}, "atPeriodEnd: must be true or false"),
+        (
+            {"priceList": [{"name": "x"}, {"unitAmount": "3"}]},
+            "priceList.1.unitAmount: must be a JSON number",
+        ),
+        (
+            {"priceList": [{"currencyOptions": {"EUR": "3"}}]},
+            "priceList.0.currencyOptions.EUR: must be a JSON number",
+        ),
+        ({"phases": [[{"sequence": 1.5}]]}, "phases.0.0.sequence: must be a JSON integer"),
+    ],
+)
 def test_check_types_names_the_field(body: dict[str, object], message: str) -> None:
     with pytest.raises(BadRequest) as caught:
         check_types(body)
@@ -105,8 +114,15 @@ def test_check_types_names_the_field(body: dict[str, object], message: str) -> N
 
 
 def test_check_types_accepts_right_types() -> None:
-    check_types({"amount": 1, "quantity": None, "priceList": [{"unitAmount": 2, "currencyOptions": {"EUR": 3}}],
-                 "metadata": {"amount": None}, "atPeriodEnd": False})
+    check_types(
+        {
+            "amount": 1,
+            "quantity": None,
+            "priceList": [{"unitAmount": 2, "currencyOptions": {"EUR": 3}}],
+            "metadata": {"amount": None},
+            "atPeriodEnd": False,
+        }
+    )
 
 
 def test_an_integer_may_be_written_with_a_zero_fraction() -> None:

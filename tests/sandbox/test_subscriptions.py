@@ -18,8 +18,12 @@ def _plan(api: Api, *prices: dict[str, Any]) -> dict[str, Any]:
 
 
 def _subscribe(api: Api, plan: dict[str, Any], index: int = 0, **fields: Any) -> dict[str, Any]:
-    body = {"customerEmail": "s@example.com", "productId": plan["productId"],
-            "priceId": plan["priceList"][index]["priceId"], "paymentInstrumentId": "pi_test_success"}
+    body = {
+        "customerEmail": "s@example.com",
+        "productId": plan["productId"],
+        "priceId": plan["priceList"][index]["priceId"],
+        "paymentInstrumentId": "pi_test_success",
+    }
     body.update(fields)
     data: dict[str, Any] = api.ok("POST", "/sandbox/subscriptions", body)
     return data
@@ -35,11 +39,31 @@ def test_subscription_has_every_field_and_trial(api: Api) -> None:
     got = api.ok("GET", f"/subscription/{sub['subscriptionId']}")
     assert got == sub
     spec_fields = {
-        "subscriptionId", "customerId", "productId", "priceId", "priceSnapshotId", "createTime",
-        "quantity", "paymentMethodType", "paymentInstrumentId", "merchantReference", "trialStart",
-        "trialEnd", "currentPeriodStart", "currentPeriodEnd", "cancelAt", "cancelAtPeriodEnd",
-        "canceledAt", "cancelReason", "recurringInvoiceItem", "upcomingInvoiceItem", "scheduledPhases",
-        "elapsedCycles", "sessionId", "metadata"}
+        "subscriptionId",
+        "customerId",
+        "productId",
+        "priceId",
+        "priceSnapshotId",
+        "createTime",
+        "quantity",
+        "paymentMethodType",
+        "paymentInstrumentId",
+        "merchantReference",
+        "trialStart",
+        "trialEnd",
+        "currentPeriodStart",
+        "currentPeriodEnd",
+        "cancelAt",
+        "cancelAtPeriodEnd",
+        "canceledAt",
+        "cancelReason",
+        "recurringInvoiceItem",
+        "upcomingInvoiceItem",
+        "scheduledPhases",
+        "elapsedCycles",
+        "sessionId",
+        "metadata",
+    }
     assert spec_fields <= set(got)
     assert got["subscriptionId"].startswith("sub_") and got["sessionId"].startswith("ses_")
     assert got["status"] == "trialing" and got["elapsedCycles"] == 0 and got["currency"] == "USD"
@@ -68,8 +92,10 @@ def test_monthly_periods_clamp_to_month_end(api: Api) -> None:
     assert sub["elapsedCycles"] == 1 and sub["trialStart"] is None
 
 
-@pytest.mark.parametrize(("interval", "count", "days", "cycles"), [
-    ("day", 1, 10, 11), ("week", 2, 30, 3), ("quarter", 1, 200, 3), ("year", 1, 400, 2)])
+@pytest.mark.parametrize(
+    ("interval", "count", "days", "cycles"),
+    [("day", 1, 10, 11), ("week", 2, 30, 3), ("quarter", 1, 200, 3), ("year", 1, 400, 2)],
+)
 def test_clock_advance_renews(api: Api, interval: str, count: int, days: int, cycles: int) -> None:
     sub = _subscribe(api, _plan(api, recurring(interval, count)))
     _advance(api, days=days)
@@ -82,9 +108,15 @@ def test_clock_advance_renews(api: Api, interval: str, count: int, days: int, cy
 def test_scheduled_phases_change_quantity_and_price(api: Api) -> None:
     plan = _plan(api, recurring("month", 1, amount=10), recurring("month", 1, amount=25))
     upgrade = plan["priceList"][1]["priceSnapshotId"]
-    sub = _subscribe(api, plan, quantity=1, scheduledPhases=[
-        {"effectiveCycle": 2, "quantity": 4},
-        {"effectiveCycle": 3, "priceSnapshotId": upgrade, "metadata": {"tier": "gold"}}])
+    sub = _subscribe(
+        api,
+        plan,
+        quantity=1,
+        scheduledPhases=[
+            {"effectiveCycle": 2, "quantity": 4},
+            {"effectiveCycle": 3, "priceSnapshotId": upgrade, "metadata": {"tier": "gold"}},
+        ],
+    )
     assert [p["sequence"] for p in sub["scheduledPhases"]] == [1, 2]
     assert Decimal(str(sub["upcomingInvoiceItem"]["amount"])) == Decimal("40.00")
     _advance(api, days=32)
@@ -117,17 +149,41 @@ def test_subscription_errors(api: Api) -> None:
     plan = _plan(api, recurring(), {"currency": "USD", "unitAmount": 5})
     assert "unknown subscription" in api.error("GET", "/subscription/sub_missing", None, 404)
     assert api.error("POST", "/sandbox/subscriptions/sub_missing/cancel", {}, 404)
-    msg = api.error("POST", "/sandbox/subscriptions", {
-        "customerEmail": "x@example.com", "productId": plan["productId"],
-        "priceId": plan["priceList"][1]["priceId"], "paymentInstrumentId": "pi_test_success"}, 409)
+    msg = api.error(
+        "POST",
+        "/sandbox/subscriptions",
+        {
+            "customerEmail": "x@example.com",
+            "productId": plan["productId"],
+            "priceId": plan["priceList"][1]["priceId"],
+            "paymentInstrumentId": "pi_test_success",
+        },
+        409,
+    )
     assert "priceId" in msg and "recurring" in msg
-    msg = api.error("POST", "/sandbox/subscriptions", {
-        "productId": plan["productId"], "priceId": plan["priceList"][0]["priceId"],
-        "paymentInstrumentId": "pi_test_success"}, 400)
+    msg = api.error(
+        "POST",
+        "/sandbox/subscriptions",
+        {
+            "productId": plan["productId"],
+            "priceId": plan["priceList"][0]["priceId"],
+            "paymentInstrumentId": "pi_test_success",
+        },
+        400,
+    )
     assert "customerEmail" in msg
-    msg = api.error("POST", "/sandbox/subscriptions", {
-        "customerEmail": "x@example.com", "productId": plan["productId"],
-        "priceId": plan["priceList"][0]["priceId"], "paymentInstrumentId": "pi_test_success",
-        "scheduledPhases": [{"effectiveCycle": 2, "priceSnapshotId": plan["priceList"][1]["priceSnapshotId"]}]},
-        409)
+    msg = api.error(
+        "POST",
+        "/sandbox/subscriptions",
+        {
+            "customerEmail": "x@example.com",
+            "productId": plan["productId"],
+            "priceId": plan["priceList"][0]["priceId"],
+            "paymentInstrumentId": "pi_test_success",
+            "scheduledPhases": [
+                {"effectiveCycle": 2, "priceSnapshotId": plan["priceList"][1]["priceSnapshotId"]}
+            ],
+        },
+        409,
+    )
     assert "scheduledPhases.0.priceSnapshotId" in msg

@@ -1,10 +1,10 @@
 """Reconciliation: load a ledger and a processor side, compare them exactly, report the exceptions.
 
-    load_ledger / load_processor / load_subscription_ledger  ->  LoadedInput
-    select_period(loaded, column, start, end)                 ->  LoadedInput (outside counted)
-    reconcile(ledger, processor)                              ->  ReconciliationResult
-    reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
-    write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
+load_ledger / load_processor / load_subscription_ledger  ->  LoadedInput
+select_period(loaded, column, start, end)                 ->  LoadedInput (outside counted)
+reconcile(ledger, processor)                              ->  ReconciliationResult
+reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
+write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
 """
 
 from toolkit.reconcile.engine import reconcile

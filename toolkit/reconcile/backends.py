@@ -124,11 +124,15 @@ def _resource_failure(backend: Backend, exc: Exception) -> str | None:
     limit = f"{backend.memory_limit / (1 << 30):.1f} GiB"
     if "No space left on device" in text or "ENOSPC" in text:
         where = backend.spill_dir or "the temporary directory"
-        return (f"the {backend.name} engine ran out of disk space while spilling to {where}; "
-                "free space there or give --spill-dir on a disk with room")
+        return (
+            f"the {backend.name} engine ran out of disk space while spilling to {where}; "
+            "free space there or give --spill-dir on a disk with room"
+        )
     if "OutOfMemory" in type(exc).__name__ or "Out of Memory" in text or "OutOfMemoryError" in text:
-        return (f"the {backend.name} engine ran out of its memory limit ({limit}); raise "
-                "--memory-limit, or give --spill-dir on a disk with room to spill to")
+        return (
+            f"the {backend.name} engine ran out of its memory limit ({limit}); raise "
+            "--memory-limit, or give --spill-dir on a disk with room to spill to"
+        )
     return None
 
 
@@ -146,8 +150,11 @@ def connect(
     """
     if name not in BACKENDS:
         raise EngineError(f"unknown backend {name!r}: use one of {', '.join(BACKENDS)}")
-    limit = (parse_memory_limit(memory_limit) if isinstance(memory_limit, str)
-             else memory_limit or default_memory_limit())
+    limit = (
+        parse_memory_limit(memory_limit)
+        if isinstance(memory_limit, str)
+        else memory_limit or default_memory_limit()
+    )
     spill = Path(spill_dir).resolve() if spill_dir else None
     key = (name, limit, str(spill or ""))
     with _CACHE_LOCK:
@@ -200,23 +207,32 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
     if remote:
         builder = builder.remote(remote)
     else:
-        builder = (builder.master(master or "local[*]").config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false"))
+        builder = (
+            builder.master(master or "local[*]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+        )
         if not master or master.startswith("local"):
             # Nothing is written where the command runs (Spark's default warehouse is ./).
             warehouse = Path(tempfile.mkdtemp(prefix="toolkit-spark-"))
             atexit.register(shutil.rmtree, warehouse, True)
-            builder = (builder.config("spark.driver.memory", f"{max(limit >> 20, 512)}m")
-                       .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
-                       .config("spark.sql.warehouse.dir", str(warehouse))
-                       .config("spark.sql.session.timeZone", "UTC"))
+            builder = (
+                builder.config("spark.driver.memory", f"{max(limit >> 20, 512)}m")
+                .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+                .config("spark.sql.warehouse.dir", str(warehouse))
+                .config("spark.sql.session.timeZone", "UTC")
+            )
         if spill is not None:
             builder = builder.config("spark.local.dir", str(spill))
     try:
         return builder.getOrCreate()
     except Exception as exc:
         where = remote or master or "a local session"
-        hint = ("is Java 17 installed and JAVA_HOME set?" if not (remote or master)
-                else "is the cluster reachable?")
-        raise EngineError(f"Spark could not start ({where}): {type(exc).__name__}; {hint} "
-                          "Or run with --backend duckdb") from None
+        hint = (
+            "is Java 17 installed and JAVA_HOME set?"
+            if not (remote or master)
+            else "is the cluster reachable?"
+        )
+        raise EngineError(
+            f"Spark could not start ({where}): {type(exc).__name__}; {hint} Or run with --backend duckdb"
+        ) from None

@@ -106,8 +106,11 @@ CATEGORY_WORDS: dict[str, tuple[str, str]] = {
     ),
 }
 
-SIDE_WORDS = {"ledger": "Ledger (the books)", "processor": "Processor",
-              "subscription ledger": "Subscription ledger"}
+SIDE_WORDS = {
+    "ledger": "Ledger (the books)",
+    "processor": "Processor",
+    "subscription ledger": "Subscription ledger",
+}
 
 FOOTNOTE = (
     "Matched: payments found on both sides with the same amount, currency and status (the "
@@ -141,8 +144,20 @@ def plain(value: Any) -> str:
     return str(value)
 
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def _day(value: date | str | None) -> str:
@@ -262,14 +277,16 @@ def currency_lines(result: ReconciliationResult) -> list[CurrencyLine]:
         matched = rows[rows["category"] == "matched"]
         risky = rows[rows["category"] != "matched"]
         matched_amount, risk_amount = _sum(matched["amount"]), _sum(risky["amount"])
-        lines.append(CurrencyLine(
-            currency=code,
-            matched_count=int(matched["count"].sum()),
-            matched=money_text(matched_amount, code),
-            at_risk_count=int(risky["count"].sum()),
-            at_risk=money_text(risk_amount, code),
-            net=money_text(net_of[code], code, signed=True) if code in net_of else "",
-        ))
+        lines.append(
+            CurrencyLine(
+                currency=code,
+                matched_count=int(matched["count"].sum()),
+                matched=money_text(matched_amount, code),
+                at_risk_count=int(risky["count"].sum()),
+                at_risk=money_text(risk_amount, code),
+                net=money_text(net_of[code], code, signed=True) if code in net_of else "",
+            )
+        )
     return lines
 
 
@@ -286,12 +303,13 @@ def category_lines(result: ReconciliationResult) -> tuple[list[CategoryLine], li
             continue
         rows = summary[summary["category"] == code].sort_values("currency")
         amounts = " · ".join(
-            money_text(amount, currency) for currency, amount in zip(rows["currency"], rows["amount"],
-                                                                     strict=True)
+            money_text(amount, currency)
+            for currency, amount in zip(rows["currency"], rows["amount"], strict=True)
             if amount is not None and amount is not pd.NA
         )
-        found.append(CategoryLine(code, label, action, count, amounts,
-                                  bar=max(1, round(100 * count / largest))))
+        found.append(
+            CategoryLine(code, label, action, count, amounts, bar=max(1, round(100 * count / largest)))
+        )
     return found, clear
 
 
@@ -312,8 +330,7 @@ def verdict(result: ReconciliationResult) -> str:
     rejected = result.category_counts.get("rejected_row", 0)
     unreadable = f", {rejected:,} of them rows that could not be read" if rejected else ""
     exceptions = "exception" if result.exception_count == 1 else "exceptions"
-    return (f"{result.exception_count:,} {exceptions} to review{unreadable}; "
-            f"{matched:,} {noun} matched.")
+    return f"{result.exception_count:,} {exceptions} to review{unreadable}; {matched:,} {noun} matched."
 
 
 def _ranks(keys: list[tuple[Any, ...] | None]) -> list[int]:
@@ -349,21 +366,25 @@ def exception_rows(
     order = {name: i for i, name in enumerate(CATEGORIES)}
     category_rank = _ranks([(order.get(str(r["category"]), len(order)), i) for i, r in enumerate(records)])
     ledger_rank = _ranks([_amount_key(r["ledger_amount"], r["ledger_currency"]) for r in records])
-    processor_rank = _ranks([_amount_key(r["processor_amount"], r["processor_currency"])
-                             for r in records])
+    processor_rank = _ranks([_amount_key(r["processor_amount"], r["processor_currency"]) for r in records])
     where = [source_words(plain(r["source"]), short=True) for r in records]
     where_rank = _ranks([(w, int(r["source_row"])) for w, r in zip(where, records, strict=True)])
     table = []
     for i, r in enumerate(records):
         category = str(r["category"])
-        table.append(ExceptionRow(category, (
-            Cell(plain(r["merchantReferenceId"])),
-            Cell(category_label(category), category, category_rank[i]),
-            _side_cell(r, "ledger", ledger_rank[i]),
-            _side_cell(r, "processor", processor_rank[i]),
-            Cell(where[i], f"row {r['source_row']}", where_rank[i]),
-            Cell(plain(r["detail"])),
-        )))
+        table.append(
+            ExceptionRow(
+                category,
+                (
+                    Cell(plain(r["merchantReferenceId"])),
+                    Cell(category_label(category), category, category_rank[i]),
+                    _side_cell(r, "ledger", ledger_rank[i]),
+                    _side_cell(r, "processor", processor_rank[i]),
+                    Cell(where[i], f"row {r['source_row']}", where_rank[i]),
+                    Cell(plain(r["detail"])),
+                ),
+            )
+        )
     return table, cut
 
 
@@ -386,21 +407,37 @@ def script() -> tuple[str, str]:
 
 
 def page(
-    result: ReconciliationResult, *, title: str, environment: str, generated_at: str,
-    period: Period, rows: int,
+    result: ReconciliationResult,
+    *,
+    title: str,
+    environment: str,
+    generated_at: str,
+    period: Period,
+    rows: int,
 ) -> dict[str, Any]:
     """Everything the template shows, as plain values."""
     found, clear = category_lines(result)
     table, cut = exception_rows(result, rows)
     code, script_hash = script()
     return {
-        "title": title, "environment": environment, "generated_at": generated_at,
-        "period": period_text(period), "tolerance": tolerance_text(result.amount_tolerance),
-        "verdict": verdict(result), "sources": source_lines(result),
+        "title": title,
+        "environment": environment,
+        "generated_at": generated_at,
+        "period": period_text(period),
+        "tolerance": tolerance_text(result.amount_tolerance),
+        "verdict": verdict(result),
+        "sources": source_lines(result),
         "outside": any(c.outside for c in result.counts),
         "adds_up": all(c.adds_up for c in result.counts),
-        "currencies": currency_lines(result), "footnote": FOOTNOTE,
+        "currencies": currency_lines(result),
+        "footnote": FOOTNOTE,
         "unreadable": result.category_counts.get("rejected_row", 0),
-        "found": found, "clear": clear, "rows": table, "cut": cut, "per_category": rows,
-        "shown": len(table), "script": code, "script_hash": script_hash,
+        "found": found,
+        "clear": clear,
+        "rows": table,
+        "cut": cut,
+        "per_category": rows,
+        "shown": len(table),
+        "script": code,
+        "script_hash": script_hash,
     }

@@ -67,8 +67,16 @@ from toolkit.reconcile.result import (
 )
 
 __all__ = [
-    "CATEGORIES", "EXCEPTION_COLUMNS", "PAYMENT_CATEGORIES", "SUBSCRIPTION_CATEGORIES",
-    "SUMMARY_COLUMNS", "ReconciliationResult", "RowCounts", "SideTotal", "_decimals", "reconcile",
+    "CATEGORIES",
+    "EXCEPTION_COLUMNS",
+    "PAYMENT_CATEGORIES",
+    "SUBSCRIPTION_CATEGORIES",
+    "SUMMARY_COLUMNS",
+    "ReconciliationResult",
+    "RowCounts",
+    "SideTotal",
+    "_decimals",
+    "reconcile",
 ]
 
 _SIDES = ("ledger", "processor")
@@ -76,9 +84,23 @@ _SIDES = ("ledger", "processor")
 _SUM_TYPE = dt.Decimal(38, 0)
 #: The columns of one side's row kept for the steps after the check (the flags say why a row is
 #: rejected; its text as written is read again for the few rejected rows only).
-_SLIM = ("_key", "_minor", "_currency", "_digits", "_status", "_ord", "source_row", "_source",
-         "_problem", "_outside", "_bad_key", "_bad_currency", "_bad_status", "_amount_error",
-         "_bad_date")
+_SLIM = (
+    "_key",
+    "_minor",
+    "_currency",
+    "_digits",
+    "_status",
+    "_ord",
+    "source_row",
+    "_source",
+    "_problem",
+    "_outside",
+    "_bad_key",
+    "_bad_currency",
+    "_bad_status",
+    "_amount_error",
+    "_bad_date",
+)
 
 
 @dataclass(frozen=True)
@@ -109,25 +131,32 @@ def reconcile(
     """
     if amount_tolerance < 0:
         raise ValueError("amount_tolerance must be >= 0 (minor units)")
-    engine = backend if isinstance(backend, Backend) else connect(
-        backend, memory_limit=memory_limit, spill_dir=spill_dir)
+    engine = (
+        backend
+        if isinstance(backend, Backend)
+        else connect(backend, memory_limit=memory_limit, spill_dir=spill_dir)
+    )
     with engine.failures():
-        led, pro = (checked_rows(engine, name, loaded)
-                    for name, loaded in zip(_SIDES, (ledger, processor), strict=True))
+        led, pro = (
+            checked_rows(engine, name, loaded)
+            for name, loaded in zip(_SIDES, (ledger, processor), strict=True)
+        )
         keys = pair_keys(led, pro)
         flagged = engine.keep(classify(keys, amount_tolerance))
         stats = flag_stats(engine, flagged)
-        duplicates = {side.name: duplicate_rows(engine, side, flagged)
-                      for side in (led, pro) if stats[f"duplicate_in_{side.name}"].sum()}
+        duplicates = {
+            side.name: duplicate_rows(engine, side, flagged)
+            for side in (led, pro)
+            if stats[f"duplicate_in_{side.name}"].sum()
+        }
         exceptions = exception_rows(engine, flagged, duplicates, stats)
         side_sums = side_aggregates(engine, (led, pro))
-        rejected = {side.name: rejected_rows(engine, side, side_sums[side.name])
-                    for side in (led, pro)}
+        rejected = {side.name: rejected_rows(engine, side, side_sums[side.name]) for side in (led, pro)}
         counts = count_rows((led, pro), stats, side_sums, rejected)
-        matched = matched_summary(engine, led, stats, duplicates.get("ledger"),
-                                  side_sums["ledger"])
-        return summarise(engine, keys, (led, pro), exceptions, rejected, side_sums, matched,
-                         counts, amount_tolerance)
+        matched = matched_summary(engine, led, stats, duplicates.get("ledger"), side_sums["ledger"])
+        return summarise(
+            engine, keys, (led, pro), exceptions, rejected, side_sums, matched, counts, amount_tolerance
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,15 +184,27 @@ def _per_key(side: _Side) -> ir.Table:
     """
     rows = side.usable
     p = side.name[0]  # "l" or "p"
-    ranked = rows.mutate(_n=rows.count().over(group_by=rows._key),
-                         _rank=ibis.row_number().over(group_by=rows._key, order_by=rows._ord))
+    ranked = rows.mutate(
+        _n=rows.count().over(group_by=rows._key),
+        _rank=ibis.row_number().over(group_by=rows._key, order_by=rows._ord),
+    )
     first = ranked.filter(ranked._rank == 0)
-    return first.select(_key=first._key, **{f"{p}_n": first._n}, **{
-        f"{p}_{name}": first[column] for name, column in (
-            ("ord", "_ord"), ("minor", "_minor"), ("currency", "_currency"),
-            ("digits", "_digits"), ("status", "_status"), ("row", "source_row"),
-            ("source", "_source"))
-    })
+    return first.select(
+        _key=first._key,
+        **{f"{p}_n": first._n},
+        **{
+            f"{p}_{name}": first[column]
+            for name, column in (
+                ("ord", "_ord"),
+                ("minor", "_minor"),
+                ("currency", "_currency"),
+                ("digits", "_digits"),
+                ("status", "_status"),
+                ("row", "source_row"),
+                ("source", "_source"),
+            )
+        },
+    )
 
 
 def pair_keys(led: _Side, pro: _Side) -> ir.Table:
@@ -188,8 +229,9 @@ def classify(keys: ir.Table, amount_tolerance: int) -> ir.Table:
     flags = {
         "missing_in_processor": has_l & ~has_p,
         "missing_in_ledger": has_p & ~has_l,
-        "amount_mismatch": both & same_currency & (
-            (difference < 0).ifelse(-difference, difference) > amount_tolerance),
+        "amount_mismatch": both
+        & same_currency
+        & ((difference < 0).ifelse(-difference, difference) > amount_tolerance),
         "currency_mismatch": both & ~same_currency,
         "status_mismatch": both & (keys.l_status != keys.p_status) & ~unknown,
         "duplicate_in_processor": has_p & (keys.p_n > 1),
@@ -208,9 +250,9 @@ def flag_stats(engine: Backend, flagged: ir.Table) -> pd.DataFrame:
     each side they hold, and the keys with one ledger row (count and exact sum)."""
     single = flagged.l_n == 1
     table = flagged.group_by(currency=flagged.l_currency).aggregate(
-        **{name: flagged[name].ifelse(1, 0).sum() for name in PAYMENT_CATEGORIES
-           if name != "rejected_row"},
-        l_rows=flagged.l_n.fill_null(0).sum(), p_rows=flagged.p_n.fill_null(0).sum(),
+        **{name: flagged[name].ifelse(1, 0).sum() for name in PAYMENT_CATEGORIES if name != "rejected_row"},
+        l_rows=flagged.l_n.fill_null(0).sum(),
+        p_rows=flagged.p_n.fill_null(0).sum(),
         single_n=single.ifelse(1, 0).sum(),
         single_total=single.ifelse(flagged.l_minor, 0).cast(_SUM_TYPE).sum(),
     )
@@ -231,10 +273,19 @@ def duplicate_rows(engine: Backend, side: _Side, flagged: ir.Table) -> ir.Table:
     rows = rows.mutate(_rank=ibis.row_number().over(group_by=rows._key, order_by=rows._ord))
     second = rows._rank == 1
     grouped = rows.group_by(_dup_key=rows._key).aggregate(
-        _rows=rows.source_row.collect(), _count=rows.count(),
-        **{f"{p}2_{name}": rows[column].max(where=second) for name, column in (
-            ("minor", "_minor"), ("currency", "_currency"), ("digits", "_digits"),
-            ("status", "_status"), ("row", "source_row"), ("source", "_source"))},
+        _rows=rows.source_row.collect(),
+        _count=rows.count(),
+        **{
+            f"{p}2_{name}": rows[column].max(where=second)
+            for name, column in (
+                ("minor", "_minor"),
+                ("currency", "_currency"),
+                ("digits", "_digits"),
+                ("status", "_status"),
+                ("row", "source_row"),
+                ("source", "_source"),
+            )
+        },
     )
     listed = grouped._rows.sort().map(lambda r: r.cast("string")).join(", ")
     return engine.keep(grouped.mutate(_rows_text=listed).drop("_rows"))
@@ -248,50 +299,102 @@ def exception_rows(
     f = flagged
     parts: list[ir.Table] = []
 
-    def part(category: str, table: ir.Table, on_processor: bool, detail: ir.StringValue,
-             amount: ir.IntegerValue, **sides: ir.Value) -> None:
+    def part(
+        category: str,
+        table: ir.Table,
+        on_processor: bool,
+        detail: ir.StringValue,
+        amount: ir.IntegerValue,
+        **sides: ir.Value,
+    ) -> None:
         if not stats[category].sum():  # a smaller query: only the categories found
             return
         columns = {
-            "merchantReferenceId": table.key, "category": ibis.literal(category),
+            "merchantReferenceId": table.key,
+            "category": ibis.literal(category),
             "_rank": ibis.literal(CATEGORIES.index(category)),
             "_on_processor": ibis.literal(on_processor),
-            "l_minor": table.l_minor, "l_digits": table.l_digits,
-            "l_currency": table.l_currency, "l_status": table.l_status, "l_row": table.l_row,
+            "l_minor": table.l_minor,
+            "l_digits": table.l_digits,
+            "l_currency": table.l_currency,
+            "l_status": table.l_status,
+            "l_row": table.l_row,
             "l_source": table.l_source,
-            "p_minor": table.p_minor, "p_digits": table.p_digits,
-            "p_currency": table.p_currency, "p_status": table.p_status, "p_row": table.p_row,
+            "p_minor": table.p_minor,
+            "p_digits": table.p_digits,
+            "p_currency": table.p_currency,
+            "p_status": table.p_status,
+            "p_row": table.p_row,
             "p_source": table.p_source,
         }
         columns |= sides
         columns["detail"] = detail
         columns["_amount"] = amount
         selected = table.select(**columns)
-        parts.append(selected.cast({"l_minor": "int64", "p_minor": "int64", "l_digits": "int64",
-                                    "p_digits": "int64", "l_row": "int64", "p_row": "int64",
-                                    "_amount": "int64"}))
+        parts.append(
+            selected.cast(
+                {
+                    "l_minor": "int64",
+                    "p_minor": "int64",
+                    "l_digits": "int64",
+                    "p_digits": "int64",
+                    "l_row": "int64",
+                    "p_row": "int64",
+                    "_amount": "int64",
+                }
+            )
+        )
 
     only_l = f.filter(f.missing_in_processor)
-    part("missing_in_processor", only_l, False, ibis.literal("not found at the processor"),
-         only_l.l_minor)
+    part("missing_in_processor", only_l, False, ibis.literal("not found at the processor"), only_l.l_minor)
     only_p = f.filter(f.missing_in_ledger)
     part("missing_in_ledger", only_p, True, ibis.literal("not found in the ledger"), only_p.p_minor)
     amount = f.filter(f.amount_mismatch)
     difference = amount.l_minus_p
-    part("amount_mismatch", amount, False,
-         "ledger " + minor_text(amount.l_minor, amount.l_digits) + " " + amount.l_currency
-         + ", processor " + minor_text(amount.p_minor, amount.l_digits) + " " + amount.l_currency
-         + " (difference " + minor_text(difference, amount.l_digits) + "); processor row "
-         + amount.p_row.cast("string"),
-         (difference < 0).ifelse(-difference, difference))
+    part(
+        "amount_mismatch",
+        amount,
+        False,
+        "ledger "
+        + minor_text(amount.l_minor, amount.l_digits)
+        + " "
+        + amount.l_currency
+        + ", processor "
+        + minor_text(amount.p_minor, amount.l_digits)
+        + " "
+        + amount.l_currency
+        + " (difference "
+        + minor_text(difference, amount.l_digits)
+        + "); processor row "
+        + amount.p_row.cast("string"),
+        (difference < 0).ifelse(-difference, difference),
+    )
     currency = f.filter(f.currency_mismatch)
-    part("currency_mismatch", currency, False,
-         "ledger " + currency.l_currency + ", processor " + currency.p_currency
-         + "; processor row " + currency.p_row.cast("string"), currency.l_minor)
+    part(
+        "currency_mismatch",
+        currency,
+        False,
+        "ledger "
+        + currency.l_currency
+        + ", processor "
+        + currency.p_currency
+        + "; processor row "
+        + currency.p_row.cast("string"),
+        currency.l_minor,
+    )
     status = f.filter(f.status_mismatch)
-    part("status_mismatch", status, False,
-         "ledger " + status.l_status + ", processor " + status.p_status + "; processor row "
-         + status.p_row.cast("string"), status.l_minor)
+    part(
+        "status_mismatch",
+        status,
+        False,
+        "ledger "
+        + status.l_status
+        + ", processor "
+        + status.p_status
+        + "; processor row "
+        + status.p_row.cast("string"),
+        status.l_minor,
+    )
     for side in ("processor", "ledger"):
         p = side[0]
         if side not in duplicates:
@@ -300,20 +403,33 @@ def exception_rows(
         keyed = f.filter(f[f"duplicate_in_{side}"])
         joined = keyed.join(dups, keyed.key == dups._dup_key)
         # The row shown is the second occurrence: the one that should not be there.
-        own = {f"{p}_{name}": joined[f"{p}2_{name}"]
-               for name in ("minor", "currency", "digits", "status", "row", "source")}
+        own = {
+            f"{p}_{name}": joined[f"{p}2_{name}"]
+            for name in ("minor", "currency", "digits", "status", "row", "source")
+        }
         other_minor = joined["l_minor" if side == "processor" else "p_minor"]
         own_minor = joined[f"{p}2_minor"]
         led_minor = own_minor if side == "ledger" else other_minor
-        part(f"duplicate_in_{side}", joined, side == "processor",
-             "appears " + joined._count.cast("string") + f" times in the {side} (rows "
-             + joined._rows_text + ")",
-             led_minor.isnull().ifelse(own_minor, led_minor) if side == "processor"
-             else own_minor, **own)
+        part(
+            f"duplicate_in_{side}",
+            joined,
+            side == "processor",
+            "appears "
+            + joined._count.cast("string")
+            + f" times in the {side} (rows "
+            + joined._rows_text
+            + ")",
+            led_minor.isnull().ifelse(own_minor, led_minor) if side == "processor" else own_minor,
+            **own,
+        )
     unknown = f.filter(f.unknown_outcome)
-    part("unknown_outcome", unknown, True,
-         ibis.literal("the processor does not know the outcome of this payment"),
-         unknown.l_minor.isnull().ifelse(unknown.p_minor, unknown.l_minor))
+    part(
+        "unknown_outcome",
+        unknown,
+        True,
+        ibis.literal("the processor does not know the outcome of this payment"),
+        unknown.l_minor.isnull().ifelse(unknown.p_minor, unknown.l_minor),
+    )
     if not parts:
         return _exception_frame(None)
     union = parts[0]
@@ -357,22 +473,27 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
         digits.append(np.where(has, places, -1))
         present.append(has)
     ledger_amount, processor_amount = _decimals(minors, digits)
-    source = np.where(on_processor, _texts(table.column("p_source")),
-                      _texts(table.column("l_source")))
+    source = np.where(on_processor, _texts(table.column("p_source")), _texts(table.column("l_source")))
     amount, _ = _integers(table.column("_amount"))
-    return pd.DataFrame({
-        "merchantReferenceId": _texts(table.column("merchantReferenceId")),
-        "category": pd.Categorical(_texts(table.column("category")), categories=list(CATEGORIES)),
-        "ledger_amount": ledger_amount, "processor_amount": processor_amount,
-        "ledger_currency": _texts(table.column("l_currency")),
-        "processor_currency": _texts(table.column("p_currency")),
-        "ledger_status": _texts(table.column("l_status")),
-        "processor_status": _texts(table.column("p_status")),
-        "source": source, "source_row": row, "detail": _texts(table.column("detail")),
-        "_cur": np.where(present[0], _texts(table.column("l_currency")),
-                         _texts(table.column("p_currency"))),
-        "_amount": amount,
-    })
+    return pd.DataFrame(
+        {
+            "merchantReferenceId": _texts(table.column("merchantReferenceId")),
+            "category": pd.Categorical(_texts(table.column("category")), categories=list(CATEGORIES)),
+            "ledger_amount": ledger_amount,
+            "processor_amount": processor_amount,
+            "ledger_currency": _texts(table.column("l_currency")),
+            "processor_currency": _texts(table.column("p_currency")),
+            "ledger_status": _texts(table.column("l_status")),
+            "processor_status": _texts(table.column("p_status")),
+            "source": source,
+            "source_row": row,
+            "detail": _texts(table.column("detail")),
+            "_cur": np.where(
+                present[0], _texts(table.column("l_currency")), _texts(table.column("p_currency"))
+            ),
+            "_amount": amount,
+        }
+    )
 
 
 def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFrame:
@@ -383,9 +504,11 @@ def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFr
     bad = side.rows.filter(side.rows._problem.notnull())
     period = side.loaded.period
     text = ["merchantReferenceId", "amount", "currency", "status"]
-    written = side.written.select(*text, _written_ord=side.written._ord,
-                                  _date_text=side.written[period.column] if period
-                                  else ibis.literal(""))
+    written = side.written.select(
+        *text,
+        _written_ord=side.written._ord,
+        _date_text=side.written[period.column] if period else ibis.literal(""),
+    )
     joined = bad.join(written, bad._ord == written._written_ord)
     return rejected_frame(side.loaded, engine, joined)
 
@@ -400,19 +523,25 @@ def side_aggregates(engine: Backend, sides: tuple[_Side, _Side]) -> dict[str, pd
     for side in sides:
         rows = side.rows
         usable = rows._problem.isnull() & ~rows._outside
-        parts.append(rows.group_by(currency=rows._currency).aggregate(
-            rows=rows.count(),
-            usable=usable.ifelse(1, 0).sum(),
-            total=usable.ifelse(rows._minor, 0).cast(_SUM_TYPE).sum(),
-            rejected=rows._problem.notnull().ifelse(1, 0).sum(),
-            outside=rows._outside.ifelse(1, 0).sum(),
-        ).mutate(side=ibis.literal(side.name)))
+        parts.append(
+            rows.group_by(currency=rows._currency)
+            .aggregate(
+                rows=rows.count(),
+                usable=usable.ifelse(1, 0).sum(),
+                total=usable.ifelse(rows._minor, 0).cast(_SUM_TYPE).sum(),
+                rejected=rows._problem.notnull().ifelse(1, 0).sum(),
+                outside=rows._outside.ifelse(1, 0).sum(),
+            )
+            .mutate(side=ibis.literal(side.name))
+        )
     frame = engine.arrow(parts[0].union(parts[1])).to_pandas()
     return {side.name: frame[frame["side"] == side.name].reset_index(drop=True) for side in sides}
 
 
 def count_rows(
-    sides: tuple[_Side, _Side], stats: pd.DataFrame, side_sums: dict[str, pd.DataFrame],
+    sides: tuple[_Side, _Side],
+    stats: pd.DataFrame,
+    side_sums: dict[str, pd.DataFrame],
     rejected: dict[str, pd.DataFrame],
 ) -> tuple[RowCounts, RowCounts]:
     """What became of every row of each side: the rows of flagged keys are in exceptions."""
@@ -420,16 +549,25 @@ def count_rows(
     for side in sides:
         sums = side_sums[side.name]
         flagged_rows = int(stats[f"{side.name[0]}_rows"].sum())
-        counts.append(RowCounts(
-            side=side.name, source=side.loaded.source, rows=int(sums["rows"].sum()),
-            matched=int(sums["usable"].sum()) - flagged_rows, exceptions=flagged_rows,
-            rejected=len(rejected[side.name]), outside=int(sums["outside"].sum()),
-        ))
+        counts.append(
+            RowCounts(
+                side=side.name,
+                source=side.loaded.source,
+                rows=int(sums["rows"].sum()),
+                matched=int(sums["usable"].sum()) - flagged_rows,
+                exceptions=flagged_rows,
+                rejected=len(rejected[side.name]),
+                outside=int(sums["outside"].sum()),
+            )
+        )
     return counts[0], counts[1]
 
 
 def matched_summary(
-    engine: Backend, led: _Side, stats: pd.DataFrame, duplicates: ir.Table | None,
+    engine: Backend,
+    led: _Side,
+    stats: pd.DataFrame,
+    duplicates: ir.Table | None,
     sums: pd.DataFrame,
 ) -> list[tuple[str, str, int, Decimal | None]]:
     """Matched keys per currency, without another pass over every key: a matched key has one
@@ -443,10 +581,14 @@ def matched_summary(
         rows = led.usable
         keys = duplicates.select("_dup_key")
         rows = rows.join(keys, rows._key == keys._dup_key)
-        repeated = engine.arrow(rows.group_by(currency=rows._currency).aggregate(
-            n=rows.count(), total=rows._minor.cast(_SUM_TYPE).sum()))
-        for currency, n, total in zip(*(repeated.column(c).to_pylist()
-                                        for c in ("currency", "n", "total")), strict=True):
+        repeated = engine.arrow(
+            rows.group_by(currency=rows._currency).aggregate(
+                n=rows.count(), total=rows._minor.cast(_SUM_TYPE).sum()
+            )
+        )
+        for currency, n, total in zip(
+            *(repeated.column(c).to_pylist() for c in ("currency", "n", "total")), strict=True
+        ):
             had_n, had_total = less.get(currency, (0, 0))
             less[currency] = (had_n + int(n), had_total + int(total))
     out: list[tuple[str, str, int, Decimal | None]] = []
@@ -465,15 +607,19 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def summarise(
-    engine: Backend, keys: ir.Table, sides: tuple[_Side, _Side], exceptions: pd.DataFrame,
-    rejected: dict[str, pd.DataFrame], side_sums: dict[str, pd.DataFrame],
-    matched: list[tuple[str, str, int, Decimal | None]], counts: tuple[RowCounts, RowCounts],
+    engine: Backend,
+    keys: ir.Table,
+    sides: tuple[_Side, _Side],
+    exceptions: pd.DataFrame,
+    rejected: dict[str, pd.DataFrame],
+    side_sums: dict[str, pd.DataFrame],
+    matched: list[tuple[str, str, int, Decimal | None]],
+    counts: tuple[RowCounts, RowCounts],
     amount_tolerance: int,
 ) -> ReconciliationResult:
     """The result: exceptions with the rejected rows after them, the summary, totals, counts."""
     led, pro = sides
-    rejected_parts = [rejected_exceptions(rejected[s.name], s.name, s.loaded.source)
-                      for s in sides]
+    rejected_parts = [rejected_exceptions(rejected[s.name], s.name, s.loaded.source) for s in sides]
     summary_rows = matched + _exception_summary(exceptions)
     rejected_count = sum(len(frame) for frame in rejected.values())
     if rejected_count:
@@ -483,8 +629,12 @@ def summarise(
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
     table["category"] = pd.Categorical(table["category"].astype(str), categories=list(CATEGORIES))
     totals = tuple(
-        SideTotal(side.name, str(row["currency"]), int(row["usable"]),
-                  from_minor(int(row["total"]), str(row["currency"])))
+        SideTotal(
+            side.name,
+            str(row["currency"]),
+            int(row["usable"]),
+            from_minor(int(row["total"]), str(row["currency"])),
+        )
         for side in sides
         for row in _records(side_sums[side.name].sort_values("currency"))
         if row["usable"]
@@ -492,8 +642,9 @@ def summarise(
     return ReconciliationResult(
         summary=summary,
         exceptions=table.reset_index(drop=True),
-        matched_rows=LazyRows(counts[0].matched,
-                              lambda: _matched_frame(engine, matched_keys(keys, amount_tolerance))),
+        matched_rows=LazyRows(
+            counts[0].matched, lambda: _matched_frame(engine, matched_keys(keys, amount_tolerance))
+        ),
         rejected=pd.concat([side for _, side in rejected_parts], ignore_index=True),
         counts=counts,
         amount_tolerance=amount_tolerance,
@@ -507,25 +658,38 @@ def matched_keys(keys: ir.Table, amount_tolerance: int) -> ir.Table:
     flagged = classify(keys, amount_tolerance).select(_flagged_key=ibis._.key)
     both = keys.filter(keys.l_n.notnull() & keys.p_n.notnull())
     matched = both.anti_join(flagged, both.key == flagged._flagged_key)
-    return matched.select(
-        merchantReferenceId=matched.key, amountMinor=matched.l_minor, currency=matched.l_currency,
-        status=matched.l_status, ledger_row=matched.l_row, processor_row=matched.p_row,
-        _ord=matched.l_ord,
-    ).order_by("_ord").drop("_ord")
+    return (
+        matched.select(
+            merchantReferenceId=matched.key,
+            amountMinor=matched.l_minor,
+            currency=matched.l_currency,
+            status=matched.l_status,
+            ledger_row=matched.l_row,
+            processor_row=matched.p_row,
+            _ord=matched.l_ord,
+        )
+        .order_by("_ord")
+        .drop("_ord")
+    )
 
 
 def _matched_frame(engine: Backend, matched: ir.Table) -> pd.DataFrame:
     table = engine.arrow(matched)
-    frame = pd.DataFrame({
-        "merchantReferenceId": pd.array(table.column("merchantReferenceId"),
-                                        dtype=pd.ArrowDtype(pa.large_string())),
-        "amountMinor": table.column("amountMinor").to_numpy().astype(np.int64),
-        "currency": pd.Categorical(table.column("currency").to_pylist()),
-        "status": pd.Categorical(table.column("status").to_pylist(),
-                                 categories=list(PAYMENT_STATUS_NAMES)),
-        "ledger_row": table.column("ledger_row").to_numpy().astype(np.int64),
-        "processor_row": table.column("processor_row").to_numpy().astype(np.int64),
-    }, columns=list(MATCHED_COLUMNS))
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": pd.array(
+                table.column("merchantReferenceId"), dtype=pd.ArrowDtype(pa.large_string())
+            ),
+            "amountMinor": table.column("amountMinor").to_numpy().astype(np.int64),
+            "currency": pd.Categorical(table.column("currency").to_pylist()),
+            "status": pd.Categorical(
+                table.column("status").to_pylist(), categories=list(PAYMENT_STATUS_NAMES)
+            ),
+            "ledger_row": table.column("ledger_row").to_numpy().astype(np.int64),
+            "processor_row": table.column("processor_row").to_numpy().astype(np.int64),
+        },
+        columns=list(MATCHED_COLUMNS),
+    )
     return frame
 
 

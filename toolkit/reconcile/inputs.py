@@ -38,13 +38,24 @@ from toolkit.reconcile.sources import Described, Source
 REQUIRED_COLUMNS: tuple[str, ...] = ("merchantReferenceId", "amount", "currency", "status")
 #: Columns of a subscription ledger.
 SUBSCRIPTION_COLUMNS: tuple[str, ...] = (
-    "subscriptionId", "merchantReferenceId", "priceId", "quantity", "amount", "currency", "state",
+    "subscriptionId",
+    "merchantReferenceId",
+    "priceId",
+    "quantity",
+    "amount",
+    "currency",
+    "state",
 )
 #: Expected states in a subscription ledger.
 SUBSCRIPTION_STATES: tuple[str, ...] = ("active", "canceled")
 #: Columns of ``LoadedInput.rejected``: the raw text of the row, where it was and why it was refused.
 REJECTED_COLUMNS: tuple[str, ...] = (
-    "merchantReferenceId", "amount", "currency", "status", "source_row", "detail",
+    "merchantReferenceId",
+    "amount",
+    "currency",
+    "status",
+    "source_row",
+    "detail",
 )
 #: int64 holds 18 full decimal digits: integer digits + minor digits may not exceed that.
 MAX_DIGITS = 18
@@ -98,12 +109,11 @@ class LoadedInput:
         if "_view" in self.__dict__:
             view = self._view
             outside = f", outside={view.outside}" if view.outside else ""
-            counts = (f", rows={view.row_count}, usable={len(view.frame)}, "
-                      f"rejected={len(view.rejected)}{outside}")
-        period = f", period={self.period.start or '...'}..{self.period.end or '...'}" if (
-            self.period) else ""
-        return (f"LoadedInput(source={self.source!r}, side={self.side!r}"
-                f"{period}{counts})")
+            counts = (
+                f", rows={view.row_count}, usable={len(view.frame)}, rejected={len(view.rejected)}{outside}"
+            )
+        period = f", period={self.period.start or '...'}..{self.period.end or '...'}" if (self.period) else ""
+        return f"LoadedInput(source={self.source!r}, side={self.side!r}{period}{counts})"
 
     # -- in a backend --------------------------------------------------------------------------
 
@@ -123,8 +133,7 @@ class LoadedInput:
                 canonical.add(self.period.column)
             needed = frozenset(own.get(c, c) for c in canonical) & set(self.described.columns)
         table = sources.read(backend, self.described, needed)
-        renamed = {canonical: column for column, canonical in self.renames
-                   if column in table.columns}
+        renamed = {canonical: column for column, canonical in self.renames if column in table.columns}
         return table.rename(renamed) if renamed else table
 
     def check(self, table: ir.Table) -> ir.Table:
@@ -169,14 +178,17 @@ class _Evaluated:
 
 def _evaluate(loaded: LoadedInput, backend: Backend) -> _Evaluated:
     rows = backend.keep(loaded.rows(backend))
-    counts = backend.arrow(rows.aggregate(
-        rows=rows.count(),
-        outside=rows._outside.sum(),
-    )).to_pylist()[0]
+    counts = backend.arrow(
+        rows.aggregate(
+            rows=rows.count(),
+            outside=rows._outside.sum(),
+        )
+    ).to_pylist()[0]
     return _Evaluated(
         frame=usable_frame(loaded, backend, rows),
         rejected=rejected_frame(loaded, backend, rows),
-        row_count=int(counts["rows"]), outside=int(counts["outside"] or 0),
+        row_count=int(counts["rows"]),
+        outside=int(counts["outside"] or 0),
     )
 
 
@@ -187,30 +199,39 @@ def usable_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.Da
     usable = rows.filter(rows._problem.isnull() & ~rows._outside).order_by("_ord")
     internal = {c for c in rows.columns if c.startswith("_")}
     if loaded.kind == "payments":
-        usable = usable.mutate(merchantReferenceId=usable._key, currency=usable._currency,
-                               status=usable._status)
+        usable = usable.mutate(
+            merchantReferenceId=usable._key, currency=usable._currency, status=usable._status
+        )
     else:
-        usable = usable.mutate(currency=usable._currency, state=_trimmed(usable.state).lower(),
-                               quantity=usable._quantity)
+        usable = usable.mutate(
+            currency=usable._currency, state=_trimmed(usable.state).lower(), quantity=usable._quantity
+        )
     usable = usable.mutate(amountMinor=usable._minor)
     first = ["merchantReferenceId", "amount", "amountMinor", "currency", "status", "source_row"]
     if loaded.kind != "payments":
         first = [*SUBSCRIPTION_COLUMNS, "amountMinor", "source_row"]
     rest = [c for c in usable.columns if c not in internal and c not in first]
     table = backend.arrow(usable.select(*first, *rest))
-    frame = pd.DataFrame({
-        name: (table.column(name).to_numpy() if name in ("amountMinor", "source_row", "quantity")
-               else pd.array(table.column(name), dtype=pd.ArrowDtype(pa.string())))
-        for name in table.column_names
-    })
+    frame = pd.DataFrame(
+        {
+            name: (
+                table.column(name).to_numpy()
+                if name in ("amountMinor", "source_row", "quantity")
+                else pd.array(table.column(name), dtype=pd.ArrowDtype(pa.string()))
+            )
+            for name in table.column_names
+        }
+    )
     for name in ("amountMinor", "source_row", "quantity"):
         if name in frame.columns:
             frame[name] = frame[name].astype(np.int64)
-    frame["currency"] = pd.Categorical(frame["currency"].astype(object),
-                                       categories=sorted(set(frame["currency"].astype(str))))
+    frame["currency"] = pd.Categorical(
+        frame["currency"].astype(object), categories=sorted(set(frame["currency"].astype(str)))
+    )
     if loaded.kind == "payments":
-        frame["status"] = pd.Categorical(frame["status"].astype(object),
-                                         categories=list(PAYMENT_STATUS_NAMES))
+        frame["status"] = pd.Categorical(
+            frame["status"].astype(object), categories=list(PAYMENT_STATUS_NAMES)
+        )
     else:
         frame["currency"] = frame["currency"].astype(str)
         frame["state"] = frame["state"].astype(str)
@@ -222,21 +243,34 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
     status = "status" if loaded.kind == "payments" else "state"
     flags = [c for c in rows.columns if c.startswith("_bad_")]
     bad = rows.filter(rows._problem.notnull()).order_by("_ord")
-    table = backend.arrow(bad.select(
-        "merchantReferenceId", "amount", "currency", status, "source_row", "_currency", "_digits",
-        "_amount_error", "_date_text", *flags,
-        *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
-    ))
+    table = backend.arrow(
+        bad.select(
+            "merchantReferenceId",
+            "amount",
+            "currency",
+            status,
+            "source_row",
+            "_currency",
+            "_digits",
+            "_amount_error",
+            "_date_text",
+            *flags,
+            *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
+        )
+    )
     records = table.to_pylist()
     period = loaded.period.column if loaded.period else ""
-    frame = pd.DataFrame({
-        "merchantReferenceId": [r["merchantReferenceId"] for r in records],
-        "amount": [r["amount"] for r in records],
-        "currency": [r["currency"] for r in records],
-        "status": [r[status] for r in records],
-        "source_row": np.array([r["source_row"] for r in records], dtype=np.int64),
-        "detail": [_reasons(r, status, period) for r in records],
-    }, columns=list(REJECTED_COLUMNS))
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": [r["merchantReferenceId"] for r in records],
+            "amount": [r["amount"] for r in records],
+            "currency": [r["currency"] for r in records],
+            "status": [r[status] for r in records],
+            "source_row": np.array([r["source_row"] for r in records], dtype=np.int64),
+            "detail": [_reasons(r, status, period) for r in records],
+        },
+        columns=list(REJECTED_COLUMNS),
+    )
     return frame
 
 
@@ -250,20 +284,25 @@ def _reasons(row: dict[str, Any], status: str, period: str) -> str:
     if row.get("_bad_currency"):
         parts.append(f"currency {row['currency']!r} is not an ISO 4217 code")
     if row.get("_bad_status"):
-        parts.append(f"status {row[status]!r} is not one of {', '.join(PAYMENT_STATUS_NAMES)} "
-                     "or 1/2/3/5")
+        parts.append(f"status {row[status]!r} is not one of {', '.join(PAYMENT_STATUS_NAMES)} or 1/2/3/5")
     code = int(row.get("_amount_error") or 0)
     if code in _AMOUNT_ERRORS:
-        parts.append(_AMOUNT_ERRORS[code].format(
-            amount=row["amount"], currency=row["_currency"], digits=row["_digits"]))
+        parts.append(
+            _AMOUNT_ERRORS[code].format(
+                amount=row["amount"], currency=row["_currency"], digits=row["_digits"]
+            )
+        )
     if row.get("_bad_quantity"):
         parts.append(f"quantity {row['quantity'].strip(_SPACE)!r} is not a whole number")
     if row.get("_bad_state"):
         parts.append(f"state {row[status].strip(_SPACE)!r} is not active or canceled")
     if row.get("_bad_date"):
         text = str(row["_date_text"]).strip(_SPACE)
-        parts.append(f"{period} {text!r} is not a date or time (e.g. 2024-05-31, or epoch "
-                     "milliseconds)" if text else f"{period} is empty")
+        parts.append(
+            f"{period} {text!r} is not a date or time (e.g. 2024-05-31, or epoch milliseconds)"
+            if text
+            else f"{period} is empty"
+        )
     return "; ".join(parts)
 
 
@@ -312,23 +351,31 @@ def parse_amounts(table: ir.Table, text: str, digits: str) -> ir.Table:
     """
     t = table.mutate(_w=_trimmed(table[text])).view()
     signed = t._w.startswith("-") | t._w.startswith("+")
-    t = t.mutate(_neg=t._w.startswith("-"), _body=signed.ifelse(t._w.substr(1), t._w),
-                 _is_number=t._w.re_search("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$")).view()
+    t = t.mutate(
+        _neg=t._w.startswith("-"),
+        _body=signed.ifelse(t._w.substr(1), t._w),
+        _is_number=t._w.re_search("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$"),
+    ).view()
     dot = t._body.find(".")
-    t = t.mutate(_whole=(dot >= 0).ifelse(t._body.substr(0, dot), t._body),
-                 _fraction=(dot >= 0).ifelse(t._body.substr(dot + 1), "")).view()
+    t = t.mutate(
+        _whole=(dot >= 0).ifelse(t._body.substr(0, dot), t._body),
+        _fraction=(dot >= 0).ifelse(t._body.substr(dot + 1), ""),
+    ).view()
     d = t[digits]
     too_long = t._whole.length() + ibis.greatest(t._fraction.length(), d) > MAX_DIGITS
     cut = t._fraction.substr(d).replace("0", "")
-    t = t.mutate(_amount_problem=ibis.cases(
-        (~t._is_number, _NOT_A_NUMBER), (too_long, _TOO_MANY_DIGITS),
-        (cut.length() > 0, _TOO_MANY_DECIMALS), else_=0,
-    )).view()
+    t = t.mutate(
+        _amount_problem=ibis.cases(
+            (~t._is_number, _NOT_A_NUMBER),
+            (too_long, _TOO_MANY_DIGITS),
+            (cut.length() > 0, _TOO_MANY_DECIMALS),
+            else_=0,
+        )
+    ).view()
     # Cast only what is known to fit: a long text would fail the cast on some backends.
     kept = t._fraction.substr(0, t[digits]).rpad(t[digits], "0")
     units = (t._amount_problem == 0).ifelse("0" + t._whole + kept, "0").cast("int64")
-    t = t.mutate(_minor=(t._amount_problem == 0).ifelse(t._neg.ifelse(-units, units),
-                                                         ibis.null("int64")))
+    t = t.mutate(_minor=(t._amount_problem == 0).ifelse(t._neg.ifelse(-units, units), ibis.null("int64")))
     return t.drop("_w", "_neg", "_body", "_is_number", "_whole", "_fraction").view()
 
 
@@ -364,20 +411,22 @@ def _check_payments(table: ir.Table) -> ir.Table:
         _bad_key=table._key.length() == 0,
         _bad_currency=table._digits.isnull(),
         _bad_status=table._status.isnull(),
-        _amount_error=table._digits.isnull().ifelse(
-            (table._amount_problem == _NOT_A_NUMBER).ifelse(_NOT_A_NUMBER, 0),
-            table._amount_problem).cast("int8"),
+        _amount_error=table._digits.isnull()
+        .ifelse((table._amount_problem == _NOT_A_NUMBER).ifelse(_NOT_A_NUMBER, 0), table._amount_problem)
+        .cast("int8"),
     )
     bad = table._bad_key | table._bad_currency | table._bad_status | (table._amount_error != 0)
-    return table.mutate(_problem=bad.ifelse(ibis.literal("rejected"), ibis.null("string")),
-                        _minor=bad.ifelse(ibis.null("int64"), table._minor)).drop(
-        "_amount_problem")
+    return table.mutate(
+        _problem=bad.ifelse(ibis.literal("rejected"), ibis.null("string")),
+        _minor=bad.ifelse(ibis.null("int64"), table._minor),
+    ).drop("_amount_problem")
 
 
 def _join_status(table: ir.Table, statuses: ir.Table) -> ir.Table:
     joined = table.left_join(statuses, table._written == statuses._written)
     return joined.mutate(_status=joined._name).drop(
-        *[c for c in joined.columns if c in ("_written", "_written_right", "_name")])
+        *[c for c in joined.columns if c in ("_written", "_written_right", "_name")]
+    )
 
 
 def _check_subscriptions(table: ir.Table) -> ir.Table:
@@ -394,14 +443,22 @@ def _check_subscriptions(table: ir.Table) -> ir.Table:
         _bad_state=~_trimmed(table.state).lower().isin(list(SUBSCRIPTION_STATES)),
         merchantReferenceId=table.merchantReferenceId,
     )
-    table = table.mutate(_amount_error=table._digits.isnull().ifelse(
-        (table._amount_problem == _NOT_A_NUMBER).ifelse(_NOT_A_NUMBER, 0),
-        table._amount_problem).cast("int8"))
-    bad = (table._bad_subscription | table._bad_currency | table._bad_quantity | table._bad_state
-           | (table._amount_error != 0))
-    return table.mutate(_problem=bad.ifelse(ibis.literal("rejected"), ibis.null("string")),
-                        _minor=bad.ifelse(ibis.null("int64"), table._minor)).drop(
-        "_amount_problem")
+    table = table.mutate(
+        _amount_error=table._digits.isnull()
+        .ifelse((table._amount_problem == _NOT_A_NUMBER).ifelse(_NOT_A_NUMBER, 0), table._amount_problem)
+        .cast("int8")
+    )
+    bad = (
+        table._bad_subscription
+        | table._bad_currency
+        | table._bad_quantity
+        | table._bad_state
+        | (table._amount_error != 0)
+    )
+    return table.mutate(
+        _problem=bad.ifelse(ibis.literal("rejected"), ibis.null("string")),
+        _minor=bad.ifelse(ibis.null("int64"), table._minor),
+    ).drop("_amount_problem")
 
 
 def _moment(text: ir.StringValue) -> ir.TimestampValue:
@@ -418,11 +475,14 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
     """``_outside`` and the date check of usable rows (a row without a readable date cannot be
     placed in or out of the period: it is rejected)."""
     if period is None:
-        return table.mutate(_outside=ibis.literal(False), _bad_date=ibis.literal(False),
-                            _date_text=ibis.literal(""))
+        return table.mutate(
+            _outside=ibis.literal(False), _bad_date=ibis.literal(False), _date_text=ibis.literal("")
+        )
     if period.column not in table.columns:
-        raise InputError(f"{name}: no {period.column!r} column to select the period "
-                         f"{period.start or '...'} to {period.end or '...'} by")
+        raise InputError(
+            f"{name}: no {period.column!r} column to select the period "
+            f"{period.start or '...'} to {period.end or '...'} by"
+        )
     lower, upper = _period_bounds(period.start, period.end)
     when = _moment(table[period.column])
     usable = table._problem.isnull()
@@ -433,7 +493,8 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
         inside &= when < upper
     unreadable = usable & when.isnull()
     return table.mutate(
-        _bad_date=unreadable, _date_text=table[period.column],
+        _bad_date=unreadable,
+        _date_text=table[period.column],
         _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
         _outside=(usable & when.notnull() & ~inside).fill_null(False),
     )
@@ -476,8 +537,9 @@ def _renames(
     if described.kind != "table":
         for column in required:
             if column not in final:
-                raise InputError(f"{described.name}: required column {column!r} is missing; "
-                                 f"columns are {', '.join(final)}")
+                raise InputError(
+                    f"{described.name}: required column {column!r} is missing; columns are {', '.join(final)}"
+                )
     return tuple((own, canonical) for own, canonical in renames.items() if own != canonical)
 
 
@@ -491,8 +553,7 @@ def load_payments(
     amounts = frozenset({"amount", (mapping or {}).get("amount", "amount")})
     described = sources.describe(source, side, amounts)
     renames = _renames(described, mapping, REQUIRED_COLUMNS)
-    return LoadedInput(side=side, described=described,
-                       renames=renames, carry=carry)
+    return LoadedInput(side=side, described=described, renames=renames, carry=carry)
 
 
 def load_ledger(
@@ -509,9 +570,7 @@ def load_processor(
     return load_payments(source, side="processor", mapping=mapping, carry=carry)
 
 
-def load_subscription_ledger(
-    source: Source, *, mapping: Mapping[str, str] | None = None
-) -> LoadedInput:
+def load_subscription_ledger(source: Source, *, mapping: Mapping[str, str] | None = None) -> LoadedInput:
     """A subscription ledger; ``frame`` has ``SUBSCRIPTION_COLUMNS`` plus ``amountMinor``.
 
     ``quantity`` becomes int64; ``state`` is lowercased. Rows without a subscriptionId, with a
@@ -520,13 +579,10 @@ def load_subscription_ledger(
     amounts = frozenset({"amount", "quantity", (mapping or {}).get("amount", "amount")})
     described = sources.describe(source, "subscription ledger", amounts)
     renames = _renames(described, mapping, SUBSCRIPTION_COLUMNS)
-    return LoadedInput(side="subscription ledger", described=described,
-                       kind="subscriptions", renames=renames)
+    return LoadedInput(side="subscription ledger", described=described, kind="subscriptions", renames=renames)
 
 
-def select_period(
-    loaded: LoadedInput, column: str, start: str | None, end: str | None
-) -> LoadedInput:
+def select_period(loaded: LoadedInput, column: str, start: str | None, end: str | None) -> LoadedInput:
     """``loaded`` with only the rows whose ``column`` falls in [start, end] (whole days, UTC).
 
     A usable row whose date is empty or cannot be read (ISO 8601 dates and times, or epoch
@@ -538,10 +594,13 @@ def select_period(
         return loaded
     _period_bounds(first, last)
     columns = {canonical for _, canonical in loaded.renames} | (
-        set(loaded.described.columns) - {own for own, _ in loaded.renames})
+        set(loaded.described.columns) - {own for own, _ in loaded.renames}
+    )
     if column not in columns and loaded.described.kind != "table":
-        raise InputError(f"{loaded.source}: no {column!r} column to select the period "
-                         f"{first or '...'} to {last or '...'} by")
+        raise InputError(
+            f"{loaded.source}: no {column!r} column to select the period "
+            f"{first or '...'} to {last or '...'} by"
+        )
     if loaded.period is not None:
         raise InputError(f"{loaded.source}: a period is already selected")
     return dataclasses.replace(loaded, period=Period(column, first, last))

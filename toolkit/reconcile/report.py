@@ -96,8 +96,13 @@ def summary_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
 
 
 def render_html(
-    result: ReconciliationResult, *, title: str, environment: str,
-    generated_at: datetime | None = None, rows: int = HTML_ROWS, period: Period = None,
+    result: ReconciliationResult,
+    *,
+    title: str,
+    environment: str,
+    generated_at: datetime | None = None,
+    rows: int = HTML_ROWS,
+    period: Period = None,
 ) -> str:
     """The HTML page as a string (``generated_at`` fixed in tests for stable snapshots).
 
@@ -111,14 +116,18 @@ def render_html(
         keep_trailing_newline=True,
     )
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
-    context = page(result, title=title, environment=environment, generated_at=when,
-                   period=period, rows=rows)
+    context = page(result, title=title, environment=environment, generated_at=when, period=period, rows=rows)
     return env.get_template("report.html.j2").render(**context)
 
 
 def write_report(
-    result: ReconciliationResult, output_dir: str | Path, *, title: str = "Reconciliation report",
-    environment: str, generated_at: datetime | None = None, period: Period = None,
+    result: ReconciliationResult,
+    output_dir: str | Path,
+    *,
+    title: str = "Reconciliation report",
+    environment: str,
+    generated_at: datetime | None = None,
+    period: Period = None,
 ) -> dict[str, Path]:
     """Write the four report files into ``output_dir`` (created); returns them by name.
 
@@ -138,20 +147,25 @@ def write_report(
         # thread while this one renders the charts and the CSV files.
         with ThreadPoolExecutor(max_workers=1) as pool:
             workbook = pool.submit(
-                _written, paths["report.xlsx"], lambda: write_xlsx(
-                    result, temporary["report.xlsx"], title=title, environment=environment,
-                    generated_at=when.strftime("%Y-%m-%d %H:%M:%S UTC"), table=table,
+                _written,
+                paths["report.xlsx"],
+                lambda: write_xlsx(
+                    result,
+                    temporary["report.xlsx"],
+                    title=title,
+                    environment=environment,
+                    generated_at=when.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                    table=table,
                 ),
             )
-            html = render_html(result, title=title, environment=environment, generated_at=when,
-                               period=period)
-            _written(paths["report.html"],
-                     lambda: temporary["report.html"].write_text(html, encoding="utf-8"))
+            html = render_html(result, title=title, environment=environment, generated_at=when, period=period)
+            _written(
+                paths["report.html"], lambda: temporary["report.html"].write_text(html, encoding="utf-8")
+            )
             _written(paths["exceptions.csv"], lambda: _write_csv(table, temporary["exceptions.csv"]))
             summary = summary_csv_frame(result)
             summary_table = pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS})
-            _written(paths["summary.csv"],
-                     lambda: _write_csv(summary_table, temporary["summary.csv"]))
+            _written(paths["summary.csv"], lambda: _write_csv(summary_table, temporary["summary.csv"]))
             workbook.result()
     return paths
 

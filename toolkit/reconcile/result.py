@@ -41,15 +41,29 @@ SUBSCRIPTION_CATEGORIES: tuple[str, ...] = (
 CATEGORIES: tuple[str, ...] = PAYMENT_CATEGORIES + SUBSCRIPTION_CATEGORIES
 #: Columns of ``ReconciliationResult.exceptions`` and of exceptions.csv, in order.
 EXCEPTION_COLUMNS: tuple[str, ...] = (
-    "merchantReferenceId", "category", "ledger_amount", "processor_amount", "ledger_currency",
-    "processor_currency", "ledger_status", "processor_status", "source", "source_row", "detail",
+    "merchantReferenceId",
+    "category",
+    "ledger_amount",
+    "processor_amount",
+    "ledger_currency",
+    "processor_currency",
+    "ledger_status",
+    "processor_status",
+    "source",
+    "source_row",
+    "detail",
 )
 #: Columns of ``ReconciliationResult.summary``.
 SUMMARY_COLUMNS: tuple[str, ...] = ("category", "currency", "count", "amount")
 
 #: Columns of ``ReconciliationResult.matched``.
 MATCHED_COLUMNS: tuple[str, ...] = (
-    "merchantReferenceId", "amountMinor", "currency", "status", "ledger_row", "processor_row",
+    "merchantReferenceId",
+    "amountMinor",
+    "currency",
+    "status",
+    "ledger_row",
+    "processor_row",
 )
 IntArray = npt.NDArray[np.int64]
 
@@ -100,8 +114,12 @@ class LazyRows:
     def __add__(self, other: LazyRows) -> LazyRows:
         def both() -> pd.DataFrame:
             frames = [f for f in (self.fetch(), other.fetch()) if len(f)]
-            return pd.concat(frames, ignore_index=True) if len(frames) > 1 else (
-                frames[0] if frames else self.fetch())
+            return (
+                pd.concat(frames, ignore_index=True)
+                if len(frames) > 1
+                else (frames[0] if frames else self.fetch())
+            )
+
         return LazyRows(self.count + other.count, both)
 
 
@@ -157,12 +175,11 @@ class ReconciliationResult:
         """One result holding both (for a report of payments and subscriptions together)."""
         return ReconciliationResult(
             summary=_sort_summary(pd.concat([self.summary, other.summary], ignore_index=True)),
-            exceptions=_sort_exceptions(
-                pd.concat([self.exceptions, other.exceptions], ignore_index=True)
-            ),
+            exceptions=_sort_exceptions(pd.concat([self.exceptions, other.exceptions], ignore_index=True)),
             matched_rows=self.matched_rows + other.matched_rows,
-            rejected=pd.concat([f for f in (self.rejected, other.rejected) if len(f)]
-                               or [self.rejected], ignore_index=True),
+            rejected=pd.concat(
+                [f for f in (self.rejected, other.rejected) if len(f)] or [self.rejected], ignore_index=True
+            ),
             counts=self.counts + other.counts,
             amount_tolerance=self.amount_tolerance,
             sources=self.sources + other.sources,
@@ -218,34 +235,32 @@ def _sort_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return keyed.drop(columns="_rank").reset_index(drop=True)
 
 
-def build_summary(
-    categories: list[str], currencies: list[str], amounts: list[int | None]
-) -> pd.DataFrame:
+def build_summary(categories: list[str], currencies: list[str], amounts: list[int | None]) -> pd.DataFrame:
     """Counts and exact amounts per category and currency (amount None where not applicable)."""
     has = np.array([a is not None for a in amounts], dtype=bool)
-    frame = pd.DataFrame({
-        "category": categories, "currency": currencies,
-        "minor": np.array([a if a is not None else 0 for a in amounts], dtype=np.int64),
-        "has": has,
-    })
+    frame = pd.DataFrame(
+        {
+            "category": categories,
+            "currency": currencies,
+            "minor": np.array([a if a is not None else 0 for a in amounts], dtype=np.int64),
+            "has": has,
+        }
+    )
     if frame.empty:
         return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS})
-    totals = frame.groupby(["category", "currency"], sort=False).agg(
-        size=("minor", "size"), total=("minor", "sum"), counted=("has", "sum")
-    ).reset_index()
+    totals = (
+        frame.groupby(["category", "currency"], sort=False)
+        .agg(size=("minor", "size"), total=("minor", "sum"), counted=("has", "sum"))
+        .reset_index()
+    )
     rows = []
     for category, currency, size, total, counted in totals.itertuples(index=False):
-        amount = (
-            from_minor(int(total), str(currency))
-            if counted and is_currency(str(currency)) else None
-        )
+        amount = from_minor(int(total), str(currency)) if counted and is_currency(str(currency)) else None
         rows.append((category, currency, int(size), amount))
     return _sort_summary(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)))
 
 
-def rejected_exceptions(
-    rejected: pd.DataFrame, side: str, source: str
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def rejected_exceptions(rejected: pd.DataFrame, side: str, source: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rejected rows of one input as exceptions (category ``rejected_row``) and as a side frame."""
     on_ledger = side != "processor"
     prefix_own, prefix_other = ("ledger", "processor") if on_ledger else ("processor", "ledger")
@@ -254,26 +269,26 @@ def rejected_exceptions(
     currencies = np.empty(n, dtype=object)
     currencies[:] = [str(c).strip().upper() for c in rejected["currency"]]
     nothing = np.full(n, None, dtype=object)
-    exceptions = pd.DataFrame({
-        "merchantReferenceId": rejected["merchantReferenceId"].astype(object).to_numpy(),
-        "category": np.full(n, "rejected_row", dtype=object),
-        f"{prefix_own}_amount": nothing,
-        f"{prefix_other}_amount": nothing,
-        f"{prefix_own}_currency": currencies,
-        f"{prefix_other}_currency": nothing,
-        f"{prefix_own}_status": rejected["status"].astype(object).to_numpy(),
-        f"{prefix_other}_status": nothing,
-        "source": np.full(n, source, dtype=object),
-        "source_row": rejected["source_row"].to_numpy(dtype=np.int64),
-        "detail": rejected["detail"].astype(object).to_numpy(),
-    })
+    exceptions = pd.DataFrame(
+        {
+            "merchantReferenceId": rejected["merchantReferenceId"].astype(object).to_numpy(),
+            "category": np.full(n, "rejected_row", dtype=object),
+            f"{prefix_own}_amount": nothing,
+            f"{prefix_other}_amount": nothing,
+            f"{prefix_own}_currency": currencies,
+            f"{prefix_other}_currency": nothing,
+            f"{prefix_own}_status": rejected["status"].astype(object).to_numpy(),
+            f"{prefix_other}_status": nothing,
+            "source": np.full(n, source, dtype=object),
+            "source_row": rejected["source_row"].to_numpy(dtype=np.int64),
+            "detail": rejected["detail"].astype(object).to_numpy(),
+        }
+    )
     side_frame = rejected.assign(side=side, source=source)
     return exceptions.reindex(columns=list(EXCEPTION_COLUMNS)), side_frame
 
 
-def _decimals(
-    minors: list[IntArray], digits: list[IntArray]
-) -> list[npt.NDArray[np.object_]]:
+def _decimals(minors: list[IntArray], digits: list[IntArray]) -> list[npt.NDArray[np.object_]]:
     """Exact ``Decimal`` amounts (``None`` where ``digits`` is -1) for several columns at once.
 
     Building a ``Decimal`` costs about a microsecond, and both sides of most exceptions carry the
@@ -291,5 +306,3 @@ def _decimals(
             values[:] = list(map(Decimal(1).scaleb(-d).__mul__, uniques.tolist()))
             out[rows] = values[codes]
     return np.split(out, np.cumsum([len(m) for m in minors])[:-1])
-
-

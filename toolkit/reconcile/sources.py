@@ -72,7 +72,7 @@ def describe(source: Source, side: str, amount_columns: frozenset[str]) -> Descr
         return Described(name, "frame", _columns(table, name), table=table)
     text = str(source)
     if text.startswith(TABLE_PREFIX):
-        table_name = text[len(TABLE_PREFIX):].strip()
+        table_name = text[len(TABLE_PREFIX) :].strip()
         if not table_name:
             raise InputError(f"{text!r}: name the table after {TABLE_PREFIX!r}")
         return Described(text, "table", (), table_name=table_name)
@@ -91,8 +91,7 @@ def describe(source: Source, side: str, amount_columns: frozenset[str]) -> Descr
         if suffix in (".xlsx", ".xlsm"):
             sheet = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl")
             table = _numbered_table(_frame_to_table(sheet, str(path), amount_columns), first=2)
-            return Described(str(path), "xlsx", _columns(table, str(path)), paths=(path,),
-                             table=table)
+            return Described(str(path), "xlsx", _columns(table, str(path)), paths=(path,), table=table)
         if suffix in (".parquet", ".pq"):
             return _describe_parquet(str(path), [path], amount_columns)
     except InputError:
@@ -120,8 +119,9 @@ def _describe_parquet(name: str, files: list[Path], amount_columns: frozenset[st
         raise InputError(f"{files[0]}: cannot be read ({type(exc).__name__}: {exc})") from exc
     for column in schema:
         if column.name.strip() in amount_columns and pa.types.is_floating(column.type):
-            raise InputError(f"{name}: column {column.name.strip()!r} holds floats; write amounts "
-                             "as text or decimal")
+            raise InputError(
+                f"{name}: column {column.name.strip()!r} holds floats; write amounts as text or decimal"
+            )
     return Described(name, "parquet", _columns_of(schema.names, name), paths=tuple(files))
 
 
@@ -189,9 +189,7 @@ def _frame_to_table(frame: pd.DataFrame, name: str, amount_columns: frozenset[st
 def _numbered_table(table: pa.Table, first: int) -> pa.Table:
     """``table`` with ``_ord`` (0, 1, ...) and ``source_row`` (``first``, ``first + 1``, ...)."""
     order = np.arange(table.num_rows, dtype=np.int64)
-    return table.append_column("_ord", pa.array(order)).append_column(
-        "source_row", pa.array(order + first)
-    )
+    return table.append_column("_ord", pa.array(order)).append_column("source_row", pa.array(order + first))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +204,7 @@ def read(backend: Backend, described: Described, only: frozenset[str] | None = N
     wanted = [c for c in described.columns if only is None or c in only]
     with backend.failures():
         if described.table is not None:
-            table = described.table.select([*_raw_names(described.table, wanted), "_ord",
-                                            "source_row"])
+            table = described.table.select([*_raw_names(described.table, wanted), "_ord", "source_row"])
             expr = ibis.memtable(table.rename_columns([*wanted, "_ord", "source_row"]))
         elif backend.name == "duckdb":
             expr = _read_duckdb(backend, described, wanted)
@@ -215,8 +212,11 @@ def read(backend: Backend, described: Described, only: frozenset[str] | None = N
             expr = _read_spark(backend, described, wanted)
     if "_source" not in expr.columns:
         expr = expr.mutate(_source=ibis.literal(described.name))
-    texts = {c: expr[c].cast("string").fill_null("") for c in expr.columns
-             if not c.startswith("_") and c != "source_row"}
+    texts = {
+        c: expr[c].cast("string").fill_null("")
+        for c in expr.columns
+        if not c.startswith("_") and c != "source_row"
+    }
     return expr.mutate(**texts)
 
 
@@ -230,8 +230,7 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
     if described.kind == "csv":
         path = described.paths[0]
         header, skip = _csv_header_and_skip(path)
-        columns = ", ".join(f"{_ident(n)} AS {_ident(n.strip())}" for n in header
-                            if n.strip() in wanted)
+        columns = ", ".join(f"{_ident(n)} AS {_ident(n.strip())}" for n in header if n.strip() in wanted)
         stored = backend.temp_name("csv")
         # A table keeps the file's order: its rowid is the row's place in the file.
         types = ", ".join(f"{_quote_literal(n)}: 'VARCHAR'" for n in header)
@@ -267,9 +266,7 @@ def _ordered_by_file(table: ir.Table, described: Described) -> ir.Table:
     """``_ord`` for rows of several files: the file's place in the sorted list, then the row."""
     if len(described.paths) == 1:
         return table.mutate(_ord=table.source_row - 1, _source=ibis.literal(described.name))
-    index = ibis.cases(
-        *((table._source == str(p), i) for i, p in enumerate(described.paths)), else_=0
-    )
+    index = ibis.cases(*((table._source == str(p), i) for i, p in enumerate(described.paths)), else_=0)
     return table.mutate(_ord=index.cast("int64") * (1 << 40) + table.source_row - 1)
 
 
@@ -285,12 +282,18 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
         schema = StructType([StructField(n, StringType()) for n in header])
         # A CSV read with values spanning lines is one partition per file, so the increasing
         # id is the row's place in the file.
-        frame = (session.read.option("header", True).option("multiLine", True)
-                 .option("escape", '"').option("mode", "FAILFAST").schema(schema)
-                 .csv(str(path)))
-        frame = frame.select(*[F.col(f"`{n}`").alias(n.strip()) for n in header
-                               if n.strip() in wanted],
-                             F.monotonically_increasing_id().alias("_ord"))
+        frame = (
+            session.read.option("header", True)
+            .option("multiLine", True)
+            .option("escape", '"')
+            .option("mode", "FAILFAST")
+            .schema(schema)
+            .csv(str(path))
+        )
+        frame = frame.select(
+            *[F.col(f"`{n}`").alias(n.strip()) for n in header if n.strip() in wanted],
+            F.monotonically_increasing_id().alias("_ord"),
+        )
         frame.createOrReplaceTempView(view)
         return _with_csv_lines(backend, backend.con.table(view), path)
     if described.kind == "parquet":
@@ -311,11 +314,13 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
     frame = session.table(described.table_name)
     floats = [f.name for f in frame.schema.fields if f.dataType.typeName() in ("float", "double")]
     if floats:  # a table's columns are not known before the session starts: refuse them here
-        raise InputError(f"{described.name}: column {floats[0]!r} holds floats; store amounts "
-                         "as decimal or text")
+        raise InputError(
+            f"{described.name}: column {floats[0]!r} holds floats; store amounts as decimal or text"
+        )
     columns = [c for c in frame.columns if c.strip() in wanted] if wanted else frame.columns
-    frame = frame.select(*[F.col(f"`{c}`").alias(c.strip()) for c in columns],
-                         F.monotonically_increasing_id().alias("_ord"))
+    frame = frame.select(
+        *[F.col(f"`{c}`").alias(c.strip()) for c in columns], F.monotonically_increasing_id().alias("_ord")
+    )
     frame.createOrReplaceTempView(view)
     table = backend.con.table(view)
     number = ibis.row_number().over(order_by=table._ord)
@@ -329,8 +334,7 @@ def _with_csv_lines(backend: Backend, table: ir.Table, path: Path) -> ir.Table:
     lines = _csv_row_lines(path, count)
     if lines is None:
         return table.mutate(source_row=table._ord + 2)
-    numbers = ibis.memtable(pa.table({"_line_ord": np.arange(count, dtype=np.int64),
-                                      "source_row": lines}))
+    numbers = ibis.memtable(pa.table({"_line_ord": np.arange(count, dtype=np.int64), "source_row": lines}))
     joined = table.join(numbers, table._ord == numbers._line_ord)
     return joined.drop("_line_ord")
 
@@ -348,7 +352,7 @@ def _csv_row_lines(path: Path, count: int) -> RowNumbers | None:
             breaks += block.count(b"\n")
         handle.seek(max(handle.tell() - 65536, 0))
         tail = handle.read()
-    trailing = tail[len(tail.rstrip(b"\r\n")):].count(b"\n")
+    trailing = tail[len(tail.rstrip(b"\r\n")) :].count(b"\n")
     if count == 0 or breaks - trailing == count:  # header and rows: one line each, nothing between
         return None
     starts: list[int] = []

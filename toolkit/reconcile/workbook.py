@@ -128,8 +128,11 @@ def _has_xml_illegal(data: bytes) -> bool:
     """Whether UTF-8 bytes hold a character of ``_XML_ILLEGAL`` (numpy: a regex scan is slower)."""
     codes = np.frombuffer(data, dtype=np.uint8)
     control = codes[codes < 0x20]
-    return bool(np.isin(control, (0x09, 0x0A, 0x0D), invert=True).any()
-                or b"\xef\xbf\xbe" in data or b"\xef\xbf\xbf" in data)  # U+FFFE, U+FFFF
+    return bool(
+        np.isin(control, (0x09, 0x0A, 0x0D), invert=True).any()
+        or b"\xef\xbf\xbe" in data
+        or b"\xef\xbf\xbf" in data
+    )  # U+FFFE, U+FFFF
 
 
 def _values(array: pa.Array | pa.ChunkedArray) -> bytes:
@@ -161,21 +164,20 @@ def _number_cells(text: pa.Array | pa.ChunkedArray, style: int = 0) -> pa.Array 
     return pc.if_else(pc.equal(text, ""), pa.scalar("<c/>", type=filled.type), filled)
 
 
-def fits_excel(amount: pa.Array | pa.ChunkedArray, digits: pa.Array | pa.ChunkedArray
-               ) -> pa.Array | pa.ChunkedArray:
+def fits_excel(
+    amount: pa.Array | pa.ChunkedArray, digits: pa.Array | pa.ChunkedArray
+) -> pa.Array | pa.ChunkedArray:
     """True where the amount text can be a number cell that shows it exactly (see the module doc):
     a plain decimal with at most ``digits`` decimals and at most ``EXCEL_DIGITS`` significant
     digits at ``digits`` decimals; False where ``digits`` is null (no known currency)."""
     point = pc.find_substring(amount, ".")
-    decimals = pc.if_else(pc.less(point, 0), 0,
-                          pc.subtract(pc.subtract(pc.utf8_length(amount), point), 1))
+    decimals = pc.if_else(pc.less(point, 0), 0, pc.subtract(pc.subtract(pc.utf8_length(amount), point), 1))
     whole = pc.replace_substring_regex(amount, "^-?0*", "")  # integer digits that count
     whole_point = pc.find_substring(whole, ".")
     whole_digits = pc.if_else(pc.less(whole_point, 0), pc.utf8_length(whole), whole_point)
     fits = pc.and_(
         pc.match_substring_regex(amount, _DECIMAL),
-        pc.and_(pc.less_equal(decimals, digits),
-                pc.less_equal(pc.add(whole_digits, digits), EXCEL_DIGITS)),
+        pc.and_(pc.less_equal(decimals, digits), pc.less_equal(pc.add(whole_digits, digits), EXCEL_DIGITS)),
     )
     return pc.fill_null(fits, False)
 
@@ -187,16 +189,15 @@ class _Currencies:
         self.codes = sorted(c for c in codes if is_currency(c))
         self._value_set = pa.array(self.codes, type=pa.string())
         self._digits = pa.array([minor_digits(c) for c in self.codes], type=pa.int32())
-        self._styles = pa.array([str(_FIRST_CURRENCY + i) for i in range(len(self.codes))],
-                                type=pa.string())
+        self._styles = pa.array([str(_FIRST_CURRENCY + i) for i in range(len(self.codes))], type=pa.string())
 
-    def amount_cells(self, amount: pa.Array | pa.ChunkedArray, currency: pa.Array | pa.ChunkedArray
-                     ) -> tuple[pa.Array | pa.ChunkedArray, int]:
+    def amount_cells(
+        self, amount: pa.Array | pa.ChunkedArray, currency: pa.Array | pa.ChunkedArray
+    ) -> tuple[pa.Array | pa.ChunkedArray, int]:
         """Cells of an amount column and how many non-empty amounts are kept as text."""
         index = pc.index_in(currency, value_set=self._value_set)
         fits = fits_excel(amount, pc.take(self._digits, index))
-        number = _join('<c s="', pc.take(self._styles, index).cast(amount.type), '"><v>', amount,
-                       "</v></c>")
+        number = _join('<c s="', pc.take(self._styles, index).cast(amount.type), '"><v>', amount, "</v></c>")
         cells = pc.if_else(fits, number, _text_cells(amount))
         as_text = pc.sum(pc.and_(pc.invert(fits), pc.not_equal(amount, ""))).as_py() or 0
         return cells, int(as_text)
@@ -207,11 +208,12 @@ class _Currencies:
             for i, c in enumerate(self.codes)
         )
         currency_xfs = "".join(
-            f'<xf numFmtId="{164 + i}" fontId="0" fillId="0" borderId="0" xfId="0" '
-            'applyNumberFormat="1"/>' for i in range(len(self.codes))
+            f'<xf numFmtId="{164 + i}" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
+            for i in range(len(self.codes))
         )
         return (
-            _XML + f"<styleSheet {_NS}>"
+            _XML
+            + f"<styleSheet {_NS}>"
             + (f'<numFmts count="{len(self.codes)}">{formats}</numFmts>' if self.codes else "")
             + '<fonts count="2"><font><sz val="11"/><name val="Calibri"/></font>'
             '<font><b/><sz val="11"/><name val="Calibri"/></font></fonts>'
@@ -224,7 +226,8 @@ class _Currencies:
             '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
             '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>'
             '<xf numFmtId="3" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
-            + currency_xfs + "</cellXfs>"
+            + currency_xfs
+            + "</cellXfs>"
             '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
             "</styleSheet>"
         )
@@ -243,15 +246,21 @@ def _value_bytes(array: pa.Array) -> memoryview:
         return memoryview(b"")
     large = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
     width = 8 if large else 4
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64 if large else np.int32,
-                            count=len(array) + 1, offset=array.offset * width)
-    return memoryview(array.buffers()[2])[int(offsets[0]):int(offsets[-1])]
+    offsets = np.frombuffer(
+        array.buffers()[1],
+        dtype=np.int64 if large else np.int32,
+        count=len(array) + 1,
+        offset=array.offset * width,
+    )
+    return memoryview(array.buffers()[2])[int(offsets[0]) : int(offsets[-1])]
 
 
 def _header(columns: Sequence[str]) -> str:
-    return "<row>" + "".join(
-        f'<c t="inlineStr" s="{_BOLD}"><is><t>{escape(c)}</t></is></c>' for c in columns
-    ) + "</row>"
+    return (
+        "<row>"
+        + "".join(f'<c t="inlineStr" s="{_BOLD}"><is><t>{escape(c)}</t></is></c>' for c in columns)
+        + "</row>"
+    )
 
 
 def _width(header: str, longest: int, *, amount: bool = False) -> float:
@@ -264,13 +273,13 @@ def _width(header: str, longest: int, *, amount: bool = False) -> float:
 def _categories(table: pa.Table) -> dict[str, int]:
     """Exceptions per category that has any, in report order (any unknown one after, not lost)."""
     order = {name: i for i, name in enumerate(CATEGORIES)}
-    counts = {str(v["values"]): int(v["counts"])
-              for v in pc.value_counts(table.column("category")).to_pylist()}
+    counts = {
+        str(v["values"]): int(v["counts"]) for v in pc.value_counts(table.column("category")).to_pylist()
+    }
     return {c: counts[c] for c in sorted(counts, key=lambda c: (order.get(c, len(order)), c))}
 
 
-def _category_sheets(table: pa.Table, category: str, currencies: _Currencies
-                     ) -> tuple[list[_Sheet], int]:
+def _category_sheets(table: pa.Table, category: str, currencies: _Currencies) -> tuple[list[_Sheet], int]:
     """The sheet(s) of one category (split at Excel's row limit) and its amounts kept as text.
 
     One category at a time, so that only its cells are in memory while it is written.
@@ -282,8 +291,9 @@ def _category_sheets(table: pa.Table, category: str, currencies: _Currencies
     cells = []
     for column in EXCEPTION_COLUMNS:
         if column in AMOUNT_COLUMNS:
-            amount_cells, count = currencies.amount_cells(part.column(column),
-                                                          part.column(AMOUNT_COLUMNS[column]))
+            amount_cells, count = currencies.amount_cells(
+                part.column(column), part.column(AMOUNT_COLUMNS[column])
+            )
             cells.append(amount_cells)
             as_text += count
         elif column in _INTEGER_COLUMNS:
@@ -301,19 +311,33 @@ def _category_sheets(table: pa.Table, category: str, currencies: _Currencies
     for number, start in enumerate(range(0, len(rows), per_sheet), start=1):
         name = category[:31] if number == 1 else f"{category[:25]} ({number})"
         chunk = rows.slice(start, per_sheet)
-        sheets.append(_Sheet(name, _header(EXCEPTION_COLUMNS), _value_bytes(chunk), widths,
-                             table=(1, len(chunk) + 1, len(EXCEPTION_COLUMNS)), frozen=True))
+        sheets.append(
+            _Sheet(
+                name,
+                _header(EXCEPTION_COLUMNS),
+                _value_bytes(chunk),
+                widths,
+                table=(1, len(chunk) + 1, len(EXCEPTION_COLUMNS)),
+                frozen=True,
+            )
+        )
     return sheets, as_text
 
 
 def _summary_sheet(
-    result: ReconciliationResult, *, title: str, environment: str, generated_at: str,
-    currencies: _Currencies, as_text: int,
+    result: ReconciliationResult,
+    *,
+    title: str,
+    environment: str,
+    generated_at: str,
+    currencies: _Currencies,
+    as_text: int,
 ) -> _Sheet:
     """Environment, row accounting, counts and amounts by category and currency (the table under
     the autofilter), then the note on amounts with the count of those kept as text."""
     accounting = {
-        "side": [c.side for c in result.counts], "source": [c.source for c in result.counts],
+        "side": [c.side for c in result.counts],
+        "source": [c.source for c in result.counts],
         "rows": [str(c.rows) for c in result.counts],
         "matched": [str(c.matched) for c in result.counts],
         "in exceptions": [str(c.exceptions) for c in result.counts],
@@ -335,30 +359,46 @@ def _summary_sheet(
     lines = [
         _header([f"Data from: {environment}"]),
         *_rows([_text_cells(pa.array([title, f"Generated {generated_at}"]))]).to_pylist(),
-        "<row/>", _header(list(accounting)),
-        *_rows([
-            _text_cells(pa.array(v, type=pa.string())) if k in ("side", "source")
-            else _number_cells(pa.array(v, type=pa.string()), _COUNT)
-            for k, v in accounting.items()
-        ]).to_pylist(),
+        "<row/>",
+        _header(list(accounting)),
+        *_rows(
+            [
+                _text_cells(pa.array(v, type=pa.string()))
+                if k in ("side", "source")
+                else _number_cells(pa.array(v, type=pa.string()), _COUNT)
+                for k, v in accounting.items()
+            ]
+        ).to_pylist(),
         "<row/>",
     ]
     first = len(lines) + 1  # the summary table's header row, where the autofilter starts
     lines += [
         _header(list(SUMMARY_COLUMNS)),
-        *_rows([_text_cells(text["category"]), _text_cells(text["currency"]),
-                _number_cells(text["count"], _COUNT), amounts]).to_pylist(),
-        "<row/>", *_rows([_text_cells(pa.array([note]))]).to_pylist(),
+        *_rows(
+            [
+                _text_cells(text["category"]),
+                _text_cells(text["currency"]),
+                _number_cells(text["count"], _COUNT),
+                amounts,
+            ]
+        ).to_pylist(),
+        "<row/>",
+        *_rows([_text_cells(pa.array([note]))]).to_pylist(),
     ]
-    widths = [max(pair) for pair in itertools.zip_longest(
-        _table_widths(accounting), _table_widths(summary), fillvalue=0.0)]
-    return _Sheet("Summary", "", "".join(lines), widths,
-                  table=(first, first + len(frame), len(SUMMARY_COLUMNS)))
+    widths = [
+        max(pair)
+        for pair in itertools.zip_longest(_table_widths(accounting), _table_widths(summary), fillvalue=0.0)
+    ]
+    return _Sheet(
+        "Summary", "", "".join(lines), widths, table=(first, first + len(frame), len(SUMMARY_COLUMNS))
+    )
 
 
 def _table_widths(columns: dict[str, list[str]]) -> list[float]:
-    return [_width(name, max(map(len, values), default=0), amount=name == "amount")
-            for name, values in columns.items()]
+    return [
+        _width(name, max(map(len, values), default=0), amount=name == "amount")
+        for name, values in columns.items()
+    ]
 
 
 def _column(index: int) -> str:
@@ -381,7 +421,9 @@ def _filter_ref(sheet: _Sheet) -> str | None:
 def _sheet_head(sheet: _Sheet, selected: bool) -> str:
     pane = (
         '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>'
-        '<selection pane="bottomLeft" activeCell="A2" sqref="A2"/>' if sheet.frozen else ""
+        '<selection pane="bottomLeft" activeCell="A2" sqref="A2"/>'
+        if sheet.frozen
+        else ""
     )
     cols = "".join(
         f'<col min="{i}" max="{i}" width="{w:g}" customWidth="1"/>'
@@ -410,7 +452,8 @@ def _workbook_xml(sheets: list[_Sheet]) -> str:
     defined = "".join(
         f'<definedName name="_xlnm._FilterDatabase" localSheetId="{i}" hidden="1">'
         f"{escape(_quoted(s.name))}!{_absolute(ref)}</definedName>"
-        for i, s in enumerate(sheets) if (ref := _filter_ref(s))
+        for i, s in enumerate(sheets)
+        if (ref := _filter_ref(s))
     )
     return (
         _XML + f'<workbook {_NS} xmlns:r="{_REL}">'
@@ -427,24 +470,34 @@ def _quoted(name: str) -> str:
 
 def _absolute(ref: str) -> str:
     """``A1:K9`` -> ``$A$1:$K$9``."""
+
     def one(cell: str) -> str:
         letters = cell.rstrip("0123456789")
-        return f"${letters}${cell[len(letters):]}"
+        return f"${letters}${cell[len(letters) :]}"
+
     return ":".join(one(c) for c in ref.split(":"))
 
 
 def _workbook_rels(count: int) -> str:
     return (
-        _XML + '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-        + "".join(f'<Relationship Id="rId{i}" Type="{_REL}/worksheet" '
-                  f'Target="worksheets/sheet{i}.xml"/>' for i in range(1, count + 1))
+        _XML
+        + '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        + "".join(
+            f'<Relationship Id="rId{i}" Type="{_REL}/worksheet" Target="worksheets/sheet{i}.xml"/>'
+            for i in range(1, count + 1)
+        )
         + f'<Relationship Id="rId{count + 1}" Type="{_REL}/styles" Target="styles.xml"/>'
         "</Relationships>"
     )
 
 
 def write_xlsx(
-    result: ReconciliationResult, path: Path, *, title: str, environment: str, generated_at: str,
+    result: ReconciliationResult,
+    path: Path,
+    *,
+    title: str,
+    environment: str,
+    generated_at: str,
     table: pa.Table,
 ) -> None:
     """Write the workbook to ``path``; ``table`` holds the exceptions as exact text ('' for
@@ -477,11 +530,16 @@ def write_xlsx(
             parts, text_amounts = _category_sheets(table, category, currencies)
             as_text += text_amounts
             for sheet in parts:
-                _write_sheet(archive, f"xl/worksheets/sheet{len(sheets) + 2}.xml", sheet,
-                             selected=False)
+                _write_sheet(archive, f"xl/worksheets/sheet{len(sheets) + 2}.xml", sheet, selected=False)
                 sheets.append(dataclasses.replace(sheet, rows=""))
-        summary = _summary_sheet(result, title=title, environment=environment,
-                                 generated_at=generated_at, currencies=currencies, as_text=as_text)
+        summary = _summary_sheet(
+            result,
+            title=title,
+            environment=environment,
+            generated_at=generated_at,
+            currencies=currencies,
+            as_text=as_text,
+        )
         _write_sheet(archive, "xl/worksheets/sheet1.xml", summary, selected=True)
         sheets.insert(0, summary)
         assert len(sheets) == count, (len(sheets), count)

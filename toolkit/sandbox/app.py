@@ -81,8 +81,11 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    *, db_path: Path, api_key: str | SecretStr | None = None,
-    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S, log_requests: bool = False,
+    *,
+    db_path: Path,
+    api_key: str | SecretStr | None = None,
+    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S,
+    log_requests: bool = False,
 ) -> FastAPI:
     """The sandbox for one SQLite file; with no key, the key stored in that file is used.
 
@@ -101,7 +104,9 @@ def create_app(
     )
     request_log = RequestLog(db, echo=_print_line if log_requests else None)
     app.state.sandbox = SandboxState(
-        db=db, api_key=secret, timestamp_tolerance_ms=int(timestamp_tolerance_s * 1000),
+        db=db,
+        api_key=secret,
+        timestamp_tolerance_ms=int(timestamp_tolerance_s * 1000),
         request_log=request_log,
     )
     for router in (payments.router, products.router, subscriptions.router, controls.router):
@@ -126,7 +131,8 @@ def app_from_env() -> FastAPI:
     """uvicorn factory for worker processes: database, key and tolerance from the environment."""
     key = os.environ.get(ENV_KEY) or None
     return create_app(
-        db_path=Path(os.environ[ENV_DB]), api_key=key,
+        db_path=Path(os.environ[ENV_DB]),
+        api_key=key,
         timestamp_tolerance_s=float(os.environ.get(ENV_TOLERANCE, DEFAULT_TOLERANCE_S)),
         log_requests=os.environ.get(ENV_LOG_REQUESTS) == "1",
     )

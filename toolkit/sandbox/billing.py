@@ -107,8 +107,10 @@ def render_subscription(plan: Plan, *, cycle: int, ended: bool) -> dict[str, Any
         if cycle == 0:
             assert trial_end is not None
             return create, trial_end
-        return (rules.period_start(anchor, interval, count, cycle - 1),
-                rules.period_start(anchor, interval, count, cycle))
+        return (
+            rules.period_start(anchor, interval, count, cycle - 1),
+            rules.period_start(anchor, interval, count, cycle),
+        )
 
     start, end = period(cycle)
 
@@ -135,8 +137,10 @@ def render_subscription(plan: Plan, *, cycle: int, ended: bool) -> dict[str, Any
                 "unitAmount": unit,
                 "quantity": quantity,
                 "currency": currency,
-                "recurring": {"trialPeriodDays": int(price["trial_days"] or 0),
-                              "intervalCount": int(price["interval_count"])},
+                "recurring": {
+                    "trialPeriodDays": int(price["trial_days"] or 0),
+                    "intervalCount": int(price["interval_count"]),
+                },
             },
         }
 

@@ -31,7 +31,14 @@ from toolkit.sandbox.schemas import (
 EXPORT_TIME_COLUMNS = ("createTime", "updateTime")
 FAULT_COLUMNS: tuple[str, ...] = tuple(FaultRule.model_fields)
 REQUEST_COLUMNS: tuple[str, ...] = (
-    "time", "method", "path", "status", "latencyMs", "merchantReferenceId", "fault", "faultId",
+    "time",
+    "method",
+    "path",
+    "status",
+    "latencyMs",
+    "merchantReferenceId",
+    "fault",
+    "faultId",
 )
 
 
@@ -57,32 +64,43 @@ class SandboxControls:
         info = self.client.call("GET", "/sandbox/info")
         return datetime.fromtimestamp(int(info["now"]) / 1000, tz=UTC)
 
-    def create_subscription(self, request: SubscriptionCreateRequest | Mapping[str, Any] | None = None,
-                            /, **fields: Any) -> Subscription:
+    def create_subscription(
+        self, request: SubscriptionCreateRequest | Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Subscription:
         """Subscribe a customer (given as in POST /payment) to a recurring price."""
         body = SubscriptionCreateRequest.build(merge_fields(request, fields))
         data = self.client.call("POST", "/sandbox/subscriptions", json=_wire(body))
         return Subscription.model_validate(data)
 
-    def cancel_subscription(self, subscription_id: str, *, at_period_end: bool = True,
-                            reason: str | None = None) -> Subscription:
+    def cancel_subscription(
+        self, subscription_id: str, *, at_period_end: bool = True, reason: str | None = None
+    ) -> Subscription:
         """Cancel now, or at the end of the current period (the default)."""
         body = CancelRequest.build({"atPeriodEnd": at_period_end, "reason": reason})
         data = self.client.call("POST", f"/sandbox/subscriptions/{subscription_id}/cancel", json=_wire(body))
         return Subscription.model_validate(data)
 
-    def advance_clock(self, *, days: int = 0, hours: int = 0, minutes: int = 0, seconds: int = 0,
-                      milliseconds: int = 0) -> int:
+    def advance_clock(
+        self, *, days: int = 0, hours: int = 0, minutes: int = 0, seconds: int = 0, milliseconds: int = 0
+    ) -> int:
         """Move the clock forward; returns how many open payments expired on the way."""
-        body = ClockAdvanceRequest.build({"days": days, "hours": hours, "minutes": minutes,
-                                          "seconds": seconds, "milliseconds": milliseconds})
+        body = ClockAdvanceRequest.build(
+            {
+                "days": days,
+                "hours": hours,
+                "minutes": minutes,
+                "seconds": seconds,
+                "milliseconds": milliseconds,
+            }
+        )
         return int(self.client.call("POST", "/sandbox/clock/advance", json=_wire(body))["expiredPayments"])
 
     def resolve_payment(self, order_id: str, status: Literal["success", "failure"]) -> dict[str, Any]:
         """Settle a pending or next-action payment; returns its settlement record."""
         body = ResolveRequest.build({"status": status})
-        data: dict[str, Any] = self.client.call("POST", f"/sandbox/payments/{order_id}/resolve",
-                                                json=_wire(body))
+        data: dict[str, Any] = self.client.call(
+            "POST", f"/sandbox/payments/{order_id}/resolve", json=_wire(body)
+        )
         return data
 
     def export_payments(self, merchant_reference_id: str | None = None) -> pd.DataFrame:
@@ -113,10 +131,15 @@ class SandboxControls:
             )
         record = found[0]
         status = next(s for s in PaymentStatus if s.label == record["status"])
-        return PaymentResult.model_validate({
-            "orderId": record["orderId"], "paymentInstrumentId": record["paymentInstrumentId"],
-            "status": status, "amount": record["amount"], "currency": record["currency"],
-        })
+        return PaymentResult.model_validate(
+            {
+                "orderId": record["orderId"],
+                "paymentInstrumentId": record["paymentInstrumentId"],
+                "status": status,
+                "amount": record["amount"],
+                "currency": record["currency"],
+            }
+        )
 
     def reset(self) -> None:
         """Empty the sandbox (the API key is kept); fault rules go too."""
@@ -124,8 +147,9 @@ class SandboxControls:
 
     # -- faults on demand and the request log -----------------------------------------------------
 
-    def add_fault(self, request: FaultRuleRequest | Mapping[str, Any] | None = None, /,
-                  **fields: Any) -> FaultRule:
+    def add_fault(
+        self, request: FaultRuleRequest | Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> FaultRule:
         """Add a fault rule (``route``, ``mode``, ``count`` or ``probability`` + ``seed``, ``delayMs``,
         ``status``, ``retryAfter``); checked here before it is sent."""
         body = FaultRuleRequest.build(merge_fields(request, fields))

@@ -45,8 +45,13 @@ class RunningSandbox:
 
 
 def start_server(
-    *, db_path: Path, api_key: str | None = None, host: str = "127.0.0.1", port: int = 0,
-    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S, log_requests: bool = False,
+    *,
+    db_path: Path,
+    api_key: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timestamp_tolerance_s: float = DEFAULT_TOLERANCE_S,
+    log_requests: bool = False,
 ) -> RunningSandbox:
     """Serve the sandbox for ``db_path`` in a daemon thread; returns when it accepts connections.
 
@@ -56,8 +61,9 @@ def start_server(
     """
     db_path = Path(db_path)
     key = api_key if api_key is not None else store.stored_api_key(store.Database(db_path))
-    app = create_app(db_path=db_path, api_key=key, timestamp_tolerance_s=timestamp_tolerance_s,
-                     log_requests=log_requests)
+    app = create_app(
+        db_path=db_path, api_key=key, timestamp_tolerance_s=timestamp_tolerance_s, log_requests=log_requests
+    )
     faults.clear_rules(app.state.sandbox.db)
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on sockets that declare it (else
     # every response waits ~40 ms for a delayed ACK).
@@ -68,7 +74,11 @@ def start_server(
     sock.listen(2048)
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, http=SandboxProtocol, log_level="warning", access_log=False, lifespan="off",
+        app,
+        http=SandboxProtocol,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
         timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
@@ -93,8 +103,11 @@ def start_server(
         raise RuntimeError(f"the sandbox did not start: {failure[0] if failure else 'unknown error'}")
     url_host = f"[{host}]" if ":" in host else host
     return RunningSandbox(
-        base_url=f"http://{url_host}:{bound_port}", api_key=SecretStr(key), db_path=db_path,
-        _server=server, _thread=thread,
+        base_url=f"http://{url_host}:{bound_port}",
+        api_key=SecretStr(key),
+        db_path=db_path,
+        _server=server,
+        _thread=thread,
     )
 
 

@@ -74,11 +74,18 @@ def route_of(method: str, path: str) -> str | None:
 def rule_record(row: Any) -> dict[str, Any]:
     """A rule as the controls answer it (``FaultRule``)."""
     return {
-        "id": row["id"], "route": row["route"], "mode": row["mode"],
-        "count": row["count"], "remaining": row["remaining"],
+        "id": row["id"],
+        "route": row["route"],
+        "mode": row["mode"],
+        "count": row["count"],
+        "remaining": row["remaining"],
         "probability": None if row["probability"] is None else Decimal(row["probability"]),
-        "seed": row["seed"], "delayMs": row["delay_ms"], "status": row["status"],
-        "retryAfter": row["retry_after"], "matched": int(row["matched"]), "fired": int(row["fired"]),
+        "seed": row["seed"],
+        "delayMs": row["delay_ms"],
+        "status": row["status"],
+        "retryAfter": row["retry_after"],
+        "matched": int(row["matched"]),
+        "fired": int(row["fired"]),
         "createTime": int(row["create_time"]),
     }
 
@@ -87,8 +94,9 @@ def check_servable(req: FaultRuleRequest, scope: Scope) -> None:
     """Refuse a closing mode where this app cannot close connections (not served by SandboxProtocol)."""
     if req.mode in CLOSING_MODES and connection_of(scope) is None:
         raise BadRequest(
-            "mode", f"{req.mode} needs the sandbox served by `toolkit sandbox` or the embedded sandbox "
-            "(toolkit.sandbox.protocol.SandboxProtocol)"
+            "mode",
+            f"{req.mode} needs the sandbox served by `toolkit sandbox` or the embedded sandbox "
+            "(toolkit.sandbox.protocol.SandboxProtocol)",
         )
 
 
@@ -97,12 +105,24 @@ def add_rule(db: store.Database, req: FaultRuleRequest) -> dict[str, Any]:
     count = req.count if req.count is not None or req.probability is not None else 1
     rule_id = store.new_id("flt_")
     with db.write() as conn:
-        store.insert_fault_rule(conn, rule={
-            "id": rule_id, "route": req.route, "mode": req.mode, "count": count, "remaining": count,
-            "probability": None if req.probability is None else str(req.probability), "seed": req.seed,
-            "delay_ms": req.delayMs, "status": req.answered_status, "retry_after": req.answered_retry_after,
-            "matched": 0, "fired": 0, "create_time": store.wall_ms(),
-        })
+        store.insert_fault_rule(
+            conn,
+            rule={
+                "id": rule_id,
+                "route": req.route,
+                "mode": req.mode,
+                "count": count,
+                "remaining": count,
+                "probability": None if req.probability is None else str(req.probability),
+                "seed": req.seed,
+                "delay_ms": req.delayMs,
+                "status": req.answered_status,
+                "retry_after": req.answered_retry_after,
+                "matched": 0,
+                "fired": 0,
+                "create_time": store.wall_ms(),
+            },
+        )
         row = next(r for r in store.list_fault_rules(conn) if r["id"] == rule_id)
     return rule_record(row)
 
@@ -205,20 +225,23 @@ async def _error(app: ASGIApp, firing: Firing, scope: Scope, receive: Receive, s
     await response(scope, receive, send)
 
 
-async def _drop_before_commit(app: ASGIApp, firing: Firing, scope: Scope, receive: Receive,
-                              send: Send) -> None:
+async def _drop_before_commit(
+    app: ASGIApp, firing: Firing, scope: Scope, receive: Receive, send: Send
+) -> None:
     await _read_reference(scope, receive)
     await _close(app, firing, scope, receive, send)
 
 
-async def _drop_after_commit(app: ASGIApp, firing: Firing, scope: Scope, receive: Receive,
-                             send: Send) -> None:
+async def _drop_after_commit(
+    app: ASGIApp, firing: Firing, scope: Scope, receive: Receive, send: Send
+) -> None:
     await _run_withheld(app, scope, receive)
     await _close(app, firing, scope, receive, send)
 
 
-async def _hang_after_commit(app: ASGIApp, firing: Firing, scope: Scope, receive: Receive,
-                             send: Send) -> None:
+async def _hang_after_commit(
+    app: ASGIApp, firing: Firing, scope: Scope, receive: Receive, send: Send
+) -> None:
     await _run_withheld(app, scope, receive)
     entry = entry_of(scope)
     if entry is not None:
@@ -296,8 +319,11 @@ async def _close(app: ASGIApp, firing: Firing, scope: Scope, receive: Receive, s
     not answer 500 for an application that returned without a response)."""
     connection = connection_of(scope)
     if connection is None:
-        response = error_response(500, f"sandbox fault {firing.mode} cannot close this connection "
-                                       "(the sandbox is not served with SandboxProtocol)")
+        response = error_response(
+            500,
+            f"sandbox fault {firing.mode} cannot close this connection "
+            "(the sandbox is not served with SandboxProtocol)",
+        )
         await response(scope, receive, send)
         return
     connection.drop()

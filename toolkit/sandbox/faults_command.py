@@ -25,7 +25,8 @@ from toolkit.sandbox.schemas import FAULT_MODES, FAULT_ROUTES, MAX_DELAY_MS
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="faults_action", required=True, metavar="ACTION")
     add = actions.add_parser(
-        "add", help="add a rule: the next --count matching requests (default 1), or a seeded share",
+        "add",
+        help="add a rule: the next --count matching requests (default 1), or a seeded share",
         description="Add a fault rule to a running sandbox; prints its id.",
     )
     add.add_argument("--route", required=True, choices=FAULT_ROUTES, help="the requests it applies to")
@@ -34,19 +35,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--count", type=int, help="the next N matching requests (default 1)")
     which.add_argument("--probability", help="each matching request with this probability (needs --seed)")
     add.add_argument("--seed", type=int, help="fixes the sequence of --probability: same seed, same requests")
-    add.add_argument("--delay-ms", type=int,
-                     help=f"mode delay: milliseconds before answering (<= {MAX_DELAY_MS})")
-    add.add_argument("--status", type=int,
-                     help="mode error: the status answered (408, 429, 500-599; default 500)")
-    add.add_argument("--retry-after", type=int,
-                     help="mode error, status 429 or 503: Retry-After in seconds (429 default 1)")
-    actions.add_parser("list", help="list the rules, with how often each has fired",
-                       description="List the fault rules of a running sandbox.")
+    add.add_argument(
+        "--delay-ms", type=int, help=f"mode delay: milliseconds before answering (<= {MAX_DELAY_MS})"
+    )
+    add.add_argument(
+        "--status", type=int, help="mode error: the status answered (408, 429, 500-599; default 500)"
+    )
+    add.add_argument(
+        "--retry-after",
+        type=int,
+        help="mode error, status 429 or 503: Retry-After in seconds (429 default 1)",
+    )
+    actions.add_parser(
+        "list",
+        help="list the rules, with how often each has fired",
+        description="List the fault rules of a running sandbox.",
+    )
     actions.add_parser("clear", help="remove every rule", description="Remove every fault rule.")
     for sub in actions.choices.values():
         sub.add_argument("--base-url", help="the running sandbox (default $TOOLKIT_BASE_URL)")
-        sub.add_argument("--api-key-file", type=Path,
-                         help="file holding the sandbox's key (default: $TOOLKIT_API_KEY)")
+        sub.add_argument(
+            "--api-key-file", type=Path, help="file holding the sandbox's key (default: $TOOLKIT_API_KEY)"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,8 +97,13 @@ def _client(args: argparse.Namespace) -> Client:
 def _rule_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The rule's body from the options given (the model checks it before anything is sent)."""
     fields: dict[str, Any] = {
-        "route": args.route, "mode": args.mode, "count": args.count, "seed": args.seed,
-        "delayMs": args.delay_ms, "status": args.status, "retryAfter": args.retry_after,
+        "route": args.route,
+        "mode": args.mode,
+        "count": args.count,
+        "seed": args.seed,
+        "delayMs": args.delay_ms,
+        "status": args.status,
+        "retryAfter": args.retry_after,
     }
     if args.probability is not None:
         fields["probability"] = _number(args.probability)
@@ -104,6 +119,7 @@ def _number(text: str) -> Decimal:
 
 def _describe(rule: dict[str, Any]) -> str:
     """One rule in words: ``POST /payment drop_after_commit next 1 (0 left)``."""
+
     def given(name: str) -> bool:
         value = rule.get(name)
         return value is not None and not pd.isna(value)

@@ -24,8 +24,18 @@ ModelT = TypeVar("ModelT", bound=RequestModel)
 #: Fields whose JSON type is checked before pydantic (which would coerce "12.30" or "3" silently).
 _NUMBER_FIELDS = frozenset({"amount", "unitAmount"})
 _INTEGER_FIELDS = frozenset(
-    {"quantity", "intervalCount", "trialPeriodDays", "effectiveCycle", "sequence",
-     "milliseconds", "seconds", "minutes", "hours", "days"}
+    {
+        "quantity",
+        "intervalCount",
+        "trialPeriodDays",
+        "effectiveCycle",
+        "sequence",
+        "milliseconds",
+        "seconds",
+        "minutes",
+        "hours",
+        "days",
+    }
 )
 _BOOLEAN_FIELDS = frozenset({"isDefaultPrice", "atPeriodEnd"})
 
@@ -156,7 +166,9 @@ def _is_integer(value: Any) -> bool:
     if isinstance(value, int):
         return True
     return (
-        isinstance(value, Decimal) and value.is_finite() and value.adjusted() <= 18
+        isinstance(value, Decimal)
+        and value.is_finite()
+        and value.adjusted() <= 18
         and value == value.to_integral_value()
     )
 

@@ -40,7 +40,9 @@ _REF = "#/components/schemas/{model}"
 SECURITY_SCHEMES: dict[str, Any] = {
     "ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-KEY"},
     "Timestamp": {
-        "type": "apiKey", "in": "header", "name": "X-Timestamp",
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Timestamp",
         "description": "Current time in ms since the Unix epoch, within the sandbox's tolerance.",
     },
 }
@@ -105,8 +107,12 @@ def _by_digits(currencies: tuple[str, ...]) -> dict[int, list[str]]:
 
 def _amount(limit: int) -> dict[str, Any]:
     """A positive request amount below ``limit`` with at most four decimals."""
-    return {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": limit,
-            "multipleOf": _json_number(_SMALLEST_STEP)}
+    return {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "exclusiveMaximum": limit,
+        "multipleOf": _json_number(_SMALLEST_STEP),
+    }
 
 
 def _set(node: dict[str, Any], **keywords: Any) -> None:
@@ -185,27 +191,39 @@ def _charge() -> dict[str, Any]:
     One anyOf over a finite table (conditionals side by side multiply into each other).
     """
     charged_as_is = [_with(_absent("paymentCurrency"), _absent("currency"))] + [
-        _with(_absent("paymentCurrency"), _given("currency", enum=currencies),
-              {"properties": {"paymentMethodType": {"enum": list(methods)}}})
+        _with(
+            _absent("paymentCurrency"),
+            _given("currency", enum=currencies),
+            {"properties": {"paymentMethodType": {"enum": list(methods)}}},
+        )
         for methods, currencies in _by_methods().items()
     ]
     converted = [
-        _with(_given("paymentCurrency", enum=currencies),
-              {"properties": {"paymentMethodType": {"enum": list(methods)}}})
+        _with(
+            _given("paymentCurrency", enum=currencies),
+            {"properties": {"paymentMethodType": {"enum": list(methods)}}},
+        )
         for methods, currencies in _by_methods().items()
     ]
-    return {"anyOf": charged_as_is + converted, "description": (
-        "The charged currency, paymentCurrency or else currency, is one the method supports. "
-        "(With priceId and neither, the price's currency is charged: checked against the store, 409.)"
-    )}
+    return {
+        "anyOf": charged_as_is + converted,
+        "description": (
+            "The charged currency, paymentCurrency or else currency, is one the method supports. "
+            "(With priceId and neither, the price's currency is charged: checked against the store, 409.)"
+        ),
+    }
 
 
 def _amount_decimals(currency: str, amount: str, currencies: tuple[str, ...]) -> dict[str, Any]:
     """``amount`` has no more decimals than the currency named by ``currency`` allows."""
-    return {"anyOf": [_absent(currency)] + [
-        _with(_given(currency, enum=codes), {"properties": {amount: _decimals(digits)}})
-        for digits, codes in _by_digits(currencies).items()
-    ], "description": f"{amount} has no more decimals than {currency} has (JPY 0, USD 2, KWD 3)."}
+    return {
+        "anyOf": [_absent(currency)]
+        + [
+            _with(_given(currency, enum=codes), {"properties": {amount: _decimals(digits)}})
+            for digits, codes in _by_digits(currencies).items()
+        ],
+        "description": f"{amount} has no more decimals than {currency} has (JPY 0, USD 2, KWD 3).",
+    }
 
 
 def _payment_request(schema: dict[str, Any]) -> None:
@@ -258,25 +276,36 @@ def _price_item(schema: dict[str, Any]) -> None:
     _set(properties["currency"], enum=list(CURRENCIES))
     _set(properties["unitAmount"], **_amount(int(rules.MAX_AMOUNT)))
     # Keys matched by patternProperties escape additionalProperties: each pattern says it all.
-    _set(properties["currencyOptions"],
-         propertyNames={"enum": list(CURRENCIES)},
-         patternProperties={
-             f"^(?:{'|'.join(codes)})$": {**_amount(int(rules.MAX_AMOUNT)), **_decimals(digits)}
-             for digits, codes in _by_digits(CURRENCIES).items()
-         },
-         additionalProperties=False)
+    _set(
+        properties["currencyOptions"],
+        propertyNames={"enum": list(CURRENCIES)},
+        patternProperties={
+            f"^(?:{'|'.join(codes)})$": {**_amount(int(rules.MAX_AMOUNT)), **_decimals(digits)}
+            for digits, codes in _by_digits(CURRENCIES).items()
+        },
+        additionalProperties=False,
+    )
     recurring = PriceType.RECURRING.value
     schema["allOf"] = [
-        {"if": {"required": ["priceType"], "properties": {"priceType": {"const": recurring}}},
-         "then": _given("recurringDetails"),
-         "else": _absent("recurringDetails"),
-         "description": "recurringDetails when, and only when, priceType is recurring."},
-        {"anyOf": [
-            {"properties": {"currency": {"const": code}, "unitAmount": _decimals(minor_digits(code)),
-                            "currencyOptions": {"not": {"type": "object", "required": [code]}}}}
-            for code in CURRENCIES
-         ],
-         "description": "unitAmount has the currency's decimals; currencyOptions has no amount in it."},
+        {
+            "if": {"required": ["priceType"], "properties": {"priceType": {"const": recurring}}},
+            "then": _given("recurringDetails"),
+            "else": _absent("recurringDetails"),
+            "description": "recurringDetails when, and only when, priceType is recurring.",
+        },
+        {
+            "anyOf": [
+                {
+                    "properties": {
+                        "currency": {"const": code},
+                        "unitAmount": _decimals(minor_digits(code)),
+                        "currencyOptions": {"not": {"type": "object", "required": [code]}},
+                    }
+                }
+                for code in CURRENCIES
+            ],
+            "description": "unitAmount has the currency's decimals; currencyOptions has no amount in it.",
+        },
     ]
 
 
@@ -302,28 +331,75 @@ _RETURN_URL = "https://shop.example/return"
 #: Component name -> request bodies the sandbox accepts (the examples phase of a test run sends them).
 _EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "PaymentRequest": [
-        {"customerEmail": "buyer@example.com", "paymentMethodType": "CARD",
-         "paymentInstrumentId": "pi_test_success", "amount": 12.3, "currency": "USD",
-         "merchantReferenceId": "order-1001", "returnUrl": _RETURN_URL},
-        {"referenceCustomerId": "cust-42", "paymentMethodType": "ALIPAY", "amount": 88, "currency": "CNY",
-         "returnUrl": _RETURN_URL, "platformType": "WAP", "deviceType": "iOS"},
-        {"customerEmail": "buyer@example.com", "paymentMethodType": "GCASH", "amount": 10,
-         "currency": "USD", "paymentCurrency": "PHP", "returnUrl": _RETURN_URL,
-         "priceDataList": [{"name": "Widget", "quantity": 2, "unitAmount": 5, "currency": "USD"}]},
+        {
+            "customerEmail": "buyer@example.com",
+            "paymentMethodType": "CARD",
+            "paymentInstrumentId": "pi_test_success",
+            "amount": 12.3,
+            "currency": "USD",
+            "merchantReferenceId": "order-1001",
+            "returnUrl": _RETURN_URL,
+        },
+        {
+            "referenceCustomerId": "cust-42",
+            "paymentMethodType": "ALIPAY",
+            "amount": 88,
+            "currency": "CNY",
+            "returnUrl": _RETURN_URL,
+            "platformType": "WAP",
+            "deviceType": "iOS",
+        },
+        {
+            "customerEmail": "buyer@example.com",
+            "paymentMethodType": "GCASH",
+            "amount": 10,
+            "currency": "USD",
+            "paymentCurrency": "PHP",
+            "returnUrl": _RETURN_URL,
+            "priceDataList": [{"name": "Widget", "quantity": 2, "unitAmount": 5, "currency": "USD"}],
+        },
     ],
     "ProductRequest": [
-        {"name": "Pro plan", "taxCategory": "software_service", "priceList": [
-            {"currency": "USD", "unitAmount": 30, "priceType": "recurring", "isDefaultPrice": True,
-             "recurringDetails": {"interval": "month", "intervalCount": 1, "trialPeriodDays": 7,
-                                  "pricingModel": "flat_rate"}},
-        ]},
-        {"name": "E-book", "localizedNames": {"de": "E-Buch"}, "taxCategory": "ebook", "priceList": [
-            {"currency": "USD", "unitAmount": 9.99, "isDefaultPrice": True, "currencyOptions": {"EUR": 9.49}},
-        ]},
+        {
+            "name": "Pro plan",
+            "taxCategory": "software_service",
+            "priceList": [
+                {
+                    "currency": "USD",
+                    "unitAmount": 30,
+                    "priceType": "recurring",
+                    "isDefaultPrice": True,
+                    "recurringDetails": {
+                        "interval": "month",
+                        "intervalCount": 1,
+                        "trialPeriodDays": 7,
+                        "pricingModel": "flat_rate",
+                    },
+                },
+            ],
+        },
+        {
+            "name": "E-book",
+            "localizedNames": {"de": "E-Buch"},
+            "taxCategory": "ebook",
+            "priceList": [
+                {
+                    "currency": "USD",
+                    "unitAmount": 9.99,
+                    "isDefaultPrice": True,
+                    "currencyOptions": {"EUR": 9.49},
+                },
+            ],
+        },
     ],
     "SubscriptionCreateRequest": [
-        {"customerEmail": "buyer@example.com", "productId": "prod_from_post_product",
-         "priceId": "price_recurring", "paymentMethodType": "CARD", "paymentInstrumentId": "pi_test_success"},
+        {
+            "customerEmail": "buyer@example.com",
+            "productId": "prod_from_post_product",
+            "priceId": "price_recurring",
+            "paymentMethodType": "CARD",
+            "paymentInstrumentId": "pi_test_success",
+        },
     ],
     "ClockAdvanceRequest": [{"days": 31}],
     "CancelRequest": [{"atPeriodEnd": False, "reason": "customer request"}],
@@ -394,8 +470,12 @@ def envelope(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def operation(
-    *, data: dict[str, Any], body: type[BaseModel] | None = None, body_required: bool = True,
-    errors: tuple[int, ...] = (400,), extra_200: dict[str, Any] | None = None,
+    *,
+    data: dict[str, Any],
+    body: type[BaseModel] | None = None,
+    body_required: bool = True,
+    errors: tuple[int, ...] = (400,),
+    extra_200: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``openapi_extra`` of one route: request body, 200 envelope, declared errors and 401."""
     content: dict[str, Any] = {"application/json": {"schema": envelope(data)}}
@@ -427,8 +507,14 @@ def _operation_ref(method: str, path: str) -> str:
     return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
 
 
-def _link(method: str, path: str, description: str, *, parameters: dict[str, str] | None = None,
-          body: dict[str, str] | None = None) -> dict[str, Any]:
+def _link(
+    method: str,
+    path: str,
+    description: str,
+    *,
+    parameters: dict[str, str] | None = None,
+    body: dict[str, str] | None = None,
+) -> dict[str, Any]:
     link: dict[str, Any] = {"operationRef": _operation_ref(method, path), "description": description}
     if parameters:
         link["parameters"] = parameters
@@ -444,31 +530,53 @@ _SUBSCRIPTION = "$response.body#/data/subscriptionId"
 #: (method, path) of an operation -> links of its 200 response.
 LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("post", "/product"): {
-        "PayForFirstPrice": _link("post", "/payment", "Pay for the product's first price.",
-                                  body={"productId": _PRODUCT, "priceId": _FIRST_PRICE}),
-        "SubscribeToFirstPrice": _link("post", "/sandbox/subscriptions", "Subscribe to the first price.",
-                                       body={"productId": _PRODUCT, "priceId": _FIRST_PRICE}),
-        "DeactivateFirstPrice": _link("post", "/sandbox/prices/{priceId}/deactivate",
-                                      "Make the first price inactive.",
-                                      parameters={"path.priceId": _FIRST_PRICE}),
+        "PayForFirstPrice": _link(
+            "post",
+            "/payment",
+            "Pay for the product's first price.",
+            body={"productId": _PRODUCT, "priceId": _FIRST_PRICE},
+        ),
+        "SubscribeToFirstPrice": _link(
+            "post",
+            "/sandbox/subscriptions",
+            "Subscribe to the first price.",
+            body={"productId": _PRODUCT, "priceId": _FIRST_PRICE},
+        ),
+        "DeactivateFirstPrice": _link(
+            "post",
+            "/sandbox/prices/{priceId}/deactivate",
+            "Make the first price inactive.",
+            parameters={"path.priceId": _FIRST_PRICE},
+        ),
     },
     ("post", "/payment"): {
-        "ResolvePayment": _link("post", "/sandbox/payments/{orderId}/resolve", "Settle the payment.",
-                                parameters={"path.orderId": "$response.body#/data/orderId"}),
+        "ResolvePayment": _link(
+            "post",
+            "/sandbox/payments/{orderId}/resolve",
+            "Settle the payment.",
+            parameters={"path.orderId": "$response.body#/data/orderId"},
+        ),
     },
     ("post", "/sandbox/subscriptions"): {
-        "GetSubscription": _link("get", "/subscription/{id}", "Read the subscription.",
-                                 parameters={"path.id": _SUBSCRIPTION}),
-        "CancelSubscription": _link("post", "/sandbox/subscriptions/{id}/cancel", "Cancel it.",
-                                    parameters={"path.id": _SUBSCRIPTION}),
+        "GetSubscription": _link(
+            "get", "/subscription/{id}", "Read the subscription.", parameters={"path.id": _SUBSCRIPTION}
+        ),
+        "CancelSubscription": _link(
+            "post", "/sandbox/subscriptions/{id}/cancel", "Cancel it.", parameters={"path.id": _SUBSCRIPTION}
+        ),
     },
     ("get", "/subscription/{id}"): {
-        "CancelSubscription": _link("post", "/sandbox/subscriptions/{id}/cancel", "Cancel it.",
-                                    parameters={"path.id": _SUBSCRIPTION}),
+        "CancelSubscription": _link(
+            "post", "/sandbox/subscriptions/{id}/cancel", "Cancel it.", parameters={"path.id": _SUBSCRIPTION}
+        ),
     },
     ("post", "/sandbox/subscriptions/{id}/cancel"): {
-        "GetSubscription": _link("get", "/subscription/{id}", "Read the canceled subscription.",
-                                 parameters={"path.id": _SUBSCRIPTION}),
+        "GetSubscription": _link(
+            "get",
+            "/subscription/{id}",
+            "Read the canceled subscription.",
+            parameters={"path.id": _SUBSCRIPTION},
+        ),
     },
 }
 
@@ -490,7 +598,9 @@ def install(app: FastAPI) -> None:
         if app.openapi_schema is not None:
             return app.openapi_schema
         document = get_openapi(
-            title=app.title, version=app.version, routes=app.routes,
+            title=app.title,
+            version=app.version,
+            routes=app.routes,
             description=f"{app.description}\n\n{RULES_BEYOND_SCHEMAS}",
         )
         for method, path, op in _operations(document):

@@ -22,13 +22,102 @@ _ZLIB_HEADER = b"\x78\x01"
 _MAX_MATCH = 258
 _MAX_DISTANCE = 32768
 #: RFC 1951 section 3.2.5: first length / distance of each code, and its number of extra bits.
-_LENGTH_BASE = (3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99,
-                115, 131, 163, 195, 227, 258)
+_LENGTH_BASE = (
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    13,
+    15,
+    17,
+    19,
+    23,
+    27,
+    31,
+    35,
+    43,
+    51,
+    59,
+    67,
+    83,
+    99,
+    115,
+    131,
+    163,
+    195,
+    227,
+    258,
+)
 _LENGTH_EXTRA = (0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0)
-_DISTANCE_BASE = (1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
-                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577)
-_DISTANCE_EXTRA = (0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11,
-                   12, 12, 13, 13)
+_DISTANCE_BASE = (
+    1,
+    2,
+    3,
+    4,
+    5,
+    7,
+    9,
+    13,
+    17,
+    25,
+    33,
+    49,
+    65,
+    97,
+    129,
+    193,
+    257,
+    385,
+    513,
+    769,
+    1025,
+    1537,
+    2049,
+    3073,
+    4097,
+    6145,
+    8193,
+    12289,
+    16385,
+    24577,
+)
+_DISTANCE_EXTRA = (
+    0,
+    0,
+    0,
+    0,
+    1,
+    1,
+    2,
+    2,
+    3,
+    3,
+    4,
+    4,
+    5,
+    5,
+    6,
+    6,
+    7,
+    7,
+    8,
+    8,
+    9,
+    9,
+    10,
+    10,
+    11,
+    11,
+    12,
+    12,
+    13,
+    13,
+)
 
 
 def _chunk(tag: bytes, data: bytes) -> bytes:
@@ -122,7 +211,10 @@ def _layout(width: int, line_size: int, count: int, scale: int) -> _Layout:
     return _Layout(
         head=SIGNATURE + _chunk(b"IHDR", header),
         repeat=(b"\x02" + bytes(line_size - 1)) * (scale - 1),
-        opening=opening, separator=separator, glue=glue, closing=closing,
+        opening=opening,
+        separator=separator,
+        glue=glue,
+        closing=closing,
         tail=_chunk(b"IEND", b""),
     )
 
@@ -134,9 +226,26 @@ def scaled_png(lines: bytes, *, width: int, line_size: int, scale: int) -> bytes
     """A greyscale 1-bit PNG, ``width`` pixels wide, of ``lines`` (each ``line_size`` bytes: filter
     byte 0, then the pixels, 0 for black, padded to a whole byte), each line shown ``scale`` times."""
     layout = _layout(width, line_size, len(lines) // line_size, scale)
-    rows = [lines[i:i + line_size] for i in range(0, len(lines), line_size)]
+    rows = [lines[i : i + line_size] for i in range(0, len(lines), line_size)]
     adler = zlib.adler32(layout.repeat.join(rows) + layout.repeat)
-    stream = b"".join((layout.opening, rows[0], layout.repeat, layout.separator,
-                       layout.glue.join(rows[1:]), layout.closing, adler.to_bytes(4, "big")))
-    return b"".join((layout.head, len(stream).to_bytes(4, "big"), b"IDAT", stream,
-                     zlib.crc32(stream, _IDAT_CRC).to_bytes(4, "big"), layout.tail))
+    stream = b"".join(
+        (
+            layout.opening,
+            rows[0],
+            layout.repeat,
+            layout.separator,
+            layout.glue.join(rows[1:]),
+            layout.closing,
+            adler.to_bytes(4, "big"),
+        )
+    )
+    return b"".join(
+        (
+            layout.head,
+            len(stream).to_bytes(4, "big"),
+            b"IDAT",
+            stream,
+            zlib.crc32(stream, _IDAT_CRC).to_bytes(4, "big"),
+            layout.tail,
+        )
+    )

@@ -57,8 +57,10 @@ if 8 % SCALE:
     raise AssertionError("SCALE must divide 8")
 _FILTER_SLOTS = 8 // SCALE
 _WIDEN = tuple(
-    bytes((int("".join(bit * SCALE for bit in f"{value:08b}"), 2) >> (8 * (SCALE - 1 - j))) & 0xFF
-          for value in range(256))
+    bytes(
+        (int("".join(bit * SCALE for bit in f"{value:08b}"), 2) >> (8 * (SCALE - 1 - j))) & 0xFF
+        for value in range(256)
+    )
     for j in range(SCALE)
 )
 _LIGHT = bytes.maketrans(b"\x00\x01", b"10")  # module (1 dark) -> pixel bit (1 light), as a digit
@@ -82,7 +84,7 @@ def _widen(slots: bytes, size: int) -> bytes:
     lines = bytearray(len(slots) * SCALE)
     for j, table in enumerate(_WIDEN):
         lines[j::SCALE] = slots.translate(table)
-    return bytes(lines[:(size + 2 * BORDER) * _line_size(size)])
+    return bytes(lines[: (size + 2 * BORDER) * _line_size(size)])
 
 
 def module_lines(matrix: Sequence[bytes | bytearray]) -> bytes:
@@ -139,6 +141,7 @@ def _build_template(prefix: bytes, length: int) -> _Template:
     The slots of any tail are then those of the all-zero tail XOR the differences made by each of
     its set bits.
     """
+
     def slots(tail: bytes) -> int:
         matrix = encode(prefix + tail).matrix
         if len(matrix) != size:
@@ -150,8 +153,10 @@ def _build_template(prefix: bytes, length: int) -> _Template:
     raster = _slots(zero)
     base = int.from_bytes(raster, "big")
     deltas = tuple(
-        tuple(slots(bytes(position) + bytes((1 << bit,)) + bytes(length - position - 1)) ^ base
-              for bit in range(8))
+        tuple(
+            slots(bytes(position) + bytes((1 << bit,)) + bytes(length - position - 1)) ^ base
+            for bit in range(8)
+        )
         for position in range(length)
     )
     return _Template(base, len(raster), size, _line_size(size), deltas, tuple({} for _ in range(length)))
@@ -190,7 +195,7 @@ class QrFamily:
         """PNG bytes (SCALE pixels per module, BORDER modules of quiet zone) of the code."""
         image = self._pngs.get(content)
         if image is None:
-            tail = content[len(self.prefix):]
+            tail = content[len(self.prefix) :]
             if len(tail) == self.tail_length and content.startswith(self.prefix) and tail.isascii():
                 template = self._template_ready()
                 image = _png(template.lines(tail.encode("ascii")), template.line_size)

@@ -79,8 +79,16 @@ class Entry:
             self.log.record(self)
 
     def row(self) -> tuple[Any, ...]:
-        return (self.time_ms, self.method, self.path, self.status, self.latency_us,
-                self.merchant_reference_id, self.fault, self.fault_id)
+        return (
+            self.time_ms,
+            self.method,
+            self.path,
+            self.status,
+            self.latency_us,
+            self.merchant_reference_id,
+            self.fault,
+            self.fault_id,
+        )
 
     def line(self) -> str:
         """One line for ``toolkit sandbox --log-requests``."""
@@ -132,8 +140,13 @@ class RequestLog:
         self._flush_due: asyncio.TimerHandle | None = None
 
     def begin(self, method: str, path: str) -> Entry:
-        return Entry(log=self, time_ms=time.time_ns() // 1_000_000, started=time.perf_counter(),
-                     method=method, path=_clip(path))
+        return Entry(
+            log=self,
+            time_ms=time.time_ns() // 1_000_000,
+            started=time.perf_counter(),
+            method=method,
+            path=_clip(path),
+        )
 
     def record(self, entry: Entry) -> None:
         self._pending.append(entry.row())

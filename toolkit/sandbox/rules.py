@@ -17,7 +17,9 @@ from toolkit.models import PaymentMethodType as M
 from toolkit.money import round_to_currency
 
 SUCCESS, PENDING, FAILURE, NEXT_ACTION = (
-    PaymentStatus.SUCCESS.value, PaymentStatus.PENDING.value, PaymentStatus.FAILURE.value,
+    PaymentStatus.SUCCESS.value,
+    PaymentStatus.PENDING.value,
+    PaymentStatus.FAILURE.value,
     PaymentStatus.NEXT_ACTION.value,
 )
 STATUS_NAMES: dict[int, str] = PAYMENT_STATUS_LABELS
@@ -30,8 +32,23 @@ NEXT_ACTION_TTL_MS = 15 * 60 * 1000
 PENDING_TTL_MS = 24 * 60 * 60 * 1000
 
 _CARD_CURRENCIES = (
-    "USD", "EUR", "GBP", "JPY", "KRW", "KWD", "CNY", "SGD", "HKD", "AUD", "CAD", "BRL", "INR",
-    "IDR", "THB", "PHP", "MYR",
+    "USD",
+    "EUR",
+    "GBP",
+    "JPY",
+    "KRW",
+    "KWD",
+    "CNY",
+    "SGD",
+    "HKD",
+    "AUD",
+    "CAD",
+    "BRL",
+    "INR",
+    "IDR",
+    "THB",
+    "PHP",
+    "MYR",
 )
 
 #: Payment method -> currencies it can be charged in (spec rule 2: the method must support it).
@@ -178,7 +195,11 @@ _DAYS = {"day": 1, "week": 7}
 
 #: The longest billing period the sandbox takes (intervalCount per interval): 100 years.
 MAX_INTERVAL_COUNT: dict[str, int] = {
-    "day": 36_500, "week": 5_200, "month": 1_200, "quarter": 400, "year": 100,
+    "day": 36_500,
+    "week": 5_200,
+    "month": 1_200,
+    "quarter": 400,
+    "year": 100,
 }
 #: The sandbox clock does not move past this instant (9000-01-01), so that every period, trial and
 #: renewal computed from it stays within the calendar's year 9999.
@@ -204,9 +225,7 @@ def period_start(anchor_ms: int, interval: str, count: int, index: int) -> int:
     """
     if interval in _DAYS:
         return anchor_ms + index * count * _DAYS[interval] * DAY_MS
-    anchor = datetime.fromtimestamp(anchor_ms // 1000, tz=UTC) + timedelta(
-        milliseconds=anchor_ms % 1000
-    )
+    anchor = datetime.fromtimestamp(anchor_ms // 1000, tz=UTC) + timedelta(milliseconds=anchor_ms % 1000)
     moved = _add_months(anchor, index * count * _MONTHS[interval])
     return int(moved.timestamp()) * 1000 + moved.microsecond // 1000
 

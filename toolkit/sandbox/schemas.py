@@ -51,7 +51,8 @@ class SubscriptionCreateRequest(RequestModel):
             )
         if self.paymentInstrumentId is None and self.paymentMethodType not in AUTO_INSTRUMENT_METHODS:
             raise PydanticCustomError(
-                "instrument", "paymentInstrumentId: required for {method}",
+                "instrument",
+                "paymentInstrumentId: required for {method}",
                 {"method": self.paymentMethodType.value},
             )
         return self
@@ -75,8 +76,13 @@ class ClockAdvanceRequest(RequestModel):
 
     @property
     def total_ms(self) -> int:
-        return (self.milliseconds + 1000 * self.seconds + 60_000 * self.minutes
-                + 3_600_000 * self.hours + 86_400_000 * self.days)
+        return (
+            self.milliseconds
+            + 1000 * self.seconds
+            + 60_000 * self.minutes
+            + 3_600_000 * self.hours
+            + 86_400_000 * self.days
+        )
 
 
 class ResolveRequest(RequestModel):

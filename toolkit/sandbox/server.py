@@ -42,32 +42,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=DEFAULT_HOST, help="interface to listen on (default %(default)s)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
     parser.add_argument(
-        "--db", type=Path, default=None,
+        "--db",
+        type=Path,
+        default=None,
         help=f"SQLite file (default: $TOOLKIT_HOME/{DATABASE_NAME})",
     )
     key = parser.add_mutually_exclusive_group()
     key.add_argument(
-        "--api-key", default=None, metavar="KEY",
+        "--api-key",
+        default=None,
+        metavar="KEY",
         help="key clients must send; shown to anyone who runs ps: prefer --api-key-file or "
         f"${ENV_KEY} (see below)",
     )
-    key.add_argument("--api-key-file", type=Path, default=None, metavar="PATH",
-                     help="read the key from this file (one line)")
+    key.add_argument(
+        "--api-key-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="read the key from this file (one line)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
     parser.add_argument(
-        "--timestamp-tolerance", type=float, default=DEFAULT_TOLERANCE_S,
+        "--timestamp-tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE_S,
         help="allowed X-Timestamp skew in seconds, past and future (default %(default)s)",
     )
     parser.add_argument(
-        "--log-requests", action="store_true",
+        "--log-requests",
+        action="store_true",
         help="print one line per request: time, method, path, status, latency, merchantReferenceId, "
         "fault (never headers or the key)",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
-    faults_command.add_arguments(actions.add_parser(
-        "faults", help="add, list or clear the fault rules of a running sandbox",
-        description="Fault rules of a running sandbox (see README, Faults on demand).",
-    ))
+    faults_command.add_arguments(
+        actions.add_parser(
+            "faults",
+            help="add, list or clear the fault rules of a running sandbox",
+            description="Fault rules of a running sandbox (see README, Faults on demand).",
+        )
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,8 +111,14 @@ def serve(args: argparse.Namespace) -> int:
     print(f"sandbox: http://{host}:{args.port}  database: {db_path}", flush=True)
     print(f"api key: {key if source == 'database' else f'from {source} (not printed)'}", flush=True)
     uvicorn.run(
-        "toolkit.sandbox.app:app_from_env", factory=True, host=args.host, port=args.port,
-        workers=max(1, args.workers), log_level="warning", access_log=False, lifespan="off",
+        "toolkit.sandbox.app:app_from_env",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=max(1, args.workers),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
         http=SandboxProtocol,
     )
     return 0

@@ -104,7 +104,14 @@ CREATE TABLE IF NOT EXISTS request_log (
 #: Tables emptied by ``reset`` (meta keeps the API key; seeded instruments are put back). The fault
 #: rules go too; the request log stays (it records what the sandbox received, the reset included).
 _DATA_TABLES = (
-    "customers", "instruments", "products", "prices", "sessions", "orders", "subscriptions", "fault_rules",
+    "customers",
+    "instruments",
+    "products",
+    "prices",
+    "sessions",
+    "orders",
+    "subscriptions",
+    "fault_rules",
 )
 
 
@@ -260,7 +267,9 @@ def checkpoint(path: Path) -> None:
     """A PASSIVE checkpoint of the file's WAL; errors are left to the connections' autocheckpoint."""
     try:
         conn = sqlite3.connect(
-            f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None,
+            f"{path.resolve().as_uri()}?mode=rw",
+            uri=True,
+            isolation_level=None,
             timeout=BUSY_TIMEOUT_MS / 1000,
         )
     except sqlite3.Error:
@@ -354,9 +363,9 @@ def find_customer(
         if row is not None:
             return row
     if email is not None:
-        return _one(conn.execute(
-            "SELECT * FROM customers WHERE email = ? ORDER BY create_time, id LIMIT 1", (email,)
-        ))
+        return _one(
+            conn.execute("SELECT * FROM customers WHERE email = ? ORDER BY create_time, id LIMIT 1", (email,))
+        )
     return None
 
 
@@ -403,8 +412,14 @@ def insert_session(conn: sqlite3.Connection, *, kind: str, now: int) -> str:
 
 
 def insert_product(
-    conn: sqlite3.Connection, *, name: str, description: str | None, image: str | None,
-    tax_category: str | None, localized_names: dict[str, str] | None, now: int,
+    conn: sqlite3.Connection,
+    *,
+    name: str,
+    description: str | None,
+    image: str | None,
+    tax_category: str | None,
+    localized_names: dict[str, str] | None,
+    now: int,
 ) -> str:
     product_id = new_id("prod_")
     conn.execute(
@@ -420,10 +435,20 @@ def set_default_price(conn: sqlite3.Connection, *, product_id: str, price_id: st
 
 
 def insert_price(
-    conn: sqlite3.Connection, *, product_id: str, currency: str, unit_minor: int, price_type: str,
-    interval: str | None, interval_count: int | None, trial_days: int | None,
-    pricing_model: str | None, currency_options: dict[str, int] | None, is_default: bool,
-    position: int, now: int,
+    conn: sqlite3.Connection,
+    *,
+    product_id: str,
+    currency: str,
+    unit_minor: int,
+    price_type: str,
+    interval: str | None,
+    interval_count: int | None,
+    trial_days: int | None,
+    pricing_model: str | None,
+    currency_options: dict[str, int] | None,
+    is_default: bool,
+    position: int,
+    now: int,
 ) -> tuple[str, str]:
     """Insert a price and its (only) snapshot; prices are immutable in the sandbox."""
     price_id, snapshot_id = new_id("price_"), new_id("psnap_")
@@ -431,9 +456,22 @@ def insert_price(
         "INSERT INTO prices(id, product_id, snapshot_id, currency, unit_minor, price_type, interval,"
         " interval_count, trial_days, pricing_model, currency_options, is_default, active, position,"
         " create_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-        (price_id, product_id, snapshot_id, currency, unit_minor, price_type, interval,
-         interval_count, trial_days, pricing_model, dumps(currency_options), int(is_default),
-         position, now),
+        (
+            price_id,
+            product_id,
+            snapshot_id,
+            currency,
+            unit_minor,
+            price_type,
+            interval,
+            interval_count,
+            trial_days,
+            pricing_model,
+            dumps(currency_options),
+            int(is_default),
+            position,
+            now,
+        ),
     )
     return price_id, snapshot_id
 
@@ -484,8 +522,7 @@ def set_order_status(
     conn: sqlite3.Connection, *, order_id: str, status: int, reason: str | None, now: int
 ) -> None:
     conn.execute(
-        "UPDATE orders SET status = ?, failure_reason = ?, expires_at = NULL, update_time = ?"
-        " WHERE id = ?",
+        "UPDATE orders SET status = ?, failure_reason = ?, expires_at = NULL, update_time = ? WHERE id = ?",
         (status, reason, now, order_id),
     )
 
@@ -500,9 +537,7 @@ def expire_orders(conn: sqlite3.Connection, *, now: int) -> int:
     return int(cursor.rowcount)
 
 
-def list_orders(
-    conn: sqlite3.Connection, *, merchant_reference_id: str | None = None
-) -> list[sqlite3.Row]:
+def list_orders(conn: sqlite3.Connection, *, merchant_reference_id: str | None = None) -> list[sqlite3.Row]:
     if merchant_reference_id is None:
         return conn.execute("SELECT * FROM orders ORDER BY seq").fetchall()
     return conn.execute(
@@ -523,8 +558,13 @@ def get_subscription(conn: sqlite3.Connection, *, subscription_id: str) -> sqlit
 
 
 def cancel_subscription(
-    conn: sqlite3.Connection, *, subscription_id: str, cancel_at: int, at_period_end: bool,
-    reason: str | None, now: int,
+    conn: sqlite3.Connection,
+    *,
+    subscription_id: str,
+    cancel_at: int,
+    at_period_end: bool,
+    reason: str | None,
+    now: int,
 ) -> None:
     conn.execute(
         "UPDATE subscriptions SET cancel_at = ?, cancel_at_period_end = ?, cancel_requested_at = ?,"
@@ -582,7 +622,14 @@ def clear_fault_rules(conn: sqlite3.Connection) -> int:
 # request log (``toolkit.sandbox.requests_log`` buffers; these only read and write)
 
 REQUEST_LOG_COLUMNS: tuple[str, ...] = (
-    "time", "method", "path", "status", "latency_us", "merchant_reference_id", "fault", "fault_id",
+    "time",
+    "method",
+    "path",
+    "status",
+    "latency_us",
+    "merchant_reference_id",
+    "fault",
+    "fault_id",
 )
 
 
@@ -594,6 +641,4 @@ def append_requests(conn: sqlite3.Connection, *, rows: list[tuple[Any, ...]], ke
 
 def recent_requests(conn: sqlite3.Connection, *, limit: int) -> list[sqlite3.Row]:
     """The most recent requests by arrival time, newest first."""
-    return conn.execute(
-        "SELECT * FROM request_log ORDER BY time DESC, seq DESC LIMIT ?", (limit,)
-    ).fetchall()
+    return conn.execute("SELECT * FROM request_log ORDER BY time DESC, seq DESC LIMIT ?", (limit,)).fetchall()

@@ -40,11 +40,18 @@ _EXPORT_RECORD = {
     "type": "object",
     "required": list(EXPORT_COLUMNS),
     "properties": {
-        "orderId": _STR, "merchantReferenceId": _NULLABLE_STR, "customerId": _STR,
-        "paymentMethodType": _STR, "paymentInstrumentId": _STR, "amount": _NUM, "currency": _STR,
-        "pricingAmount": _NUM, "pricingCurrency": _STR,
+        "orderId": _STR,
+        "merchantReferenceId": _NULLABLE_STR,
+        "customerId": _STR,
+        "paymentMethodType": _STR,
+        "paymentInstrumentId": _STR,
+        "amount": _NUM,
+        "currency": _STR,
+        "pricingAmount": _NUM,
+        "pricingCurrency": _STR,
         "status": {"type": "string", "enum": list(rules.STATUS_NAMES.values())},
-        "createTime": _INT, "updateTime": _INT,
+        "createTime": _INT,
+        "updateTime": _INT,
     },
 }
 
@@ -52,10 +59,14 @@ _EXPORT_RECORD = {
 @router.get(
     "/info",
     summary="Prove this is a sandbox",
-    openapi_extra=operation(data={
-        "type": "object", "required": ["sandbox", "now", "database"],
-        "properties": {"sandbox": {"type": "boolean"}, "now": _INT, "database": _STR},
-    }, errors=()),
+    openapi_extra=operation(
+        data={
+            "type": "object",
+            "required": ["sandbox", "now", "database"],
+            "properties": {"sandbox": {"type": "boolean"}, "now": _INT, "database": _STR},
+        },
+        errors=(),
+    ),
 )
 async def info(db: DbDep) -> Response:
     return ok({"sandbox": True, "now": store.now_ms(db.conn), "database": db.path.name})
@@ -64,8 +75,9 @@ async def info(db: DbDep) -> Response:
 @router.post(
     "/subscriptions",
     summary="Create a subscription on a recurring price",
-    openapi_extra=operation(data=model_ref(Subscription), body=SubscriptionCreateRequest,
-                            errors=(400, 404, 409, 413)),
+    openapi_extra=operation(
+        data=model_ref(Subscription), body=SubscriptionCreateRequest, errors=(400, 404, 409, 413)
+    ),
 )
 async def create_subscription(request: Request, db: DbDep) -> Response:
     req = build(SubscriptionCreateRequest, await read_object(request))
@@ -86,31 +98,51 @@ async def create_subscription(request: Request, db: DbDep) -> Response:
                     raise Conflict(
                         field, "must be a recurring price of the same product, currency and interval"
                     )
-            phases.append({
-                "sequence": phase.sequence if phase.sequence is not None else index + 1,
-                "effectiveCycle": phase.effectiveCycle,
-                "priceSnapshotId": phase.priceSnapshotId,
-                "quantity": phase.quantity,
-                "metadata": phase.metadata or {},
-            })
+            phases.append(
+                {
+                    "sequence": phase.sequence if phase.sequence is not None else index + 1,
+                    "effectiveCycle": phase.effectiveCycle,
+                    "priceSnapshotId": phase.priceSnapshotId,
+                    "quantity": phase.quantity,
+                    "metadata": phase.metadata or {},
+                }
+            )
         customer_id = resolve_customer(
-            conn, customer_id=req.customerId, email=req.customerEmail,
-            reference_id=req.referenceCustomerId, now=now,
+            conn,
+            customer_id=req.customerId,
+            email=req.customerEmail,
+            reference_id=req.referenceCustomerId,
+            now=now,
         )
         instrument_id, _ = resolve_instrument(
-            conn, instrument_id=req.paymentInstrumentId, customer_id=customer_id,
-            method=req.paymentMethodType, now=now,
+            conn,
+            instrument_id=req.paymentInstrumentId,
+            customer_id=customer_id,
+            method=req.paymentMethodType,
+            now=now,
         )
         subscription_id = store.new_id("sub_")
-        store.insert_subscription(conn, subscription={
-            "id": subscription_id, "customer_id": customer_id, "product_id": req.productId,
-            "price_id": req.priceId, "quantity": req.quantity, "method": req.paymentMethodType.value,
-            "instrument_id": instrument_id, "merchant_reference": req.merchantReference,
-            "metadata": store.dumps(req.metadata), "phases": store.dumps(phases),
-            "session_id": store.insert_session(conn, kind="subscription", now=now),
-            "create_time": now, "cancel_at": None, "cancel_at_period_end": 0,
-            "cancel_requested_at": None, "cancel_reason": None,
-        })
+        store.insert_subscription(
+            conn,
+            subscription={
+                "id": subscription_id,
+                "customer_id": customer_id,
+                "product_id": req.productId,
+                "price_id": req.priceId,
+                "quantity": req.quantity,
+                "method": req.paymentMethodType.value,
+                "instrument_id": instrument_id,
+                "merchant_reference": req.merchantReference,
+                "metadata": store.dumps(req.metadata),
+                "phases": store.dumps(phases),
+                "session_id": store.insert_session(conn, kind="subscription", now=now),
+                "create_time": now,
+                "cancel_at": None,
+                "cancel_at_period_end": 0,
+                "cancel_requested_at": None,
+                "cancel_reason": None,
+            },
+        )
         row = store.get_subscription(conn, subscription_id=subscription_id)
         assert row is not None
         data = subscription_view(conn, row, now=now)
@@ -120,8 +152,9 @@ async def create_subscription(request: Request, db: DbDep) -> Response:
 @router.post(
     "/subscriptions/{id}/cancel",
     summary="Cancel a subscription now or at the end of the current period",
-    openapi_extra=operation(data=model_ref(Subscription), body=CancelRequest, body_required=False,
-                            errors=(400, 404, 409, 413)),
+    openapi_extra=operation(
+        data=model_ref(Subscription), body=CancelRequest, body_required=False, errors=(400, 404, 409, 413)
+    ),
 )
 async def cancel_subscription(id: str, request: Request, db: DbDep) -> Response:
     req = build(CancelRequest, await read_object(request, required=False))
@@ -135,8 +168,12 @@ async def cancel_subscription(id: str, request: Request, db: DbDep) -> Response:
             raise Conflict("id", "the subscription is already canceled")
         cancel_at = int(view["currentPeriodEnd"]) if req.atPeriodEnd else now
         store.cancel_subscription(
-            conn, subscription_id=id, cancel_at=cancel_at, at_period_end=req.atPeriodEnd,
-            reason=req.reason, now=now,
+            conn,
+            subscription_id=id,
+            cancel_at=cancel_at,
+            at_period_end=req.atPeriodEnd,
+            reason=req.reason,
+            now=now,
         )
         row = store.get_subscription(conn, subscription_id=id)
         assert row is not None
@@ -147,10 +184,15 @@ async def cancel_subscription(id: str, request: Request, db: DbDep) -> Response:
 @router.post(
     "/clock/advance",
     summary="Move the sandbox clock forward",
-    openapi_extra=operation(data={
-        "type": "object", "required": ["now", "expiredPayments"],
-        "properties": {"now": _INT, "expiredPayments": _INT},
-    }, body=ClockAdvanceRequest, errors=(400, 409, 413)),
+    openapi_extra=operation(
+        data={
+            "type": "object",
+            "required": ["now", "expiredPayments"],
+            "properties": {"now": _INT, "expiredPayments": _INT},
+        },
+        body=ClockAdvanceRequest,
+        errors=(400, 409, 413),
+    ),
 )
 async def advance_clock(request: Request, db: DbDep) -> Response:
     """Subscriptions renew on their next read; open payments past their expiry fail now."""
@@ -184,8 +226,11 @@ async def resolve_payment(orderId: str, request: Request, db: DbDep) -> Response
             )
         status = rules.SUCCESS if req.status == "success" else rules.FAILURE
         store.set_order_status(
-            conn, order_id=orderId, status=status,
-            reason=None if status == rules.SUCCESS else "resolved", now=now,
+            conn,
+            order_id=orderId,
+            status=status,
+            reason=None if status == rules.SUCCESS else "resolved",
+            now=now,
         )
         row = store.get_order(conn, order_id=orderId)
         assert row is not None
@@ -196,13 +241,19 @@ async def resolve_payment(orderId: str, request: Request, db: DbDep) -> Response
     "/payments",
     summary="Settlement export of every payment, as JSON or CSV",
     openapi_extra=operation(
-        data={"type": "object", "required": ["payments"],
-              "properties": {"payments": {"type": "array", "items": _EXPORT_RECORD}}},
-        errors=(400,), extra_200={"text/csv": {"schema": {"type": "string"}}},
+        data={
+            "type": "object",
+            "required": ["payments"],
+            "properties": {"payments": {"type": "array", "items": _EXPORT_RECORD}},
+        },
+        errors=(400,),
+        extra_200={"text/csv": {"schema": {"type": "string"}}},
     ),
 )
 async def export_payments(
-    request: Request, db: DbDep, format: Literal["json", "csv"] = "json",
+    request: Request,
+    db: DbDep,
+    format: Literal["json", "csv"] = "json",
     merchantReferenceId: str | None = None,
 ) -> Response:
     for name in ("format", "merchantReferenceId"):
@@ -244,4 +295,3 @@ async def reset(db: DbDep) -> Response:
     with db.write() as conn:
         store.reset(conn)
     return ok({})
-

@@ -25,9 +25,14 @@ _REQUEST_RECORD = {
     "type": "object",
     "required": ["time", "method", "path", "status", "latencyMs", "merchantReferenceId", "fault", "faultId"],
     "properties": {
-        "time": {"type": "integer"}, "method": {"type": "string"}, "path": {"type": "string"},
-        "status": {"type": ["integer", "null"]}, "latencyMs": {"type": "number"},
-        "merchantReferenceId": _NULLABLE_STR, "fault": _NULLABLE_STR, "faultId": _NULLABLE_STR,
+        "time": {"type": "integer"},
+        "method": {"type": "string"},
+        "path": {"type": "string"},
+        "status": {"type": ["integer", "null"]},
+        "latencyMs": {"type": "number"},
+        "merchantReferenceId": _NULLABLE_STR,
+        "fault": _NULLABLE_STR,
+        "faultId": _NULLABLE_STR,
     },
 }
 
@@ -46,10 +51,14 @@ async def add_fault(request: Request, db: DbDep) -> Response:
 @router.get(
     "/faults",
     summary="The fault rules, with how often each was tried and has fired",
-    openapi_extra=operation(data={
-        "type": "object", "required": ["faults"],
-        "properties": {"faults": {"type": "array", "items": model_ref(FaultRule)}},
-    }, errors=()),
+    openapi_extra=operation(
+        data={
+            "type": "object",
+            "required": ["faults"],
+            "properties": {"faults": {"type": "array", "items": model_ref(FaultRule)}},
+        },
+        errors=(),
+    ),
 )
 async def list_faults(db: DbDep) -> Response:
     return ok({"faults": faults.list_rules(db)})
@@ -58,9 +67,14 @@ async def list_faults(db: DbDep) -> Response:
 @router.delete(
     "/faults",
     summary="Remove every fault rule",
-    openapi_extra=operation(data={
-        "type": "object", "required": ["cleared"], "properties": {"cleared": {"type": "integer"}},
-    }, errors=()),
+    openapi_extra=operation(
+        data={
+            "type": "object",
+            "required": ["cleared"],
+            "properties": {"cleared": {"type": "integer"}},
+        },
+        errors=(),
+    ),
 )
 async def clear_faults(db: DbDep) -> Response:
     return ok({"cleared": faults.clear_rules(db)})
@@ -69,12 +83,17 @@ async def clear_faults(db: DbDep) -> Response:
 @router.get(
     "/requests",
     summary="The most recent requests the sandbox received, newest first (never their headers)",
-    openapi_extra=operation(data={
-        "type": "object", "required": ["requests"],
-        "properties": {"requests": {"type": "array", "items": _REQUEST_RECORD}},
-    }, errors=(400,)),
+    openapi_extra=operation(
+        data={
+            "type": "object",
+            "required": ["requests"],
+            "properties": {"requests": {"type": "array", "items": _REQUEST_RECORD}},
+        },
+        errors=(400,),
+    ),
 )
 async def recent_requests(
-    state: StateDep, limit: Annotated[int, Query(ge=1, le=LOG_SIZE)] = DEFAULT_LIMIT,
+    state: StateDep,
+    limit: Annotated[int, Query(ge=1, le=LOG_SIZE)] = DEFAULT_LIMIT,
 ) -> Response:
     return ok({"requests": state.request_log.recent(limit)})

@@ -58,15 +58,25 @@ def _operation(media_type: str) -> dict[str, Any]:
     return {
         "security": [],
         "responses": {
-            "200": {"description": "The QR image.",
-                    "content": {media_type: {"schema": {"type": "string", "format": "binary"}}}},
+            "200": {
+                "description": "The QR image.",
+                "content": {media_type: {"schema": {"type": "string", "format": "binary"}}},
+            },
             "404": {
                 "description": "No wallet payment has this order id.",
-                "content": {"application/json": {"schema": {
-                    "type": "object", "required": ["code", "msg", "data"],
-                    "properties": {"code": {"type": "integer"}, "msg": {"type": "string"},
-                                   "data": {"type": "null"}},
-                }}},
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["code", "msg", "data"],
+                            "properties": {
+                                "code": {"type": "integer"},
+                                "msg": {"type": "string"},
+                                "data": {"type": "null"},
+                            },
+                        }
+                    }
+                },
             },
         },
     }
@@ -80,15 +90,23 @@ def _wallet_checkout_url(db: store.Database, order_id: str) -> str:
     return checkout_url(order_id)
 
 
-@router.get("/{orderId}.png", summary="QR code of a wallet payment (PNG)", response_class=Response,
-            openapi_extra=_operation("image/png"))
+@router.get(
+    "/{orderId}.png",
+    summary="QR code of a wallet payment (PNG)",
+    response_class=Response,
+    openapi_extra=_operation("image/png"),
+)
 async def qr_png(orderId: str, db: DbDep) -> Response:
     image = CHECKOUT_QR.png(_wallet_checkout_url(db, orderId))
     return Response(image, media_type="image/png", headers=_CACHE_CONTROL)
 
 
-@router.get("/{orderId}.svg", summary="QR code of a wallet payment (SVG)", response_class=Response,
-            openapi_extra=_operation("image/svg+xml"))
+@router.get(
+    "/{orderId}.svg",
+    summary="QR code of a wallet payment (SVG)",
+    response_class=Response,
+    openapi_extra=_operation("image/svg+xml"),
+)
 async def qr_svg(orderId: str, db: DbDep) -> Response:
     image = CHECKOUT_QR.svg(_wallet_checkout_url(db, orderId))
     return Response(image, media_type="image/svg+xml", headers=_CACHE_CONTROL)

@@ -36,8 +36,12 @@ class Charge:
 
 
 def resolve_customer(
-    conn: sqlite3.Connection, *, customer_id: str | None, email: str | None,
-    reference_id: str | None, now: int,
+    conn: sqlite3.Connection,
+    *,
+    customer_id: str | None,
+    email: str | None,
+    reference_id: str | None,
+    now: int,
 ) -> str:
     """customerId must exist; else find by referenceCustomerId, then e-mail; else create."""
     if customer_id is not None:
@@ -60,8 +64,12 @@ def resolve_customer(
 
 
 def resolve_instrument(
-    conn: sqlite3.Connection, *, instrument_id: str | None, customer_id: str,
-    method: PaymentMethodType, now: int,
+    conn: sqlite3.Connection,
+    *,
+    instrument_id: str | None,
+    customer_id: str,
+    method: PaymentMethodType,
+    now: int,
 ) -> tuple[str, int | None]:
     """The instrument to use and the outcome it forces (test instruments only)."""
     if instrument_id is None:
@@ -172,7 +180,8 @@ def wallet_action(
     redirect = checkout_url(order_id)
     app = rules.WALLETS[method]
     mobile = (
-        f"{rules.CHECKOUT_BASE}/app/{order_id}" if app.scheme == "https"
+        f"{rules.CHECKOUT_BASE}/app/{order_id}"
+        if app.scheme == "https"
         else f"{app.scheme}://pay?orderId={order_id}"
     )
     wallet: dict[str, Any] = {
@@ -199,8 +208,7 @@ def wallet_action(
 @router.post(
     "/payment",
     summary="Create a one-time payment",
-    openapi_extra=operation(data=model_ref(PaymentResult), body=PaymentRequest,
-                            errors=(400, 404, 409, 413)),
+    openapi_extra=operation(data=model_ref(PaymentResult), body=PaymentRequest, errors=(400, 404, 409, 413)),
 )
 async def create_payment(request: Request) -> Response:
     """Everything is decided and written in one BEGIN IMMEDIATE transaction; the QR comes after."""
@@ -212,31 +220,49 @@ async def create_payment(request: Request) -> Response:
     with db.write() as conn:
         now = store.now_ms(conn)
         customer_id = resolve_customer(
-            conn, customer_id=req.customerId, email=req.customerEmail,
-            reference_id=req.referenceCustomerId, now=now,
+            conn,
+            customer_id=req.customerId,
+            email=req.customerEmail,
+            reference_id=req.referenceCustomerId,
+            now=now,
         )
         instrument_id, forced = resolve_instrument(
             conn, instrument_id=req.paymentInstrumentId, customer_id=customer_id, method=method, now=now
         )
         charge = resolve_charge(conn, req=req)
         status = rules.decide_outcome(
-            method=method, instrument_outcome=forced, pricing_minor=charge.pricing_minor,
+            method=method,
+            instrument_outcome=forced,
+            pricing_minor=charge.pricing_minor,
             charged_minor=charge.amount_minor,
         )
         ttl = {rules.NEXT_ACTION: rules.NEXT_ACTION_TTL_MS, rules.PENDING: rules.PENDING_TTL_MS}.get(status)
         expires_at = None if ttl is None else now + ttl
         session_id = store.insert_session(conn, kind="payment", now=now)
         order_id = store.new_id("ord_")
-        store.insert_order(conn, order={
-            "id": order_id, "session_id": session_id, "customer_id": customer_id,
-            "method": method.value, "instrument_id": instrument_id,
-            "merchant_reference_id": req.merchantReferenceId, "product_id": charge.product_id,
-            "price_id": charge.price_id, "amount_minor": charge.amount_minor,
-            "currency": charge.currency, "pricing_minor": charge.pricing_minor,
-            "pricing_currency": charge.pricing_currency, "status": status,
-            "failure_reason": None, "metadata": store.dumps(req.metadata), "expires_at": expires_at,
-            "create_time": now, "update_time": now,
-        })
+        store.insert_order(
+            conn,
+            order={
+                "id": order_id,
+                "session_id": session_id,
+                "customer_id": customer_id,
+                "method": method.value,
+                "instrument_id": instrument_id,
+                "merchant_reference_id": req.merchantReferenceId,
+                "product_id": charge.product_id,
+                "price_id": charge.price_id,
+                "amount_minor": charge.amount_minor,
+                "currency": charge.currency,
+                "pricing_minor": charge.pricing_minor,
+                "pricing_currency": charge.pricing_currency,
+                "status": status,
+                "failure_reason": None,
+                "metadata": store.dumps(req.metadata),
+                "expires_at": expires_at,
+                "create_time": now,
+                "update_time": now,
+            },
+        )
     data: dict[str, Any] = {
         "orderId": order_id,
         "sessionId": session_id,
@@ -251,7 +277,10 @@ async def create_payment(request: Request) -> Response:
             data["action"] = card_action(method=method.value, order_id=order_id, return_url=req.returnUrl)
         else:
             data["action"] = wallet_action(
-                method=method, order_id=order_id, expires_at_ms=expires_at, now=now,
+                method=method,
+                order_id=order_id,
+                expires_at_ms=expires_at,
+                now=now,
                 images=image_base(request),
             )
     return ok(data)
@@ -276,6 +305,16 @@ def export_record(row: sqlite3.Row) -> dict[str, Any]:
 
 
 EXPORT_COLUMNS: tuple[str, ...] = (
-    "orderId", "merchantReferenceId", "customerId", "paymentMethodType", "paymentInstrumentId",
-    "amount", "currency", "pricingAmount", "pricingCurrency", "status", "createTime", "updateTime",
+    "orderId",
+    "merchantReferenceId",
+    "customerId",
+    "paymentMethodType",
+    "paymentInstrumentId",
+    "amount",
+    "currency",
+    "pricingAmount",
+    "pricingCurrency",
+    "status",
+    "createTime",
+    "updateTime",
 )

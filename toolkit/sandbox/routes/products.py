@@ -93,24 +93,35 @@ async def create_product(request: Request, db: DbDep) -> Response:
     with db.write() as conn:
         now = store.now_ms(conn)
         product_id = store.insert_product(
-            conn, name=req.name, description=req.description, image=req.image,
+            conn,
+            name=req.name,
+            description=req.description,
+            image=req.image,
             tax_category=req.taxCategory.value if req.taxCategory else None,
-            localized_names=req.localizedNames, now=now,
+            localized_names=req.localizedNames,
+            now=now,
         )
         for position, item in enumerate(prices):
             details = item.recurringDetails
             price_id, _ = store.insert_price(
-                conn, product_id=product_id, currency=item.currency,
-                unit_minor=to_minor(item.unitAmount, item.currency), price_type=item.priceType.value,
+                conn,
+                product_id=product_id,
+                currency=item.currency,
+                unit_minor=to_minor(item.unitAmount, item.currency),
+                price_type=item.priceType.value,
                 interval=details.interval.value if details else None,
                 interval_count=details.intervalCount if details else None,
                 trial_days=details.trialPeriodDays if details else None,
                 pricing_model=(details.pricingModel.value if details.pricingModel else "flat_rate")
-                if details else None,
+                if details
+                else None,
                 currency_options={
                     cur: to_minor(amount, cur) for cur, amount in (item.currencyOptions or {}).items()
-                } or None,
-                is_default=bool(item.isDefaultPrice), position=position, now=now,
+                }
+                or None,
+                is_default=bool(item.isDefaultPrice),
+                position=position,
+                now=now,
             )
             if item.isDefaultPrice:
                 store.set_default_price(conn, product_id=product_id, price_id=price_id)
