@@ -49,7 +49,14 @@ import pyarrow.compute as pc
 from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.money import from_minor
 from toolkit.reconcile.backends import Backend, connect
-from toolkit.reconcile.inputs import REJECTED_COLUMNS, LoadedInput, minor_text, rejected_frame
+from toolkit.reconcile.inputs import (
+    REJECTED_COLUMNS,
+    LoadedInput,
+    currency_codes,
+    currency_table,
+    minor_text,
+    rejected_frame,
+)
 from toolkit.reconcile.result import (
     CATEGORIES,
     EXCEPTION_COLUMNS,
@@ -65,6 +72,7 @@ from toolkit.reconcile.result import (
     _sort_summary,
     rejected_exceptions,
 )
+from toolkit.reconcile.sources import source_of
 
 __all__ = [
     "CATEGORIES",
@@ -82,25 +90,33 @@ __all__ = [
 _SIDES = ("ledger", "processor")
 #: Exact sums: int64 amounts widened before they are added (100M rows of 18 digits overflow).
 _SUM_TYPE = dt.Decimal(38, 0)
-#: The columns of one side's row kept for the steps after the check (the flags say why a row is
-#: rejected; its text as written is read again for the few rejected rows only).
+#: The columns of one side's row kept for the steps after the check: the key, and numbers only
+#: (currency and status as codes, ``_cur`` and ``_st``; the file from ``_ord``), so that every
+#: step after it moves fixed-size values. Why a row is rejected is found again for the few
+#: rejected rows only, from their text as written.
 _SLIM = (
     "_key",
     "_minor",
-    "_currency",
-    "_digits",
-    "_status",
+    "_cur",
+    "_st",
     "_ord",
     "source_row",
-    "_source",
-    "_problem",
+    "_rejected",
     "_outside",
-    "_bad_key",
-    "_bad_currency",
-    "_bad_status",
-    "_amount_error",
-    "_bad_date",
 )
+
+
+#: The ``_st`` code of ``unknown``, the status that is not a fact yet.
+_UNKNOWN = PAYMENT_STATUS_NAMES.index("unknown")
+#: A currency's and a status's codes travel as one number, ``_cur * 8 + _st``.
+_STATUS_CODES = 8
+assert len(PAYMENT_STATUS_NAMES) <= _STATUS_CODES
+
+
+@ibis.udf.agg.builtin(name="min_by")  # type: ignore[untyped-decorator]
+def _first_by(value: int, order: int) -> int:  # type: ignore[empty-body]
+    """The ``value`` of the row with the smallest ``order``: ``arg_min`` on DuckDB, ``min_by`` on
+    Spark; a fixed-size state, where Ibis's ``argmin`` is an ordered ``FIRST`` on DuckDB."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +165,7 @@ def reconcile(
             for side in (led, pro)
             if stats[f"duplicate_in_{side.name}"].sum()
         }
-        exceptions = exception_rows(engine, flagged, duplicates, stats)
+        exceptions = exception_rows(engine, (led, pro), flagged, duplicates, stats)
         side_sums = side_aggregates(engine, (led, pro))
         rejected = {side.name: rejected_rows(engine, side, side_sums[side.name]) for side in (led, pro)}
         counts = count_rows((led, pro), stats, side_sums, rejected)
@@ -167,7 +183,7 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
     """Read and check one side in the backend; keep the columns the next steps need."""
     written = loaded.read(engine)
     rows = engine.keep(loaded.check(written).select(*_SLIM))
-    usable = rows.filter(rows._problem.isnull() & ~rows._outside)
+    usable = rows.filter(~rows._rejected & ~rows._outside)
     return _Side(name, loaded, written, rows, usable)
 
 
@@ -176,33 +192,25 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
 
 
 def _per_key(side: _Side) -> ir.Table:
-    """How many usable rows each key has, and the values of its first row (file order).
-
-    Two window functions over the rows of each key, keeping the first row: on DuckDB faster
-    than any aggregate that carries the first row's values (Ibis's ``argmin`` is an ordered
-    ``FIRST``, a struct's ``min`` compares field by field), and a plain window on Spark.
-    """
+    """How many usable rows each key has, and the values of its first row (file order): one
+    aggregate of fixed-size states, which the backend can spill."""
     rows = side.usable
     p = side.name[0]  # "l" or "p"
-    ranked = rows.mutate(
-        _n=rows.count().over(group_by=rows._key),
-        _rank=ibis.row_number().over(group_by=rows._key, order_by=rows._ord),
+    codes = rows._cur.cast("int64") * _STATUS_CODES + rows._st.cast("int64")
+    keys = rows.group_by(_key=rows._key).aggregate(
+        _n=rows.count(),
+        _first=rows._ord.min(),
+        _minor=_first_by(rows._minor, rows._ord),
+        _codes=_first_by(codes, rows._ord),
     )
-    first = ranked.filter(ranked._rank == 0)
-    return first.select(
-        _key=first._key,
-        **{f"{p}_n": first._n},
+    return keys.select(
+        _key=keys._key,
         **{
-            f"{p}_{name}": first[column]
-            for name, column in (
-                ("ord", "_ord"),
-                ("minor", "_minor"),
-                ("currency", "_currency"),
-                ("digits", "_digits"),
-                ("status", "_status"),
-                ("row", "source_row"),
-                ("source", "_source"),
-            )
+            f"{p}_n": keys._n,
+            f"{p}_ord": keys._first,
+            f"{p}_minor": keys._minor,
+            f"{p}_cur": keys._codes // _STATUS_CODES,  # exact: small integers
+            f"{p}_st": keys._codes % _STATUS_CODES,
         },
     )
 
@@ -223,9 +231,9 @@ def classify(keys: ir.Table, amount_tolerance: int) -> ir.Table:
     """A flag per payment category, and only the keys with at least one flag."""
     has_l, has_p = keys.l_n.notnull(), keys.p_n.notnull()
     both = has_l & has_p
-    same_currency = keys.l_currency == keys.p_currency
+    same_currency = keys.l_cur == keys.p_cur
     difference = keys.l_minor - keys.p_minor
-    unknown = keys.p_status == "unknown"
+    unknown = keys.p_st == _UNKNOWN
     flags = {
         "missing_in_processor": has_l & ~has_p,
         "missing_in_ledger": has_p & ~has_l,
@@ -233,7 +241,7 @@ def classify(keys: ir.Table, amount_tolerance: int) -> ir.Table:
         & same_currency
         & ((difference < 0).ifelse(-difference, difference) > amount_tolerance),
         "currency_mismatch": both & ~same_currency,
-        "status_mismatch": both & (keys.l_status != keys.p_status) & ~unknown,
+        "status_mismatch": both & (keys.l_st != keys.p_st) & ~unknown,
         "duplicate_in_processor": has_p & (keys.p_n > 1),
         "duplicate_in_ledger": has_l & (keys.l_n > 1),
         "unknown_outcome": has_p & unknown,
@@ -249,15 +257,42 @@ def flag_stats(engine: Backend, flagged: ir.Table) -> pd.DataFrame:
     """Per ledger currency of the flagged keys: how many keys of each category, how many rows of
     each side they hold, and the keys with one ledger row (count and exact sum)."""
     single = flagged.l_n == 1
-    table = flagged.group_by(currency=flagged.l_currency).aggregate(
+    table = flagged.group_by(currency=flagged.l_cur).aggregate(
         **{name: flagged[name].ifelse(1, 0).sum() for name in PAYMENT_CATEGORIES if name != "rejected_row"},
         l_rows=flagged.l_n.fill_null(0).sum(),
         p_rows=flagged.p_n.fill_null(0).sum(),
         single_n=single.ifelse(1, 0).sum(),
         single_total=single.ifelse(flagged.l_minor, 0).cast(_SUM_TYPE).sum(),
     )
-    frame: pd.DataFrame = engine.arrow(table).to_pandas()
+    return _named_currencies(engine.arrow(table).to_pandas())
+
+
+def _named_currencies(frame: pd.DataFrame) -> pd.DataFrame:
+    """A small frame's ``currency`` codes as ISO 4217 names (None where there was no code)."""
+    codes = currency_codes()
+    frame["currency"] = [None if pd.isna(c) else codes[int(c)] for c in frame["currency"]]
     return frame
+
+
+def _named(table: ir.Table, p: str, side: _Side, *, row: bool = True) -> ir.Table:
+    """``table`` with what people read of the row ``p`` (``l``, ``p``, ``l2``, ``p2``): the
+    names of its codes (``{p}_currency``, ``{p}_digits``, ``{p}_status``), its file
+    (``{p}_source``) and, with ``row``, its row number there (``{p}_row``, found by ``_ord``)."""
+    iso = ibis.memtable(currency_table()).rename(
+        **{f"{p}_currency": "_iso", f"_{p}_code": "_iso_code", f"{p}_digits": "_iso_digits"}
+    )
+    joined = table.left_join(iso, table[f"{p}_cur"] == iso[f"_{p}_code"]).drop(f"_{p}_code")
+    code = joined[f"{p}_st"]
+    named = joined.mutate(
+        **{
+            f"{p}_status": ibis.cases(*((code == i, name) for i, name in enumerate(PAYMENT_STATUS_NAMES))),
+            f"{p}_source": source_of(side.loaded.described, joined[f"{p}_ord"]),
+        }
+    )
+    if not row:
+        return named
+    rows = side.rows.select(**{f"_{p}_row_ord": side.rows._ord, f"{p}_row": side.rows.source_row})
+    return named.left_join(rows, named[f"{p}_ord"] == rows[f"_{p}_row_ord"]).drop(f"_{p}_row_ord")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,11 +314,10 @@ def duplicate_rows(engine: Backend, side: _Side, flagged: ir.Table) -> ir.Table:
             f"{p}2_{name}": rows[column].max(where=second)
             for name, column in (
                 ("minor", "_minor"),
-                ("currency", "_currency"),
-                ("digits", "_digits"),
-                ("status", "_status"),
+                ("cur", "_cur"),
+                ("st", "_st"),
                 ("row", "source_row"),
-                ("source", "_source"),
+                ("ord", "_ord"),
             )
         },
     )
@@ -292,11 +326,16 @@ def duplicate_rows(engine: Backend, side: _Side, flagged: ir.Table) -> ir.Table:
 
 
 def exception_rows(
-    engine: Backend, flagged: ir.Table, duplicates: dict[str, ir.Table], stats: pd.DataFrame
+    engine: Backend,
+    sides: tuple[_Side, _Side],
+    flagged: ir.Table,
+    duplicates: dict[str, ir.Table],
+    stats: pd.DataFrame,
 ) -> pd.DataFrame:
     """One row per exception, ``EXCEPTION_COLUMNS`` plus the summary's ``_cur`` and ``_amount``,
     in report order (category, the ledger's before the processor's, row)."""
-    f = flagged
+    led, pro = sides
+    f = engine.keep(_named(_named(flagged, "l", led), "p", pro))  # a few rows; read once per part
     parts: list[ir.Table] = []
 
     def part(
@@ -401,7 +440,9 @@ def exception_rows(
             continue
         dups = duplicates[side]
         keyed = f.filter(f[f"duplicate_in_{side}"])
-        joined = keyed.join(dups, keyed.key == dups._dup_key)
+        joined = _named(
+            keyed.join(dups, keyed.key == dups._dup_key), f"{p}2", sides[side == "processor"], row=False
+        )
         # The row shown is the second occurrence: the one that should not be there.
         own = {
             f"{p}_{name}": joined[f"{p}2_{name}"]
@@ -497,20 +538,15 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
 
 
 def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFrame:
-    """The rows of one side that cannot be used, with their reasons (few, by nature); read
-    again, with the columns the reasons quote, only when there are any."""
+    """The rows of one side that cannot be used, with their reasons (few, by nature): only those
+    rows are read and checked again, with the columns the reasons quote."""
     if not int(sums["rejected"].sum()):
         return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
-    bad = side.rows.filter(side.rows._problem.notnull())
-    period = side.loaded.period
-    text = ["merchantReferenceId", "amount", "currency", "status"]
-    written = side.written.select(
-        *text,
-        _written_ord=side.written._ord,
-        _date_text=side.written[period.column] if period else ibis.literal(""),
+    bad = side.rows.filter(side.rows._rejected).select(_bad_ord=side.rows._ord)
+    written = side.written
+    return rejected_frame(
+        side.loaded, engine, side.loaded.check(written.semi_join(bad, written._ord == bad._bad_ord))
     )
-    joined = bad.join(written, bad._ord == written._written_ord)
-    return rejected_frame(side.loaded, engine, joined)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,19 +558,19 @@ def side_aggregates(engine: Backend, sides: tuple[_Side, _Side]) -> dict[str, pd
     parts = []
     for side in sides:
         rows = side.rows
-        usable = rows._problem.isnull() & ~rows._outside
+        usable = ~rows._rejected & ~rows._outside
         parts.append(
-            rows.group_by(currency=rows._currency)
+            rows.group_by(currency=rows._cur)
             .aggregate(
                 rows=rows.count(),
                 usable=usable.ifelse(1, 0).sum(),
                 total=usable.ifelse(rows._minor, 0).cast(_SUM_TYPE).sum(),
-                rejected=rows._problem.notnull().ifelse(1, 0).sum(),
+                rejected=rows._rejected.ifelse(1, 0).sum(),
                 outside=rows._outside.ifelse(1, 0).sum(),
             )
             .mutate(side=ibis.literal(side.name))
         )
-    frame = engine.arrow(parts[0].union(parts[1])).to_pandas()
+    frame = _named_currencies(engine.arrow(parts[0].union(parts[1])).to_pandas())
     return {side.name: frame[frame["side"] == side.name].reset_index(drop=True) for side in sides}
 
 
@@ -581,13 +617,15 @@ def matched_summary(
         rows = led.usable
         keys = duplicates.select("_dup_key")
         rows = rows.join(keys, rows._key == keys._dup_key)
-        repeated = engine.arrow(
-            rows.group_by(currency=rows._currency).aggregate(
-                n=rows.count(), total=rows._minor.cast(_SUM_TYPE).sum()
-            )
+        repeated = _named_currencies(
+            engine.arrow(
+                rows.group_by(currency=rows._cur).aggregate(
+                    n=rows.count(), total=rows._minor.cast(_SUM_TYPE).sum()
+                )
+            ).to_pandas()
         )
         for currency, n, total in zip(
-            *(repeated.column(c).to_pylist() for c in ("currency", "n", "total")), strict=True
+            *(repeated[c].tolist() for c in ("currency", "n", "total")), strict=True
         ):
             had_n, had_total = less.get(currency, (0, 0))
             less[currency] = (had_n + int(n), had_total + int(total))
@@ -643,7 +681,7 @@ def summarise(
         summary=summary,
         exceptions=table.reset_index(drop=True),
         matched_rows=LazyRows(
-            counts[0].matched, lambda: _matched_frame(engine, matched_keys(keys, amount_tolerance))
+            counts[0].matched, lambda: _matched_frame(engine, matched_keys(keys, sides, amount_tolerance))
         ),
         rejected=pd.concat([side for _, side in rejected_parts], ignore_index=True),
         counts=counts,
@@ -653,11 +691,12 @@ def summarise(
     )
 
 
-def matched_keys(keys: ir.Table, amount_tolerance: int) -> ir.Table:
+def matched_keys(keys: ir.Table, sides: tuple[_Side, _Side], amount_tolerance: int) -> ir.Table:
     """The keys on both sides without an exception (``MATCHED_COLUMNS``), in ledger order."""
     flagged = classify(keys, amount_tolerance).select(_flagged_key=ibis._.key)
     both = keys.filter(keys.l_n.notnull() & keys.p_n.notnull())
     matched = both.anti_join(flagged, both.key == flagged._flagged_key)
+    matched = _named(_named(matched, "l", sides[0]), "p", sides[1])
     return (
         matched.select(
             merchantReferenceId=matched.key,

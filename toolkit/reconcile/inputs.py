@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import ibis
+import ibis.expr.datatypes as dt
 import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
@@ -119,7 +120,8 @@ class LoadedInput:
 
     def rows(self, backend: Backend) -> ir.Table:
         """Every row, checked: the canonical columns and ``_key``, ``_minor``, ``_currency``,
-        ``_digits``, ``_status``, ``_problem`` (null when usable), ``_outside``, ``_ord``,
+        ``_digits``, ``_status``, ``_cur`` and ``_st`` (their codes), ``_problem`` (null when usable)
+        and ``_rejected``, ``_outside``, ``_ord``,
         ``source_row``, ``_source``, the ``_bad_*`` flags, and the carried columns as text."""
         return self.check(self.read(backend))
 
@@ -139,7 +141,8 @@ class LoadedInput:
     def check(self, table: ir.Table) -> ir.Table:
         """The rows ``read`` gave, checked (see ``rows``)."""
         checked = _check_payments(table) if self.kind == "payments" else _check_subscriptions(table)
-        return _in_period(checked, self.period, self.source)
+        checked = _in_period(checked, self.period, self.source)
+        return checked.mutate(_rejected=checked._problem.notnull())
 
     # -- as pandas, for a notebook -------------------------------------------------------------
 
@@ -196,7 +199,7 @@ def usable_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.Da
     """The usable rows as pandas: ``merchantReferenceId`` (trimmed), ``amount`` (as written),
     ``amountMinor`` (int64), ``currency`` (categorical), ``status`` (categorical of
     ``PAYMENT_STATUS_NAMES``; ``state`` for subscriptions), ``source_row``, and carried text."""
-    usable = rows.filter(rows._problem.isnull() & ~rows._outside).order_by("_ord")
+    usable = rows.filter(~rows._rejected & ~rows._outside).order_by("_ord")
     internal = {c for c in rows.columns if c.startswith("_")}
     if loaded.kind == "payments":
         usable = usable.mutate(
@@ -242,7 +245,7 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
     """The rejected rows, as written, with every reason each one cannot be used."""
     status = "status" if loaded.kind == "payments" else "state"
     flags = [c for c in rows.columns if c.startswith("_bad_")]
-    bad = rows.filter(rows._problem.notnull()).order_by("_ord")
+    bad = rows.filter(rows._rejected).order_by("_ord")
     table = backend.arrow(
         bad.select(
             "merchantReferenceId",
@@ -250,8 +253,6 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
             "currency",
             status,
             "source_row",
-            "_currency",
-            "_digits",
             "_amount_error",
             "_date_text",
             *flags,
@@ -287,11 +288,9 @@ def _reasons(row: dict[str, Any], status: str, period: str) -> str:
         parts.append(f"status {row[status]!r} is not one of {', '.join(PAYMENT_STATUS_NAMES)} or 1/2/3/5")
     code = int(row.get("_amount_error") or 0)
     if code in _AMOUNT_ERRORS:
-        parts.append(
-            _AMOUNT_ERRORS[code].format(
-                amount=row["amount"], currency=row["_currency"], digits=row["_digits"]
-            )
-        )
+        currency = str(row["currency"] or "").strip(_SPACE).upper()
+        digits = minor_digits(currency) if code == _TOO_MANY_DECIMALS else None
+        parts.append(_AMOUNT_ERRORS[code].format(amount=row["amount"], currency=currency, digits=digits))
     if row.get("_bad_quantity"):
         parts.append(f"quantity {row['quantity'].strip(_SPACE)!r} is not a whole number")
     if row.get("_bad_state"):
@@ -311,18 +310,41 @@ def _reasons(row: dict[str, Any], status: str, period: str) -> str:
 
 
 @functools.cache
-def _currency_table() -> pa.Table:
-    """Every ISO 4217 code with its minor digits."""
+def currency_codes() -> tuple[str, ...]:
+    """Every ISO 4217 code, sorted: a currency's place here is its ``_cur`` code in the engine."""
     from toolkit.money import _known_currencies
 
-    codes = sorted(c for c in _known_currencies() if len(c) == 3 and c.isalpha() and c.isupper())
-    return pa.table({"_iso": codes, "_iso_digits": [minor_digits(c) for c in codes]})
+    return tuple(sorted(c for c in _known_currencies() if len(c) == 3 and c.isalpha() and c.isupper()))
+
+
+def currency_table() -> pa.Table:
+    """Every ISO 4217 code with its ``_cur`` code and its minor digits."""
+    codes = currency_codes()
+    return pa.table(
+        {
+            "_iso": codes,
+            "_iso_code": pa.array(range(len(codes)), pa.int16()),
+            "_iso_digits": pa.array([minor_digits(c) for c in codes], pa.int64()),
+        }
+    )
+
+
+#: The most minor digits of any currency (CLF, UYW: 4): a fraction is padded with this many zeros.
+_MOST_DIGITS = max(minor_digits(c) for c in currency_codes())
 
 
 def _status_table() -> pa.Table:
+    """Each way a status may be written, with its name and its ``_st`` code (its place in
+    ``PAYMENT_STATUS_NAMES``)."""
     names = {name: name for name in PAYMENT_STATUS_NAMES}
     names |= {str(code): name for code, name in PAYMENT_STATUS_LABELS.items()}
-    return pa.table({"_written": list(names), "_name": list(names.values())})
+    return pa.table(
+        {
+            "_written": list(names),
+            "_name": list(names.values()),
+            "_code": pa.array([PAYMENT_STATUS_NAMES.index(n) for n in names.values()], pa.int8()),
+        }
+    )
 
 
 def _trimmed(value: ir.StringValue) -> ir.StringValue:
@@ -344,39 +366,66 @@ def parse_amounts(table: ir.Table, text: str, digits: str) -> ir.Table:
     null) and ``_amount_problem`` (0 ok, 1 not a number, 2 more decimals than the currency's
     ``digits`` allow, 3 too many digits for exact integers).
 
-    The digits before the point followed by those after it, padded with zeros (or cut, when the
-    cut digits are zeros) to the currency's digits, read as one integer: no float, no rounding.
-    Built in stages (each a subquery: ``view``) so that every value is computed once, with one
-    regular expression per amount.
+    One regular expression says whether the text is a number. An amount with no more decimals
+    than its currency has (almost all) is read as a ``DECIMAL(18, digits)``, which holds it
+    exactly, and multiplied out into minor units. Any other (``12.300`` USD) is read by string
+    operations: the digits before the point followed by those after it, padded with zeros (or
+    cut, when the cut digits are zeros) to the currency's digits, as one integer. No float, no
+    rounding, either way. Built in stages (each a subquery: ``view``) so that every value is
+    computed once.
     """
     t = table.mutate(_w=_trimmed(table[text])).view()
-    signed = t._w.startswith("-") | t._w.startswith("+")
     t = t.mutate(
-        _neg=t._w.startswith("-"),
-        _body=signed.ifelse(t._w.substr(1), t._w),
         _is_number=t._w.re_search("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$"),
+        _dot=t._w.find("."),
+        _signed=(t._w.startswith("-") | t._w.startswith("+")).ifelse(1, 0),
     ).view()
-    dot = t._body.find(".")
     t = t.mutate(
-        _whole=(dot >= 0).ifelse(t._body.substr(0, dot), t._body),
-        _fraction=(dot >= 0).ifelse(t._body.substr(dot + 1), ""),
+        _whole_len=(t._dot >= 0).ifelse(t._dot, t._w.length()) - t._signed,
+        _fraction_len=(t._dot >= 0).ifelse(t._w.length() - t._dot - 1, 0),
     ).view()
     d = t[digits]
-    too_long = t._whole.length() + ibis.greatest(t._fraction.length(), d) > MAX_DIGITS
-    cut = t._fraction.substr(d).replace("0", "")
+    cut = t._w.substr(t._w.length() - (t._fraction_len - d)).replace("0", "")
     t = t.mutate(
         _amount_problem=ibis.cases(
             (~t._is_number, _NOT_A_NUMBER),
-            (too_long, _TOO_MANY_DIGITS),
+            (t._whole_len + ibis.greatest(t._fraction_len, d) > MAX_DIGITS, _TOO_MANY_DIGITS),
+            (t._fraction_len <= d, 0),
             (cut.length() > 0, _TOO_MANY_DECIMALS),
             else_=0,
-        )
+        ),
     ).view()
+    d = t[digits]
+    # DECIMAL(18, n) times 10 ** n keeps n decimals: at most 18 - 2n integer digits fit it.
+    by_decimal = [
+        (
+            (d == n) & (t._fraction_len <= n) & (t._whole_len <= MAX_DIGITS - 2 * n),
+            (t._w.try_cast(dt.Decimal(MAX_DIGITS, n)) * 10**n).cast("int64"),
+        )
+        for n in range(_MOST_DIGITS + 1)
+    ]
+    return t.mutate(
+        _minor=ibis.cases(
+            (t._amount_problem != 0, ibis.null("int64")),
+            *by_decimal,
+            else_=_minor_by_text(t._w, d, t._amount_problem == 0),
+        )
+    ).drop("_w", "_is_number", "_dot", "_signed", "_whole_len", "_fraction_len")
+
+
+def _minor_by_text(
+    written: ir.StringValue, digits: ir.IntegerValue, readable: ir.BooleanValue
+) -> ir.IntegerValue:
+    """Minor units of a number's text, by string operations (for the amounts the decimal path
+    does not take): the integer digits and the decimals padded to ``digits``, as one integer."""
+    negative = written.startswith("-")
+    body = (negative | written.startswith("+")).ifelse(written.substr(1), written)
+    point = body.find(".")
+    whole = (point >= 0).ifelse(body.substr(0, point), body)
+    kept = ((point >= 0).ifelse(body.substr(point + 1), "") + "0" * _MOST_DIGITS).substr(0, digits)
     # Cast only what is known to fit: a long text would fail the cast on some backends.
-    kept = t._fraction.substr(0, t[digits]).rpad(t[digits], "0")
-    units = (t._amount_problem == 0).ifelse("0" + t._whole + kept, "0").cast("int64")
-    t = t.mutate(_minor=(t._amount_problem == 0).ifelse(t._neg.ifelse(-units, units), ibis.null("int64")))
-    return t.drop("_w", "_neg", "_body", "_is_number", "_whole", "_fraction").view()
+    units = readable.ifelse("0" + whole + kept, "0").cast("int64")
+    return negative.ifelse(-units, units)
 
 
 def minor_text(minor: ir.IntegerValue, digits: ir.IntegerValue) -> ir.StringValue:
@@ -389,18 +438,26 @@ def minor_text(minor: ir.IntegerValue, digits: ir.IntegerValue) -> ir.StringValu
 
 
 def _with_currency(table: ir.Table) -> ir.Table:
-    """``_currency`` (trimmed, uppercase) and ``_digits`` (null for a code that is not ISO 4217)."""
+    """``_currency`` (trimmed, uppercase), its ``_cur`` code and ``_digits`` (both null for a code
+    that is not ISO 4217)."""
     table = table.mutate(_currency=_trimmed(table.currency).upper()).view()
-    iso = ibis.memtable(_currency_table())
+    iso = ibis.memtable(currency_table())
     joined = table.left_join(iso, table._currency == iso._iso)
-    return joined.mutate(_digits=joined._iso_digits).drop("_iso", "_iso_digits")
+    return joined.mutate(_cur=joined._iso_code, _digits=joined._iso_digits).drop(
+        "_iso", "_iso_code", "_iso_digits"
+    )
 
 
 def _check_payments(table: ir.Table) -> ir.Table:
     """Key, amount, currency and status of every row, each checked."""
     raw_key = table.merchantReferenceId
     # The toolkit's CSV files guard a cell a spreadsheet would run ('=1+1): read back the key.
-    guarded = raw_key.startswith("'") & raw_key.substr(1, 1).isin(("=", "+", "-", "@", "\t", "\r"))
+    # Compared one by one behind the quote: a list (``isin``) becomes a join on DuckDB.
+    second = raw_key.substr(1, 1)
+    spreadsheet = ibis.literal(False)
+    for mark in ("=", "+", "-", "@", "\t", "\r"):
+        spreadsheet |= second == mark
+    guarded = ibis.cases((raw_key.startswith("'"), spreadsheet), else_=False)
     table = table.mutate(_unguarded=guarded.ifelse(raw_key.substr(1), raw_key)).view()
     key = _trimmed(table._unguarded)
     table = _with_currency(table.mutate(_key=key).drop("_unguarded"))
@@ -424,8 +481,8 @@ def _check_payments(table: ir.Table) -> ir.Table:
 
 def _join_status(table: ir.Table, statuses: ir.Table) -> ir.Table:
     joined = table.left_join(statuses, table._written == statuses._written)
-    return joined.mutate(_status=joined._name).drop(
-        *[c for c in joined.columns if c in ("_written", "_written_right", "_name")]
+    return joined.mutate(_status=joined._name, _st=joined._code).drop(
+        *[c for c in joined.columns if c in ("_written", "_written_right", "_name", "_code")]
     )
 
 

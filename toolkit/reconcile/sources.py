@@ -270,6 +270,17 @@ def _ordered_by_file(table: ir.Table, described: Described) -> ir.Table:
     return table.mutate(_ord=index.cast("int64") * (1 << 40) + table.source_row - 1)
 
 
+def source_of(described: Described, ord: ir.IntegerValue) -> ir.StringValue:
+    """The file a row came from, from its ``_ord`` (a glob's files are numbered in ``_ord``'s
+    high bits): the engine carries the number, and names the file only for rows it reports."""
+    if len(described.paths) <= 1:
+        return ibis.literal(described.name)
+    return ibis.cases(
+        *((ord < ((i + 1) << 40), str(p)) for i, p in enumerate(described.paths)),
+        else_=ibis.literal(described.name),
+    )
+
+
 def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir.Table:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
