@@ -465,7 +465,12 @@ def test_reconciliation_tracked_over_two_days(
     processor.write_text("merchantReferenceId,amount,currency,status\nA-3,7.00,USD,success\n")
     common = (("ledger_path", str(ledger)), ("processor_path", str(processor)), ("track", "nightly"))
     code, out, err = toolkit_run(
-        capsys, tmp_path / "d1", "reconciliation_report", *common, ("as_of", "2026-11-01"), secrets=[CANARY]
+        capsys,
+        tmp_path / "reports" / "d1",
+        "reconciliation_report",
+        *common,
+        ("as_of", "2026-11-01"),
+        secrets=[CANARY],
     )
     assert code == 0, err
     assert (
@@ -475,12 +480,12 @@ def test_reconciliation_tracked_over_two_days(
             "reconciliation_report: ok: 3 exceptions (3 new, 0 open, 0 acknowledged; 0 resolved), track nightly run 1"
         )
     )
-    first = csv(tmp_path / "d1" / "exceptions.csv")
+    first = csv(tmp_path / "reports" / "d1" / "exceptions.csv")
     assert set(first["state"]) == {"new"} and set(first["ageDays"]) == {"0"}
     acknowledge("nightly", first[first["merchantReferenceId"] == "A-1"], note="invoice sent late", by="ana")
     code, out, err = toolkit_run(
         capsys,
-        tmp_path / "d2",
+        tmp_path / "reports" / "d2",
         "reconciliation_report",
         *common,
         ("as_of", "2026-11-04"),
@@ -492,18 +497,31 @@ def test_reconciliation_tracked_over_two_days(
     assert (
         "2 unacknowledged exception(s) older than max-age 2 days (oldest 3)" in err.strip().splitlines()[-1]
     )
-    second = csv(tmp_path / "d2" / "exceptions.csv").set_index("merchantReferenceId")
+    second = csv(tmp_path / "reports" / "d2" / "exceptions.csv").set_index("merchantReferenceId")
     assert second["state"].to_dict() == {"A-1": "acknowledged", "A-2": "open", "A-3": "open"}
     assert set(second["ageDays"]) == {"3"} and set(second["firstSeen"]) == {"2026-11-01T00:00:00Z"}
     for name in ("states.csv", "ages.csv", "resolved.csv", "report.xlsx"):
-        assert (tmp_path / "d2" / name).is_file()
-    text = "".join(str(o.get("text", "")) for o in outputs(tmp_path / "d2" / "reconciliation_report.ipynb"))
+        assert (tmp_path / "reports" / "d2" / name).is_file()
+    text = "".join(
+        str(o.get("text", "")) for o in outputs(tmp_path / "reports" / "d2" / "reconciliation_report.ipynb")
+    )
     assert (
         "track nightly: run 2 as of 2026-11-04T00:00:00Z (previous run 1): 0 new, 2 open, 1 acknowledged"
         in text
     )
-    html = (tmp_path / "d2" / "reconciliation_report.html").read_text()
+    html = (tmp_path / "reports" / "d2" / "reconciliation_report.html").read_text()
     assert "acknowledged by ana" in html and "ageDays" in html
+    manifest = json.loads((tmp_path / "reports" / "d2" / "run.json").read_text())
+    assert manifest["kind"] == "notebook" and manifest["name"] == "reconciliation_report"
+    assert (manifest["exitCode"], manifest["status"], manifest["track"]) == (1, "findings", "nightly")
+    assert "older than max-age 2 days" in manifest["reason"]
+    assert manifest["parameters"]["as_of"] == "2026-11-04" and len(manifest["inputs"]) == 2
+    assert manifest["counts"] == {"exceptions": 3, "new": 0, "open": 2, "acknowledged": 1, "resolved": 0}
+    index = (tmp_path / "reports" / "index.html").read_text()
+    assert index.index('href="d2/reconciliation_report.html"') < index.index(
+        'href="d1/reconciliation_report.html"'
+    )
+    assert "<h2>Track nightly</h2>" in index
 
 
 @pytest.mark.slow

@@ -89,6 +89,7 @@ def test_command_reports_show_states(tmp_path: Path) -> None:
         "report.html",
         "report.xlsx",
         "resolved.csv",
+        "run.json",
         "states.csv",
         "summary.csv",
     ]

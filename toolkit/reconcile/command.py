@@ -9,7 +9,8 @@ Code 2 is one ``error:`` line on stderr, never a traceback, and leaves no partia
 With ``--track NAME`` the run is recorded in the track's history (``tracking.py``): the report
 shows each exception's state and age, ``--max-exceptions`` counts only ``new`` and ``open``
 exceptions and ``--max-age DAYS`` exits 1 when an unacknowledged one is older. A tracked run that
-fails with code 2 records nothing. The sub-commands ``ack``, ``reopen``, ``verify`` and
+fails with code 2 records nothing. It also writes ``run.json`` beside its report and updates
+``reports/index.html`` (``toolkit.runlog``). The sub-commands ``ack``, ``reopen``, ``verify`` and
 ``history`` work on a track's store; the inputs being options (``--ledger``, ``--processor``), a
 file named like a sub-command is never taken for one.
 """
@@ -21,7 +22,9 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from toolkit import runlog
 from toolkit.errors import EngineError, InputError, OutputError, TrackError
 from toolkit.reconcile.backends import BACKENDS, connect
 from toolkit.reconcile.engine import reconcile
@@ -242,7 +245,8 @@ def _run_tracked(
     environment: str,
     period: tuple[str | None, str | None],
 ) -> int:
-    """Record the run and write its report in one transaction: either both or neither."""
+    """Record the run, write its report and its run.json in one transaction: all or nothing."""
+    started = runlog.now_text()
     try:
         with recording(result, args.track, as_of=args.as_of, inputs=inputs) as tracked:
             paths = write_report(
@@ -252,6 +256,9 @@ def _run_tracked(
                 environment=environment,
                 period=period if any(period) else None,
             )
+            failed = findings(tracked, args.max_exceptions, args.max_age)
+            code = EXIT_TOO_MANY if failed is not None else EXIT_OK
+            runlog.write_manifest(output, _manifest(args, tracked, started, code, failed))
     except (OutputError, TrackError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_OUTPUT
@@ -260,6 +267,9 @@ def _run_tracked(
     print(f"Data from: {environment}")
     print(summary_text(tracked))
     print(tracking.summary_text())
+    warning = runlog.index_warning(output)
+    if warning:
+        print(warning, file=sys.stderr)
     counts = tracking.state_counts()
     rejected = sum(c.rejected for c in tracked.counts)
     found = (
@@ -268,12 +278,53 @@ def _run_tracked(
         + (f"; {rejected} rejected row(s)" if rejected else "")
         + f"), track {tracking.track} run {tracking.run}"
     )
-    failed = findings(tracked, args.max_exceptions, args.max_age)
     if failed is not None:
         print(f"findings: {found}: {failed}; report: {paths['report.html']}", file=sys.stderr)
         return EXIT_TOO_MANY
     print(f"ok: {found}; report: {paths['report.html']}")
     return EXIT_OK
+
+
+def _manifest(
+    args: argparse.Namespace, tracked: ReconciliationResult, started: str, code: int, failed: str | None
+) -> dict[str, Any]:
+    """run.json of a tracked run (``toolkit.runlog``): parameters, input hashes, counts, outcome."""
+    tracking = tracked.tracking
+    assert tracking is not None
+    names = (
+        "ledger",
+        "processor",
+        "output_dir",
+        "ledger_map",
+        "processor_map",
+        "amount_tolerance",
+        "max_exceptions",
+        "max_age",
+        "track",
+        "as_of",
+        "period_start",
+        "period_end",
+        "backend",
+        "environment",
+        "title",
+    )
+    return {
+        "kind": "command",
+        "name": "reconcile",
+        "parameters": {name: getattr(args, name) for name in names if getattr(args, name) is not None},
+        "inputs": list(tracking.inputs),
+        "started": started,
+        "ended": runlog.now_text(),
+        "exitCode": code,
+        "status": runlog.STATUS[code],
+        "reason": failed or "",
+        "report": "report.html",
+        "track": tracking.track,
+        "run": tracking.run,
+        "asOf": tracking.as_of_text,
+        "counts": {"exceptions": tracked.exception_count, **tracking.state_counts()},
+        "ageBuckets": tracking.age_buckets().to_dict(orient="records"),
+    }
 
 
 def _run_action(args: argparse.Namespace) -> int:
