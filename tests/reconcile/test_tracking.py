@@ -224,3 +224,40 @@ def test_verify_names_the_first_changed_entry_and_runs_are_refused(tmp_path: Pat
     with sqlite3.connect(store_path()) as db:
         assert db.execute("SELECT count(*) FROM entries").fetchone() == (3,)
     db.close()
+
+
+def test_any_single_edit_of_any_entry_is_caught(tmp_path: Path) -> None:
+    """Each column of each entry, and every 7th character of a run's payload, changed one at a
+    time in a copy of the store: verify always fails, naming that entry or an earlier one."""
+    import shutil
+
+    books = {"c": "5.00 USD success", "d": "6.00 USD success"}
+    first = run(tmp_path, books, {}, "2026-11-01")
+    acknowledge("t", first.exceptions.head(1), note="known", by="ana")
+    run(tmp_path, books, {}, "2026-11-02")
+    pristine = tmp_path / "pristine.sqlite"
+    shutil.copy(store_path(), pristine)
+    with sqlite3.connect(pristine) as db:
+        rows = db.execute("SELECT seq, number, payload FROM entries ORDER BY number").fetchall()
+    db.close()
+    edits: list[tuple[int, str, tuple[object, ...]]] = []
+    for seq, number, _ in rows:
+        edits += [
+            (number, f"UPDATE entries SET {column} = {column} || 'x' WHERE seq = ?", (seq,))
+            for column in ("track", "kind", "at", "payload", "prev_hash", "hash")
+        ]
+        edits.append((number, "UPDATE entries SET number = number + 10 WHERE seq = ?", (seq,)))
+    last_seq, last_number, run_payload = rows[-1]
+    for position in range(0, len(run_payload), 7):
+        changed = run_payload[:position] + chr(ord(run_payload[position]) ^ 1) + run_payload[position + 1 :]
+        edits.append((last_number, "UPDATE entries SET payload = ? WHERE seq = ?", (changed, last_seq)))
+    for number, sql, parameters in edits:
+        shutil.copy(pristine, store_path())
+        with sqlite3.connect(store_path()) as db:
+            db.execute(sql, parameters)
+        db.close()
+        with pytest.raises(TrackIntegrityError) as caught:
+            verify_track("t")
+        named = int(str(caught.value).split("entry ")[1].split(" ")[0])
+        assert named <= number, (sql, str(caught.value))
+    assert len(edits) > 50

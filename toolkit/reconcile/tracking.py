@@ -485,7 +485,20 @@ class Store:
                 raise TrackIntegrityError(f"{where} is not a valid entry of kind {kind!r}")
             entries.append(Entry(number, str(kind), str(at), json.loads(payload), str(digest)))
             previous = str(digest)
+        self._check_no_orphans()
         return entries
+
+    def _check_no_orphans(self) -> None:
+        """Every track of the store starts at its entry 1: an entry moved to another (or a new)
+        track name is caught even when it was the last of its own track."""
+        row = self.connection.execute(
+            "SELECT track, min(number) FROM entries GROUP BY track HAVING min(number) != 1 LIMIT 1"
+        ).fetchone()
+        if row is not None:
+            raise TrackIntegrityError(
+                f"the store holds entry {row[1]} of track {row[0]!r} without the entries before it: "
+                "entries were moved or removed outside the toolkit"
+            )
 
     def append(self, track: str, kind: str, payload: dict[str, Any], after: list[Entry]) -> Entry:
         """Append one entry after ``after`` (the verified chain), inside ``writing()``."""
