@@ -29,7 +29,8 @@ hash of the track's entry before it (64 zeros for entry 1), and ``hash``, the sh
 itself (number, track, kind, time, ``prev_hash`` and payload). States are always worked out from
 the log, so there is nothing beside it to fall out of step. ``verify`` recomputes the chain and
 names the first entry that does not match; changing any byte of an entry, removing one or
-inserting one is caught. A hash chain kept in the same file cannot see the last entries of a
+inserting one is caught, and so is an entry moved to another track name (every track must start
+at its entry 1). A hash chain kept in the same file cannot see the last entries of a
 track removed together (nothing after them refers to them): keep ``toolkit reconcile history``
 output or a copy of the store if that matters.
 
