@@ -146,6 +146,9 @@ def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
             "period_end",
             "amount_tolerance",
             "max_exceptions",
+            "track",
+            "as_of",
+            "max_age",
             "output_dir",
         },
         "fault_drill": {"merchant_reference_id", "output_dir"},
@@ -445,6 +448,80 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
     assert images(tmp_path / "rec" / "reconciliation_report.ipynb") == 2
     html = (tmp_path / "rec" / "reconciliation_report.html").read_text()
     assert "restrict_period(" not in html and service.base_url in html  # code hidden, environment shown
+
+
+@pytest.mark.slow
+def test_reconciliation_tracked_over_two_days(
+    service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A track in the notebook: states and ages in the files and the notebook, an acknowledgement
+    from Python, max_exceptions counting new and open ones, max_age failing the run."""
+    from toolkit.reconcile import acknowledge
+
+    ledger, processor = tmp_path / "ledger.csv", tmp_path / "processor.csv"
+    ledger.write_text(
+        "merchantReferenceId,amount,currency,status\nA-1,5.00,USD,success\nA-2,6.00,USD,success\n"
+    )
+    processor.write_text("merchantReferenceId,amount,currency,status\nA-3,7.00,USD,success\n")
+    common = (("ledger_path", str(ledger)), ("processor_path", str(processor)), ("track", "nightly"))
+    code, out, err = toolkit_run(
+        capsys,
+        tmp_path / "reports" / "d1",
+        "reconciliation_report",
+        *common,
+        ("as_of", "2026-11-01"),
+        secrets=[CANARY],
+    )
+    assert code == 0, err
+    assert (
+        out.strip()
+        .splitlines()[-1]
+        .startswith(
+            "reconciliation_report: ok: 3 exceptions (3 new, 0 open, 0 acknowledged; 0 resolved), track nightly run 1"
+        )
+    )
+    first = csv(tmp_path / "reports" / "d1" / "exceptions.csv")
+    assert set(first["state"]) == {"new"} and set(first["ageDays"]) == {"0"}
+    acknowledge("nightly", first[first["merchantReferenceId"] == "A-1"], note="invoice sent late", by="ana")
+    code, out, err = toolkit_run(
+        capsys,
+        tmp_path / "reports" / "d2",
+        "reconciliation_report",
+        *common,
+        ("as_of", "2026-11-04"),
+        ("max_exceptions", "2"),
+        ("max_age", "2"),
+        secrets=[CANARY],
+    )
+    assert code == 1, err
+    assert (
+        "2 unacknowledged exception(s) older than max-age 2 days (oldest 3)" in err.strip().splitlines()[-1]
+    )
+    second = csv(tmp_path / "reports" / "d2" / "exceptions.csv").set_index("merchantReferenceId")
+    assert second["state"].to_dict() == {"A-1": "acknowledged", "A-2": "open", "A-3": "open"}
+    assert set(second["ageDays"]) == {"3"} and set(second["firstSeen"]) == {"2026-11-01T00:00:00Z"}
+    for name in ("states.csv", "ages.csv", "resolved.csv", "report.xlsx"):
+        assert (tmp_path / "reports" / "d2" / name).is_file()
+    text = "".join(
+        str(o.get("text", "")) for o in outputs(tmp_path / "reports" / "d2" / "reconciliation_report.ipynb")
+    )
+    assert (
+        "track nightly: run 2 as of 2026-11-04T00:00:00Z (previous run 1): 0 new, 2 open, 1 acknowledged"
+        in text
+    )
+    html = (tmp_path / "reports" / "d2" / "reconciliation_report.html").read_text()
+    assert "acknowledged by ana" in html and "ageDays" in html
+    manifest = json.loads((tmp_path / "reports" / "d2" / "run.json").read_text())
+    assert manifest["kind"] == "notebook" and manifest["name"] == "reconciliation_report"
+    assert (manifest["exitCode"], manifest["status"], manifest["track"]) == (1, "findings", "nightly")
+    assert "older than max-age 2 days" in manifest["reason"]
+    assert manifest["parameters"]["as_of"] == "2026-11-04" and len(manifest["inputs"]) == 2
+    assert manifest["counts"] == {"exceptions": 3, "new": 0, "open": 2, "acknowledged": 1, "resolved": 0}
+    index = (tmp_path / "reports" / "index.html").read_text()
+    assert index.index('href="d2/reconciliation_report.html"') < index.index(
+        'href="d1/reconciliation_report.html"'
+    )
+    assert "<h2>Track nightly</h2>" in index
 
 
 @pytest.mark.slow

@@ -13,6 +13,8 @@
     ├── InputError                  an input file or row that cannot be used; names the file, column or row
     ├── OutputError                 an output that cannot be written (a file in the way, read-only, disk full)
     ├── EngineError                 the reconciliation engine cannot run (memory limit, spill space, no Spark)
+    ├── TrackError                  a tracked reconciliation refuses (unknown track or id, run out of order)
+    │   └── TrackIntegrityError     the track's audit log fails verification; names the first bad entry
     └── SandboxError                a sandbox-only control used against something that is not a sandbox
 
 Messages never contain the API key: errors are built from status codes, envelope fields and
@@ -132,3 +134,13 @@ class SandboxError(ToolkitError):
 class EngineError(ToolkitError):
     """The reconciliation engine could not run: its memory limit or spill space ran out, or the
     backend (Spark: Java, a cluster) could not start. The message says which and what to change."""
+
+
+class TrackError(ToolkitError):
+    """A tracked reconciliation refuses an operation: unknown track or exception id, a run whose
+    cut-off is before the track's last run, a store that cannot be opened or is busy."""
+
+
+class TrackIntegrityError(TrackError):
+    """A track's audit log does not verify: an entry was changed, removed or inserted outside
+    the toolkit. The message names the first entry that does not match."""

@@ -24,6 +24,10 @@ Symlinks are never followed, neither when scrubbing nor when writing. A file tha
 and cannot be rewritten is removed. The folder is checked writable before the kernel starts, so
 an unwritable output stops the run before anything is sent to the service.
 
+Each run also writes ``run.json`` (``toolkit.runlog``: what ran, its parameters, the sha256 of its
+``*_path`` inputs, start and end, counts, exit code and reason), scrubbed like the rest, and
+updates ``reports/index.html`` when its folder is under a ``reports`` folder.
+
 Parameters named ``*_path`` given to the runner are resolved against the caller's working
 directory; the kernel itself runs in the notebook's folder, so the notebooks' defaults
 (``data/...``) work the same here, in JupyterLab and under nbval.
@@ -52,6 +56,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from toolkit import runlog
 from toolkit.config import default_home
 from toolkit.errors import OutputError, ToolkitError
 from toolkit.outputs import atomic_path, ensure_directory, write_text_atomic
@@ -600,7 +605,9 @@ def run(args: argparse.Namespace) -> int:
         path = resolve_notebook(args.notebook)
         defaults = declared_parameters(path)
         parameters = {name: parse_value(value, defaults.get(name)) for name, value in args.parameter}
+        started = runlog.now_text()
         result = run_notebook(path, parameters, args.output_dir)
+        warning = _record_run(result, parameters, started)
     except (ToolkitError, OSError) as exc:  # bad parameter or input, unwritable output: one line
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
@@ -609,9 +616,36 @@ def run(args: argparse.Namespace) -> int:
         print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
         print(f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
+    if warning:
+        print(_one_line(warning), file=sys.stderr)
     # The last line is the run's result, for a scheduler to forward; failures go to stderr.
     print(_one_line(result.result_line()), file=sys.stdout if result.ok else sys.stderr)
     return result.exit_code
+
+
+def _record_run(result: RunResult, parameters: Mapping[str, Any], started: str) -> str | None:
+    """``run.json`` beside the run's outputs (scrubbed like them), then the reports index; returns
+    a warning when the index could not be updated (``OutputError`` when run.json cannot be written)."""
+    track = parameters.get("track")
+    manifest: dict[str, Any] = {
+        "kind": "notebook",
+        "name": result.notebook,
+        "parameters": {k: v for k, v in parameters.items()},
+        "inputs": runlog.file_hashes(
+            v for k, v in _resolve_paths(parameters).items() if k.endswith("_path") and v
+        ),
+        "started": started,
+        "ended": runlog.now_text(),
+        "exitCode": result.exit_code,
+        "status": runlog.STATUS.get(result.exit_code, "error"),
+        "reason": result.summary if result.ok else result.message,
+        "report": result.html.name if result.html is not None else None,
+        **({"track": track} if track else {}),
+        **runlog.counts_from_folder(result.output_dir),
+    }
+    text = scrub_text(json.dumps(manifest, default=str), secrets_in_environment())
+    runlog.write_manifest(result.output_dir, json.loads(text))
+    return runlog.index_warning(result.output_dir)
 
 
 def _one_line(text: str) -> str:

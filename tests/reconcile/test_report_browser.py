@@ -184,3 +184,48 @@ def test_typing_and_choosing_a_finding_filter_the_rows(page: Page) -> None:
     page.click('a[data-category="duplicate_in_processor"]')  # from the findings table
     assert column(page, 0) == ["dup-proc"]
     assert page.input_value("#filter-category") == "duplicate_in_processor"
+
+
+@pytest.fixture(scope="module")
+def tracked_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The planted discrepancies as the second run of a track: some open, one acknowledged, one
+    new, one resolved (the state column and the tracking section on the page)."""
+    from toolkit.reconcile import acknowledge, track_result
+
+    home = tmp_path_factory.mktemp("home")
+    first = track_result(run(PLANTED_LEDGER, PLANTED_PROCESSOR), "browser", as_of="2026-01-01", home=home)
+    acknowledge("browser", first.exceptions.head(1), note="explained", by="ana", home=home)
+    ledger = [*PLANTED_LEDGER[1:], (LONG_KEY, "12.00", "USD", "success")]
+    second = track_result(run(ledger, PLANTED_PROCESSOR), "browser", as_of="2026-01-09", home=home)
+    folder = tmp_path_factory.mktemp("tracked")
+    paths = write_report(
+        second,
+        folder,
+        title="Daily reconciliation",
+        environment="embedded sandbox",
+        generated_at=datetime(2026, 1, 9, tzinfo=UTC),
+    )
+    return paths["report.html"]
+
+
+def test_a_tracked_report_fits_a_laptop_and_a4_and_sorts_by_state(
+    browser: Browser, tracked_report: Path
+) -> None:
+    context = browser.new_context(viewport=LAPTOP)  # type: ignore[arg-type]
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    opened.on("pageerror", lambda e: problems.append(str(e)))
+    opened.goto(tracked_report.as_uri())
+    sizes = overflow(opened)
+    assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
+    assert opened.is_visible("#states") and opened.is_visible("#ages") and opened.is_visible("#resolved")
+    opened.click("#exceptions th:nth-child(6) button")  # state: new, open, acknowledged
+    states = column(opened, 5)
+    assert states[0] == "new" and states[-1] == "acknowledged" and "open" in states, states
+    opened.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
+    opened.emulate_media(media="print")
+    sizes = overflow(opened)
+    assert sizes["scroll"] <= sizes["inner"], sizes
+    context.close()
+    assert problems == []

@@ -2,12 +2,13 @@
 
 load_ledger / load_processor / load_subscription_ledger  ->  LoadedInput
 select_period(loaded, column, start, end)                 ->  LoadedInput (outside counted)
-reconcile(ledger, processor)                              ->  ReconciliationResult
+reconcile(ledger, processor, track=None)                  ->  ReconciliationResult
+track_result(result, track) / acknowledge / reopen        ->  a tracked run, sign-offs (tracking.py)
+verify_track(track) / track_history(track)                ->  the audit log checked, the runs
 reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
 write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
 """
 
-from toolkit.reconcile.engine import reconcile
 from toolkit.reconcile.inputs import (
     LoadedInput,
     load_ledger,
@@ -27,24 +28,45 @@ from toolkit.reconcile.result import (
     SideTotal,
 )
 from toolkit.reconcile.subscriptions import reconcile_subscriptions
+from toolkit.reconcile.tracked import reconcile
+from toolkit.reconcile.tracking import (
+    RESOLVED_COLUMNS,
+    TRACKING_COLUMNS,
+    Tracking,
+    acknowledge,
+    findings,
+    reopen,
+    track_result,
+)
+from toolkit.reconcile.tracking import history as track_history
+from toolkit.reconcile.tracking import verify as verify_track
 
 __all__ = [
     "CATEGORIES",
     "EXCEPTION_COLUMNS",
     "PAYMENT_CATEGORIES",
+    "RESOLVED_COLUMNS",
     "SUBSCRIPTION_CATEGORIES",
     "SUMMARY_COLUMNS",
+    "TRACKING_COLUMNS",
     "LoadedInput",
     "ReconciliationResult",
     "RowCounts",
     "SideTotal",
+    "Tracking",
+    "acknowledge",
+    "findings",
     "load_ledger",
     "load_processor",
     "load_subscription_ledger",
     "reconcile",
     "reconcile_subscriptions",
     "render_html",
+    "reopen",
     "select_period",
     "summary_text",
+    "track_history",
+    "track_result",
+    "verify_track",
     "write_report",
 ]

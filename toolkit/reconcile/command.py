@@ -5,6 +5,14 @@ input (the message names the file and the column), an engine that cannot run (it
 spill disk ran out, Spark cannot start: the message says what to change) or an output that cannot
 be written (a file in the way, a read-only folder, a full disk: the message names the path).
 Code 2 is one ``error:`` line on stderr, never a traceback, and leaves no partial report.
+
+With ``--track NAME`` the run is recorded in the track's history (``tracking.py``): the report
+shows each exception's state and age, ``--max-exceptions`` counts only ``new`` and ``open``
+exceptions and ``--max-age DAYS`` exits 1 when an unacknowledged one is older. A tracked run that
+fails with code 2 records nothing. It also writes ``run.json`` beside its report and updates
+``reports/index.html`` (``toolkit.runlog``). The sub-commands ``ack``, ``reopen``, ``verify`` and
+``history`` work on a track's store; the inputs being options (``--ledger``, ``--processor``), a
+file named like a sub-command is never taken for one.
 """
 
 from __future__ import annotations
@@ -14,12 +22,24 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from toolkit.errors import EngineError, InputError, OutputError
+from toolkit import runlog
+from toolkit.errors import EngineError, InputError, OutputError, TrackError
 from toolkit.reconcile.backends import BACKENDS, connect
 from toolkit.reconcile.engine import reconcile
-from toolkit.reconcile.inputs import load_ledger, load_processor, select_period
+from toolkit.reconcile.inputs import LoadedInput, load_ledger, load_processor, select_period
 from toolkit.reconcile.report import summary_text, write_report
+from toolkit.reconcile.result import ReconciliationResult
+from toolkit.reconcile.tracking import (
+    acknowledge,
+    check_can_run,
+    findings,
+    history,
+    recording,
+    reopen,
+    verify,
+)
 
 EXIT_OK, EXIT_TOO_MANY, EXIT_INPUT = 0, 1, 2
 #: Infrastructure (the output) shares code 2 with bad input: neither is a finding for finance.
@@ -28,13 +48,13 @@ EXIT_OUTPUT = EXIT_INPUT
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the command's options on the subcommand parser."""
+    parser.set_defaults(reconcile_parser=parser, action=None)
     parser.add_argument(
         "--ledger",
-        required=True,
-        help="ledger: .csv, .xlsx, .parquet (a file, a folder or a glob), or table:NAME on Spark",
+        help="ledger: .csv, .xlsx, .parquet (a file, a folder or a glob), or table:NAME on Spark (required)",
     )
     parser.add_argument(
-        "--processor", required=True, help="processor side, e.g. the sandbox's settlement export CSV"
+        "--processor", help="processor side, e.g. the sandbox's settlement export CSV (required)"
     )
     parser.add_argument(
         "--output-dir",
@@ -63,7 +83,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="exit 1 when there are more than N exceptions",
+        help="exit 1 when there are more than N exceptions (with --track: N new or open ones)",
+    )
+    parser.add_argument(
+        "--track",
+        default=None,
+        metavar="NAME",
+        help="record the run in this track's history: states, ages, sign-offs (created on first use)",
+    )
+    parser.add_argument(
+        "--as-of",
+        default=None,
+        metavar="WHEN",
+        help="with --track: the run's cut-off for ages, YYYY-MM-DD (00:00 UTC) or an ISO time "
+        "(default: now); the same cut-off again is a re-run of that day",
+    )
+    parser.add_argument(
+        "--max-age",
+        type=int,
+        default=None,
+        metavar="DAYS",
+        help="with --track: exit 1 when an unacknowledged exception is older than DAYS days",
     )
     parser.add_argument(
         "--environment",
@@ -102,6 +142,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--period-end", default=None, metavar="YYYY-MM-DD", help="... up to and including this day (UTC)"
     )
+    actions = parser.add_subparsers(
+        dest="action", metavar="{ack,reopen,verify,history}", help="work on a track (without: run one)"
+    )
+    for name, words in (
+        ("ack", "acknowledge exceptions of a track's latest run, with a note"),
+        ("reopen", "take acknowledgements back, with a note"),
+    ):
+        sub = actions.add_parser(name, help=words, description=words)
+        sub.add_argument("--track", required=True, metavar="NAME", dest="action_track")
+        sub.add_argument("ids", nargs="+", metavar="EXCEPTION_ID")
+        sub.add_argument("--note", required=True, help="why (kept in the audit log)")
+        sub.add_argument("--by", default=None, help="who (default: the login name)")
+    for name, words in (
+        ("verify", "check a track's audit log; exit 2 naming the first entry that does not match"),
+        ("history", "list a track's runs with their counts"),
+    ):
+        sub = actions.add_parser(name, help=words, description=words)
+        sub.add_argument("--track", required=True, metavar="NAME", dest="action_track")
 
 
 def _mapping(text: str | None, option: str) -> dict[str, str] | None:
@@ -119,7 +177,21 @@ def _mapping(text: str | None, option: str) -> dict[str, str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the reconciliation; returns the exit code."""
+    """Run the reconciliation (or a track's sub-command); returns the exit code."""
+    if args.action is not None:
+        return _run_action(args)
+    if args.ledger is None or args.processor is None:
+        missing = [o for o, v in (("--ledger", args.ledger), ("--processor", args.processor)) if v is None]
+        args.reconcile_parser.error(f"the following arguments are required: {', '.join(missing)}")
+    if args.track is None and (args.as_of is not None or args.max_age is not None):
+        print("error: --as-of and --max-age need --track NAME", file=sys.stderr)
+        return EXIT_INPUT
+    if args.track is not None:
+        try:
+            check_can_run(args.track, args.as_of)
+        except TrackError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_INPUT
     if args.amount_tolerance < 0:
         print("error: --amount-tolerance must be >= 0", file=sys.stderr)
         return EXIT_INPUT
@@ -140,6 +212,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     output = args.output_dir or Path("reports", "reconcile", datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     environment = args.environment or f"processor file {args.processor}"
+    if args.track is not None:
+        return _run_tracked(args, result, (ledger, processor), output, environment, period)
     try:
         paths = write_report(
             result, output, title=args.title, environment=environment, period=period if any(period) else None
@@ -160,4 +234,116 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_TOO_MANY
     print(f"ok: {found}; report: {paths['report.html']}")
+    return EXIT_OK
+
+
+def _run_tracked(
+    args: argparse.Namespace,
+    result: ReconciliationResult,
+    inputs: tuple[LoadedInput, LoadedInput],
+    output: Path,
+    environment: str,
+    period: tuple[str | None, str | None],
+) -> int:
+    """Record the run, write its report and its run.json in one transaction: all or nothing."""
+    started = runlog.now_text()
+    try:
+        with recording(result, args.track, as_of=args.as_of, inputs=inputs) as tracked:
+            paths = write_report(
+                tracked,
+                output,
+                title=args.title,
+                environment=environment,
+                period=period if any(period) else None,
+            )
+            failed = findings(tracked, args.max_exceptions, args.max_age)
+            code = EXIT_TOO_MANY if failed is not None else EXIT_OK
+            runlog.write_manifest(output, _manifest(args, tracked, started, code, failed))
+    except (OutputError, TrackError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_OUTPUT
+    tracking = tracked.tracking
+    assert tracking is not None
+    print(f"Data from: {environment}")
+    print(summary_text(tracked))
+    print(tracking.summary_text())
+    warning = runlog.index_warning(output)
+    if warning:
+        print(warning, file=sys.stderr)
+    counts = tracking.state_counts()
+    rejected = sum(c.rejected for c in tracked.counts)
+    found = (
+        f"{tracked.exception_count} exceptions ({counts['new']} new, {counts['open']} open, "
+        f"{counts['acknowledged']} acknowledged; {counts['resolved']} resolved"
+        + (f"; {rejected} rejected row(s)" if rejected else "")
+        + f"), track {tracking.track} run {tracking.run}"
+    )
+    if failed is not None:
+        print(f"findings: {found}: {failed}; report: {paths['report.html']}", file=sys.stderr)
+        return EXIT_TOO_MANY
+    print(f"ok: {found}; report: {paths['report.html']}")
+    return EXIT_OK
+
+
+def _manifest(
+    args: argparse.Namespace, tracked: ReconciliationResult, started: str, code: int, failed: str | None
+) -> dict[str, Any]:
+    """run.json of a tracked run (``toolkit.runlog``): parameters, input hashes, counts, outcome."""
+    tracking = tracked.tracking
+    assert tracking is not None
+    names = (
+        "ledger",
+        "processor",
+        "output_dir",
+        "ledger_map",
+        "processor_map",
+        "amount_tolerance",
+        "max_exceptions",
+        "max_age",
+        "track",
+        "as_of",
+        "period_start",
+        "period_end",
+        "backend",
+        "environment",
+        "title",
+    )
+    return {
+        "kind": "command",
+        "name": "reconcile",
+        "parameters": {name: getattr(args, name) for name in names if getattr(args, name) is not None},
+        "inputs": list(tracking.inputs),
+        "started": started,
+        "ended": runlog.now_text(),
+        "exitCode": code,
+        "status": runlog.STATUS[code],
+        "reason": failed or "",
+        "report": "report.html",
+        "track": tracking.track,
+        "run": tracking.run,
+        "asOf": tracking.as_of_text,
+        "counts": {"exceptions": tracked.exception_count, **tracking.state_counts()},
+        "ageBuckets": tracking.age_buckets().to_dict(orient="records"),
+    }
+
+
+def _run_action(args: argparse.Namespace) -> int:
+    """``ack``, ``reopen``, ``verify``, ``history``: 0 done, 2 refused (nothing changed)."""
+    track = args.action_track
+    try:
+        if args.action in ("ack", "reopen"):
+            sign = acknowledge if args.action == "ack" else reopen
+            ids = sign(track, args.ids, note=args.note, by=args.by)
+            done = "acknowledged" if args.action == "ack" else "reopened"
+            print(f"ok: {len(ids)} exception(s) of track {track} {done}: {', '.join(ids)}")
+        elif args.action == "verify":
+            entries = verify(track)
+            print(f"ok: track {track}: {entries} audit log entries verified")
+        else:
+            runs = history(track)
+            print(runs.to_string(index=False) if len(runs) else "(no runs)")
+            print(f"ok: track {track}: {len(runs)} run(s)")
+    except TrackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     return EXIT_OK

@@ -22,7 +22,10 @@ from typing import Any
 import pandas as pd
 
 from toolkit.money import format_money, is_currency
-from toolkit.reconcile.result import CATEGORIES, EXCEPTION_COLUMNS, ReconciliationResult, RowCounts
+from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, RowCounts
+
+#: Sort order of the states in the exceptions table (then oldest first).
+STATE_ORDER = {"new": 0, "open": 1, "acknowledged": 2}
 
 #: Rows of each category shown in the HTML page (exceptions.csv and the workbook hold them all).
 HTML_ROWS = 20
@@ -362,13 +365,17 @@ def exception_rows(
         part = exceptions[exceptions["category"] == category].head(rows)
         if count > len(part):
             cut.append((category_label(category), len(part), count))
-        records += [dict(zip(EXCEPTION_COLUMNS, r, strict=True)) for r in part.itertuples(index=False)]
+        records += [dict(zip(part.columns, r, strict=True)) for r in part.itertuples(index=False)]
     order = {name: i for i, name in enumerate(CATEGORIES)}
     category_rank = _ranks([(order.get(str(r["category"]), len(order)), i) for i, r in enumerate(records)])
     ledger_rank = _ranks([_amount_key(r["ledger_amount"], r["ledger_currency"]) for r in records])
     processor_rank = _ranks([_amount_key(r["processor_amount"], r["processor_currency"]) for r in records])
     where = [source_words(plain(r["source"]), short=True) for r in records]
     where_rank = _ranks([(w, int(r["source_row"])) for w, r in zip(where, records, strict=True)])
+    tracked = result.tracking is not None
+    state_rank = _ranks(
+        [(STATE_ORDER.get(str(r["state"]), 9), -int(r["ageDays"])) if tracked else None for r in records]
+    )
     table = []
     for i, r in enumerate(records):
         category = str(r["category"])
@@ -381,11 +388,58 @@ def exception_rows(
                     _side_cell(r, "ledger", ledger_rank[i]),
                     _side_cell(r, "processor", processor_rank[i]),
                     Cell(where[i], f"row {r['source_row']}", where_rank[i]),
-                    Cell(plain(r["detail"])),
+                    *((_state_cell(r, state_rank[i]),) if tracked else ()),
+                    Cell(
+                        plain(r["detail"])
+                        + (f" ({r['stateReason']})" if tracked and r["stateReason"] else "")
+                    ),
                 ),
             )
         )
     return table, cut
+
+
+def _state_cell(record: dict[str, Any], rank: int) -> Cell:
+    """State, then since when and how many days, and the exception's id for a sign-off."""
+    age = int(record["ageDays"])
+    since = f"since {str(record['firstSeen'])[:10]}, {age} day{'s' if age != 1 else ''}"
+    return Cell(str(record["state"]), f"{since} · {record['exceptionId']}", rank)
+
+
+def tracking_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | None:
+    """What the page says of a tracked run: states per category, ages, resolved (first ``rows``)."""
+    tracking = result.tracking
+    if tracking is None:
+        return None
+    counts = tracking.state_counts()
+    resolved = tracking.resolved
+    previous = f"run {tracking.previous_run}" if tracking.previous_run else "none (first run of the track)"
+    return {
+        "track": tracking.track,
+        "run": tracking.run,
+        "as_of": tracking.as_of_text.replace("T", " ").replace("Z", " UTC"),
+        "previous": previous,
+        "rerun_of": tracking.rerun_of,
+        "counts": counts,
+        "states": [
+            (category_label(str(r.category)), str(r.category), r.new, r.open, r.acknowledged, r.resolved)
+            for r in tracking.states().itertuples(index=False)
+        ],
+        "ages": list(tracking.age_buckets().itertuples(index=False, name=None)),
+        "resolved": [
+            (
+                plain(r["merchantReferenceId"]),
+                category_label(str(r["category"])),
+                money_text(r["ledger_amount"] or None, r["ledger_currency"]) or plain(r["ledger_currency"]),
+                money_text(r["processor_amount"] or None, r["processor_currency"])
+                or plain(r["processor_currency"]),
+                str(r["firstSeen"])[:10],
+                str(r["resolvedAt"])[:10],
+            )
+            for r in resolved.head(rows).to_dict(orient="records")
+        ],
+        "resolved_cut": len(resolved) > rows,
+    }
 
 
 def _side_cell(record: dict[str, Any], side: str, rank: int) -> Cell:
@@ -440,4 +494,5 @@ def page(
         "shown": len(table),
         "script": code,
         "script_hash": script_hash,
+        "tracking": tracking_view(result, rows),
     }

@@ -15,6 +15,7 @@ inline strings, which a spreadsheet never executes, so it keeps the text as writ
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -30,9 +31,12 @@ from toolkit.errors import OutputError
 from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells
 from toolkit.reconcile.controller_view import HTML_ROWS, Period, page
 from toolkit.reconcile.result import EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
+from toolkit.reconcile.tracking import TRACKING_COLUMNS
 from toolkit.reconcile.workbook import write_xlsx
 
 REPORT_FILES: tuple[str, ...] = ("report.html", "report.xlsx", "exceptions.csv", "summary.csv")
+#: Written besides for a tracked run: states per category, exceptions by age, the resolved ones.
+TRACKED_FILES: tuple[str, ...] = ("states.csv", "ages.csv", "resolved.csv")
 
 
 def _text(value: Any) -> str:
@@ -54,10 +58,20 @@ def _text_array(values: pd.Series) -> pa.Array:
     return pc.fill_null(array, "")
 
 
+def exception_columns(result: ReconciliationResult) -> tuple[str, ...]:
+    """The columns of exceptions.csv: ``EXCEPTION_COLUMNS``, then for a tracked run the state,
+    ``firstSeen`` and age of each exception (``TRACKING_COLUMNS``)."""
+    return EXCEPTION_COLUMNS + (TRACKING_COLUMNS if result.tracking is not None else ())
+
+
 def exceptions_text_table(result: ReconciliationResult) -> pa.Table:
     """The exceptions as exceptions.csv and the workbook hold them: exact text, '' for missing."""
     frame = result.exceptions
-    return pa.table({column: _text_array(frame[column]) for column in EXCEPTION_COLUMNS})
+    return pa.table({column: _text_array(frame[column]) for column in exception_columns(result)})
+
+
+def _frame_table(frame: pd.DataFrame) -> pa.Table:
+    return pa.table({str(c): _text_array(frame[c]) for c in frame.columns})
 
 
 def exceptions_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
@@ -129,7 +143,9 @@ def write_report(
     generated_at: datetime | None = None,
     period: Period = None,
 ) -> dict[str, Path]:
-    """Write the four report files into ``output_dir`` (created); returns them by name.
+    """Write the four report files into ``output_dir`` (created); returns them by name. A tracked
+    result (``result.tracking``) adds its columns to exceptions.csv and the workbook, a section
+    to the page, and ``TRACKED_FILES``.
 
     ``period`` is said on the HTML page: ``(start, end)`` dates (either may be empty) or text;
     None says that no period was selected.
@@ -139,7 +155,9 @@ def write_report(
     """
     directory = ensure_directory(output_dir)
     when = generated_at or datetime.now(UTC)
-    paths = {name: directory / name for name in REPORT_FILES}
+    tracking = result.tracking
+    names = REPORT_FILES + (TRACKED_FILES if tracking is not None else ())
+    paths = {name: directory / name for name in names}
     table = exceptions_text_table(result)
     with contextlib.ExitStack() as stack:
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
@@ -166,6 +184,13 @@ def write_report(
             summary = summary_csv_frame(result)
             summary_table = pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS})
             _written(paths["summary.csv"], lambda: _write_csv(summary_table, temporary["summary.csv"]))
+            if tracking is not None:
+                for name, frame in (
+                    ("states.csv", tracking.states()),
+                    ("ages.csv", tracking.age_buckets()),
+                    ("resolved.csv", tracking.resolved),
+                ):
+                    _written(paths[name], functools.partial(_write_csv, _frame_table(frame), temporary[name]))
             workbook.result()
     return paths
 

@@ -11,12 +11,16 @@ import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Context, Decimal, localcontext
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from toolkit.money import from_minor, is_currency
+
+if TYPE_CHECKING:
+    from toolkit.reconcile.tracking import Tracking
 
 #: Payment categories, in report order.
 PAYMENT_CATEGORIES: tuple[str, ...] = (
@@ -133,6 +137,8 @@ class ReconciliationResult:
     when first asked for (``matched_count`` does not fetch them). ``rejected``: rows that could not be read,
     with ``side`` and ``source``. ``counts``: the row accounting of each input. ``totals``: what
     each side's usable rows add up to per currency (empty for subscription checks).
+    ``tracking``: None for a one-off run; for a run of a track (``tracking.track_result``), the
+    run, the resolved exceptions and the states, whose columns ``exceptions`` then also holds.
     """
 
     summary: pd.DataFrame
@@ -143,6 +149,7 @@ class ReconciliationResult:
     amount_tolerance: int = 0
     sources: tuple[str, ...] = field(default=())
     totals: tuple[SideTotal, ...] = field(default=())
+    tracking: Tracking | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
     def matched(self) -> pd.DataFrame:
@@ -211,10 +218,13 @@ class ReconciliationResult:
         summary = self.summary.assign(
             amount=[("" if a is None else str(a)) for a in self.summary["amount"]]
         ).to_html(index=False, na_rep="")
+        tracked = ""
+        if self.tracking is not None:
+            tracked = f"<p>{html.escape(self.tracking.summary_text().splitlines()[0])}</p>"
         return (
             f"<div><strong>Reconciliation</strong>: {self.matched_count:,} matched, "
             f"{self.exception_count:,} exceptions (amount tolerance {self.amount_tolerance} "
-            f"minor units){accounting}{summary}</div>"
+            f"minor units){tracked}{accounting}{summary}</div>"
         )
 
 

@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.money import is_currency, minor_digits
-from toolkit.reconcile.result import CATEGORIES, EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
+from toolkit.reconcile.result import CATEGORIES, SUMMARY_COLUMNS, ReconciliationResult
 
 #: Excel's limits: rows per sheet (one is the header) and characters per cell.
 MAX_SHEET_ROWS = 1_048_576
@@ -58,7 +58,7 @@ _XML_ILLEGAL = "[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]"
 _DECIMAL = r"^-?[0-9]+(\.[0-9]+)?$"
 #: Amount columns of the exceptions and the currency column each is in.
 AMOUNT_COLUMNS = {"ledger_amount": "ledger_currency", "processor_amount": "processor_currency"}
-_INTEGER_COLUMNS = frozenset({"source_row"})
+_INTEGER_COLUMNS = frozenset({"source_row", "ageDays"})
 _NOTE = (
     "Amounts are numbers in their currency's format wherever Excel holds them exactly (at most "
     f"{EXCEL_DIGITS} significant digits at the currency's decimals); longer amounts are exact text."
@@ -284,12 +284,17 @@ def _category_sheets(table: pa.Table, category: str, currencies: _Currencies) ->
 
     One category at a time, so that only its cells are in memory while it is written.
     """
-    part = table.filter(pc.equal(table.column("category"), category))
+    return _table_sheets(table.filter(pc.equal(table.column("category"), category)), category, currencies)
+
+
+def _table_sheets(part: pa.Table, category: str, currencies: _Currencies) -> tuple[list[_Sheet], int]:
+    """The sheet(s) named ``category`` holding the rows of ``part`` (text columns, in order)."""
+    columns = tuple(part.column_names)
     # Large strings (64-bit offsets): the rows of a full sheet may pass 2 GiB of XML.
     part = part.cast(pa.schema([(c, pa.large_string()) for c in part.column_names]))
     as_text = 0
     cells = []
-    for column in EXCEPTION_COLUMNS:
+    for column in columns:
         if column in AMOUNT_COLUMNS:
             amount_cells, count = currencies.amount_cells(
                 part.column(column), part.column(AMOUNT_COLUMNS[column])
@@ -304,7 +309,7 @@ def _category_sheets(table: pa.Table, category: str, currencies: _Currencies) ->
     del cells
     widths = [
         _width(c, pc.max(pc.utf8_length(part.column(c))).as_py() or 0, amount=c in AMOUNT_COLUMNS)
-        for c in EXCEPTION_COLUMNS
+        for c in columns
     ]
     per_sheet = MAX_SHEET_ROWS - 1
     sheets = []
@@ -314,10 +319,10 @@ def _category_sheets(table: pa.Table, category: str, currencies: _Currencies) ->
         sheets.append(
             _Sheet(
                 name,
-                _header(EXCEPTION_COLUMNS),
+                _header(columns),
                 _value_bytes(chunk),
                 widths,
-                table=(1, len(chunk) + 1, len(EXCEPTION_COLUMNS)),
+                table=(1, len(chunk) + 1, len(columns)),
                 frozen=True,
             )
         )
@@ -383,6 +388,7 @@ def _summary_sheet(
             ]
         ).to_pylist(),
         "<row/>",
+        *_tracking_lines(result),
         *_rows([_text_cells(pa.array([note]))]).to_pylist(),
     ]
     widths = [
@@ -392,6 +398,32 @@ def _summary_sheet(
     return _Sheet(
         "Summary", "", "".join(lines), widths, table=(first, first + len(frame), len(SUMMARY_COLUMNS))
     )
+
+
+def _tracking_lines(result: ReconciliationResult) -> list[str]:
+    """For a tracked run: the run, then states per category and exceptions by age (empty else)."""
+    tracking = result.tracking
+    if tracking is None:
+        return []
+    counts = tracking.state_counts()
+    previous = f"previous run {tracking.previous_run}" if tracking.previous_run else "first run of the track"
+    heading = (
+        f"Track {tracking.track}: run {tracking.run} as of {tracking.as_of_text} ({previous}): "
+        + ", ".join(f"{counts[s]} {s}" for s in ("new", "open", "acknowledged", "resolved"))
+    )
+    lines = [*_rows([_text_cells(pa.array([heading]))]).to_pylist()]
+    for frame in (tracking.states(), tracking.age_buckets()):
+        lines.append(_header([str(c) for c in frame.columns]))
+        cells = [
+            _text_cells(pa.array([str(v) for v in frame[c]], type=pa.string()))
+            if i == 0
+            else _number_cells(pa.array([str(v) for v in frame[c]], type=pa.string()), _COUNT)
+            for i, c in enumerate(frame.columns)
+        ]
+        if len(frame):
+            lines += _rows(cells).to_pylist()
+        lines.append("<row/>")
+    return lines
 
 
 def _table_widths(columns: dict[str, list[str]]) -> list[float]:
@@ -512,9 +544,14 @@ def write_xlsx(
     for column in AMOUNT_COLUMNS.values():
         codes.update(str(c) for c in pc.unique(table.column(column)).to_pylist() if c)
     codes.update(str(c) for c in result.summary["currency"].unique() if c)
+    resolved = _resolved_table(result)
+    if resolved is not None:
+        for column in AMOUNT_COLUMNS.values():
+            codes.update(str(c) for c in pc.unique(resolved.column(column)).to_pylist() if c)
     currencies = _Currencies(codes)
     categories = _categories(table)
     count = 1 + sum(-(-n // (MAX_SHEET_ROWS - 1)) for n in categories.values())
+    count += -(-resolved.num_rows // (MAX_SHEET_ROWS - 1)) if resolved is not None else 0
     overrides = "".join(
         f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="application/'
         'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
@@ -532,6 +569,12 @@ def write_xlsx(
             for sheet in parts:
                 _write_sheet(archive, f"xl/worksheets/sheet{len(sheets) + 2}.xml", sheet, selected=False)
                 sheets.append(dataclasses.replace(sheet, rows=""))
+        if resolved is not None and resolved.num_rows:
+            parts, text_amounts = _table_sheets(resolved, "resolved", currencies)
+            as_text += text_amounts
+            for sheet in parts:
+                _write_sheet(archive, f"xl/worksheets/sheet{len(sheets) + 2}.xml", sheet, selected=False)
+                sheets.append(dataclasses.replace(sheet, rows=""))
         summary = _summary_sheet(
             result,
             title=title,
@@ -545,6 +588,16 @@ def write_xlsx(
         assert len(sheets) == count, (len(sheets), count)
         archive.writestr("xl/styles.xml", currencies.styles_xml())
         archive.writestr("xl/workbook.xml", _workbook_xml(sheets))
+
+
+def _resolved_table(result: ReconciliationResult) -> pa.Table | None:
+    """The resolved exceptions of a tracked run as text (None for a run without a track)."""
+    if result.tracking is None:
+        return None
+    frame = result.tracking.resolved
+    return pa.table(
+        {str(c): pa.array([str(v) for v in frame[c]], type=pa.string()) for c in frame.columns}
+    ).combine_chunks()
 
 
 def _write_sheet(archive: zipfile.ZipFile, name: str, sheet: _Sheet, *, selected: bool) -> None:

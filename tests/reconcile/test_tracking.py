@@ -1,0 +1,263 @@
+"""Tracked reconciliations in Python: lifecycle across runs, ages, sign-offs, the audit chain."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import date, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolkit.errors import TrackError, TrackIntegrityError
+from toolkit.reconcile import (
+    EXCEPTION_COLUMNS,
+    TRACKING_COLUMNS,
+    ReconciliationResult,
+    acknowledge,
+    load_ledger,
+    load_processor,
+    reconcile,
+    reopen,
+    track_history,
+    verify_track,
+)
+from toolkit.reconcile.tracking import store_path
+
+HEADER = "merchantReferenceId,amount,currency,status\n"
+
+
+def sides(folder: Path, ledger: dict[str, str], processor: dict[str, str]) -> tuple[Path, Path]:
+    """Write a ledger and a processor file of ``key -> "amount currency status"``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, rows in (("ledger.csv", ledger), ("processor.csv", processor)):
+        path = folder / name
+        path.write_text(
+            HEADER + "".join(f"{k},{','.join(v.split())}\n" for k, v in rows.items()), encoding="utf-8"
+        )
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def run(
+    folder: Path, ledger: dict[str, str], processor: dict[str, str], day: str, track: str = "t"
+) -> ReconciliationResult:
+    led, pro = sides(folder / day, ledger, processor)
+    return reconcile(load_ledger(led), load_processor(pro), track=track, as_of=day)
+
+
+def states(result: ReconciliationResult) -> dict[tuple[str, str], tuple[str, int]]:
+    frame = result.exceptions
+    return {
+        (str(k), str(c)): (str(s), int(a))
+        for k, c, s, a in zip(
+            frame["merchantReferenceId"], frame["category"], frame["state"], frame["ageDays"], strict=True
+        )
+    }
+
+
+def cell(result: ReconciliationResult, key: str, column: str) -> str:
+    """The text of ``column`` of the one exception of ``key``."""
+    frame = result.exceptions
+    (found,) = frame.loc[frame["merchantReferenceId"] == key, column].tolist()
+    return str(found)
+
+
+def ident(result: ReconciliationResult, key: str) -> str:
+    frame = result.exceptions
+    (found,) = frame.loc[frame["merchantReferenceId"] == key, "exceptionId"]
+    return str(found)
+
+
+PAID = "10.00 USD success"
+
+
+def test_lifecycle_over_four_runs(tmp_path: Path) -> None:
+    # Day 1: b's amounts differ, c is not at the processor, d not in the books.
+    ledger = {"a": PAID, "b": "20.00 USD success", "c": "5.00 USD success"}
+    processor = {"a": PAID, "b": "21.00 USD success", "d": "7.00 USD success"}
+    first = run(tmp_path, ledger, processor, "2026-11-01")
+    assert states(first) == {
+        ("b", "amount_mismatch"): ("new", 0),
+        ("c", "missing_in_processor"): ("new", 0),
+        ("d", "missing_in_ledger"): ("new", 0),
+    }
+    assert set(TRACKING_COLUMNS) <= set(first.exceptions.columns)
+    assert first.tracking is not None and first.tracking.previous_run is None
+    assert acknowledge("t", [ident(first, "c")], note="manual invoice, sent late", by="ana") == [
+        ident(first, "c")
+    ]
+    assert acknowledge(
+        "t", first.exceptions[first.exceptions["merchantReferenceId"] == "b"], note="disputed", by="bo"
+    )
+
+    # Day 3: the same facts, and e is a new break.
+    ledger3 = {**ledger, "e": "3.00 USD success"}
+    third = run(tmp_path, ledger3, processor, "2026-11-03")
+    assert states(third) == {
+        ("b", "amount_mismatch"): ("acknowledged", 2),
+        ("c", "missing_in_processor"): ("acknowledged", 2),
+        ("d", "missing_in_ledger"): ("open", 2),
+        ("e", "missing_in_processor"): ("new", 0),
+    }
+    assert ident(third, "c") == ident(first, "c")  # stable across runs
+    row = third.exceptions.set_index("merchantReferenceId").loc["c"]
+    assert row["firstSeen"] == "2026-11-01T00:00:00Z"
+    assert "acknowledged by ana" in row["stateReason"] and "sent late" in row["stateReason"]
+
+    # Day 10: the processor's amount of b changes (the acknowledgement lapses, saying why), d is
+    # booked (resolved), c's acknowledgement holds.
+    processor10 = {**processor, "b": "22.00 USD success"}
+    ledger10 = {**ledger3, "d": "7.00 USD success"}
+    tenth = run(tmp_path, ledger10, processor10, "2026-11-10")
+    assert states(tenth) == {
+        ("b", "amount_mismatch"): ("open", 9),
+        ("c", "missing_in_processor"): ("acknowledged", 9),
+        ("e", "missing_in_processor"): ("open", 7),
+    }
+    reason = cell(tenth, "b", "stateReason")
+    assert "lapsed" in reason and "processor_amount 21.00 -> 22.00" in reason
+    assert tenth.tracking is not None
+    resolved = tenth.tracking.resolved
+    assert list(resolved["merchantReferenceId"]) == ["d"]
+    assert resolved.iloc[0]["firstSeen"] == "2026-11-01T00:00:00Z"
+    assert resolved.iloc[0]["lastSeen"] == "2026-11-03T00:00:00Z"
+    assert resolved.iloc[0]["resolvedAt"] == "2026-11-10T00:00:00Z"
+    assert tenth.tracking.state_counts() == {"new": 0, "open": 2, "acknowledged": 1, "resolved": 1}
+
+    # Day 11: b's amount goes back, but a lapsed acknowledgement stays lapsed; d comes back: new,
+    # first seen again today, its old streak over.
+    processor11 = {**processor, "d": "7.00 USD success"}
+    eleventh = run(tmp_path, ledger3, processor11, "2026-11-11")
+    assert states(eleventh)[("b", "amount_mismatch")] == ("open", 10)
+    assert "lapsed" in cell(eleventh, "b", "stateReason")
+    assert states(eleventh)[("d", "missing_in_ledger")] == ("new", 0)
+    assert eleventh.tracking is not None and eleventh.tracking.resolved.empty
+
+    history = track_history("t")
+    assert list(history["run"]) == [1, 2, 3, 4]
+    assert list(history["new"]) == [3, 1, 0, 1]
+    assert list(history["resolved"]) == [0, 0, 1, 0]
+    assert verify_track("t") == 1 + 4 + 2  # the track, four runs, two acknowledgements
+
+
+def test_reopen_and_acknowledging_from_a_frame(tmp_path: Path) -> None:
+    ledger, processor = {"c": "5.00 USD success", "x": "1.00 USD success"}, dict[str, str]()
+    first = run(tmp_path, ledger, processor, "2026-11-01")
+    acknowledge("t", first.exceptions, note="all known")
+    second = run(tmp_path, ledger, processor, "2026-11-02")
+    assert {s for s, _ in states(second).values()} == {"acknowledged"}
+    reopen("t", [ident(second, "x")], note="customer says it was charged", by="cy")
+    third = run(tmp_path, ledger, processor, "2026-11-03")
+    assert states(third) == {
+        ("c", "missing_in_processor"): ("acknowledged", 2),
+        ("x", "missing_in_processor"): ("open", 2),
+    }
+    assert "reopened by cy" in cell(third, "x", "stateReason")
+    with pytest.raises(TrackError, match="is not acknowledged"):
+        reopen("t", [ident(third, "x")], note="again")
+
+
+def test_rerunning_a_day_changes_nothing(tmp_path: Path) -> None:
+    ledger, processor = {"a": PAID, "c": "5.00 USD success"}, {"a": PAID, "d": "7.00 USD success"}
+    run(tmp_path, ledger, processor, "2026-11-01")
+    once = run(tmp_path, {"c": "5.00 USD success"}, processor, "2026-11-02")
+    again = run(tmp_path, {"c": "5.00 USD success"}, processor, "2026-11-02")
+    columns = [*EXCEPTION_COLUMNS, *TRACKING_COLUMNS]
+    pd.testing.assert_frame_equal(once.exceptions[columns], again.exceptions[columns])
+    assert once.tracking is not None and again.tracking is not None
+    pd.testing.assert_frame_equal(once.tracking.resolved, again.tracking.resolved)
+    assert again.tracking.rerun_of == 2 and again.tracking.previous_run == 1
+    with pytest.raises(TrackError, match="go forward in time"):
+        run(tmp_path, ledger, processor, "2026-10-31")
+    assert list(track_history("t")["run"]) == [1, 2, 3]  # the refused run recorded nothing
+
+
+def test_age_buckets(tmp_path: Path) -> None:
+    # A break appears on each of these days; the last run is on day 40.
+    days = {0: "k40", 10: "k30", 32: "k8", 33: "k7", 38: "k2", 39: "k1", 40: "k0"}
+    books: dict[str, str] = {}
+    result = None
+    for day, key in days.items():
+        books[key] = "1.00 USD success"
+        when = (date(2026, 1, 1) + timedelta(days=day)).isoformat()
+        result = run(tmp_path, dict(books), {}, when)
+    assert result is not None and result.tracking is not None
+    ages = {
+        str(k): int(a)
+        for k, a in zip(result.exceptions["merchantReferenceId"], result.exceptions["ageDays"], strict=True)
+    }
+    assert ages == {"k40": 40, "k30": 30, "k8": 8, "k7": 7, "k2": 2, "k1": 1, "k0": 0}
+    acknowledge("t", [ident(result, "k8")], note="known")
+    result = run(tmp_path, dict(books), {}, "2026-02-10")  # day 40 again: a re-run
+    assert result.tracking is not None
+    buckets = result.tracking.age_buckets().set_index("age")
+    assert buckets["unacknowledged"].to_dict() == {
+        "0-1 days": 2,
+        "2-7 days": 2,
+        "8-30 days": 1,
+        "over 30 days": 1,
+    }
+    assert buckets["acknowledged"].to_dict() == {
+        "0-1 days": 0,
+        "2-7 days": 0,
+        "8-30 days": 1,
+        "over 30 days": 0,
+    }
+
+
+def test_verify_names_the_first_changed_entry_and_runs_are_refused(tmp_path: Path) -> None:
+    books = {"c": "5.00 USD success"}
+    run(tmp_path, books, {}, "2026-11-01")
+    run(tmp_path, books, {}, "2026-11-02")
+    assert verify_track("t") == 3
+    with sqlite3.connect(store_path()) as db:
+        db.execute("UPDATE entries SET payload = replace(payload, '5.00', '5.01') WHERE number = 2")
+    db.close()
+    with pytest.raises(
+        TrackIntegrityError, match=r"entry 2 \(run 1 as of 2026-11-01T00:00:00Z\) does not match"
+    ):
+        verify_track("t")
+    with pytest.raises(TrackIntegrityError, match="entry 2"):
+        run(tmp_path, books, {}, "2026-11-03")
+    with sqlite3.connect(store_path()) as db:
+        assert db.execute("SELECT count(*) FROM entries").fetchone() == (3,)
+    db.close()
+
+
+def test_any_single_edit_of_any_entry_is_caught(tmp_path: Path) -> None:
+    """Each column of each entry, and every 7th character of a run's payload, changed one at a
+    time in a copy of the store: verify always fails, naming that entry or an earlier one."""
+    import shutil
+
+    books = {"c": "5.00 USD success", "d": "6.00 USD success"}
+    first = run(tmp_path, books, {}, "2026-11-01")
+    acknowledge("t", first.exceptions.head(1), note="known", by="ana")
+    run(tmp_path, books, {}, "2026-11-02")
+    pristine = tmp_path / "pristine.sqlite"
+    shutil.copy(store_path(), pristine)
+    with sqlite3.connect(pristine) as db:
+        rows = db.execute("SELECT seq, number, payload FROM entries ORDER BY number").fetchall()
+    db.close()
+    edits: list[tuple[int, str, tuple[object, ...]]] = []
+    for seq, number, _ in rows:
+        edits += [
+            (number, f"UPDATE entries SET {column} = {column} || 'x' WHERE seq = ?", (seq,))
+            for column in ("track", "kind", "at", "payload", "prev_hash", "hash")
+        ]
+        edits.append((number, "UPDATE entries SET number = number + 10 WHERE seq = ?", (seq,)))
+    last_seq, last_number, run_payload = rows[-1]
+    for position in range(0, len(run_payload), 7):
+        changed = run_payload[:position] + chr(ord(run_payload[position]) ^ 1) + run_payload[position + 1 :]
+        edits.append((last_number, "UPDATE entries SET payload = ? WHERE seq = ?", (changed, last_seq)))
+    for number, sql, parameters in edits:
+        shutil.copy(pristine, store_path())
+        with sqlite3.connect(store_path()) as db:
+            db.execute(sql, parameters)
+        db.close()
+        with pytest.raises(TrackIntegrityError) as caught:
+            verify_track("t")
+        named = int(str(caught.value).split("entry ")[1].split(" ")[0])
+        assert named <= number, (sql, str(caught.value))
+    assert len(edits) > 50

@@ -1,0 +1,51 @@
+"""``reconcile(..., track=NAME)``: the engine's ``reconcile``, recorded as a run of a track.
+
+The engine knows nothing of tracks: this wrapper calls it unchanged and, given a track, records
+its result (``tracking.track_result``) with the sha256 of both inputs. Without a track it returns
+exactly what the engine returns.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from pathlib import Path
+
+from toolkit.reconcile import engine
+from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.inputs import LoadedInput
+from toolkit.reconcile.result import ReconciliationResult
+from toolkit.reconcile.tracking import check_can_run, track_result
+
+
+def reconcile(
+    ledger: LoadedInput,
+    processor: LoadedInput,
+    *,
+    amount_tolerance: int = 0,
+    backend: str | Backend = "duckdb",
+    memory_limit: str | int | None = None,
+    spill_dir: str | Path | None = None,
+    track: str | None = None,
+    as_of: str | date | datetime | None = None,
+) -> ReconciliationResult:
+    """Reconcile the ledger against the processor (``engine.reconcile``, whose docstring gives the
+    rules); with ``track``, record the run in that track's history and return the result with the
+    state, ``firstSeen`` and ``ageDays`` of each exception (``result.tracking``). ``as_of`` is the
+    run's cut-off for ages (default: now). A track that cannot take the run (a bad name, a store
+    that fails verification, a cut-off before its last run) raises ``TrackError`` before the
+    engine runs."""
+    if track is not None:
+        check_can_run(track, as_of)
+    elif as_of is not None:
+        raise ValueError("as_of needs a track")
+    result = engine.reconcile(
+        ledger,
+        processor,
+        amount_tolerance=amount_tolerance,
+        backend=backend,
+        memory_limit=memory_limit,
+        spill_dir=spill_dir,
+    )
+    if track is None:
+        return result
+    return track_result(result, track, as_of=as_of, inputs=(ledger, processor))

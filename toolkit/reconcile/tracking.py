@@ -1,0 +1,977 @@
+"""Tracked reconciliations: runs of a named track, the lifecycle of each exception, sign-offs, audit.
+
+A reconciliation run with a track (``toolkit reconcile --track NAME``, ``reconcile(...,
+track=NAME)``, ``track_result(result, NAME)``) is recorded in the track's history, and each of its
+exceptions gets a stable ``exceptionId`` and a ``state``:
+
+* ``new``: not in the previous run of the track; ``firstSeen`` is this run's cut-off;
+* ``open``: in the previous run too; ``firstSeen`` is the cut-off of the first run of the unbroken
+  streak in which it has been seen, ``ageDays`` the whole days from then to this cut-off;
+* ``acknowledged``: a person acknowledged it (``acknowledge``) and its facts (amounts, currencies,
+  statuses on both sides) are still those they saw; when the facts change the acknowledgement
+  lapses for good and the exception is ``open`` again, ``stateReason`` saying what changed;
+* ``resolved``, listed apart (``Tracking.resolved``): in the previous run, not in this one; with
+  when it was first seen, last seen, and the cut-off at which it was gone.
+
+Storage: one SQLite file, ``TOOLKIT_HOME/reconcile/tracks.sqlite``, for every track. SQLite
+rather than DuckDB because (1) two processes can share it safely: a writer takes the file's lock
+(``BEGIN IMMEDIATE``) and a second writer waits for it (``busy_timeout``) instead of failing to
+open the file, which is what DuckDB does when another process holds it; (2) its transactions are
+durable on power loss with ``synchronous=FULL``, and the journal (``toolkit.journal``) already
+relies on the same; (3) the data is small (exceptions, not payments) and read whole, where DuckDB
+brings nothing; (4) anyone can inspect it with the ``sqlite3`` shell.
+
+The store is one append-only table, ``entries``: the audit log. Every run, acknowledgement and
+reopening is an entry of its track, numbered 1, 2, ... (entry 1 creates the track), holding its
+payload as canonical JSON (a run's payload holds all its exceptions with their states, the
+resolved ones, its counts, and the sha256 of its input files) and two hashes: ``prev_hash``, the
+hash of the track's entry before it (64 zeros for entry 1), and ``hash``, the sha256 of the entry
+itself (number, track, kind, time, ``prev_hash`` and payload). States are always worked out from
+the log, so there is nothing beside it to fall out of step. ``verify`` recomputes the chain and
+names the first entry that does not match; changing any byte of an entry, removing one or
+inserting one is caught, and so is an entry moved to another track name (every track must start
+at its entry 1). A hash chain kept in the same file cannot see the last entries of a
+track removed together (nothing after them refers to them): keep ``toolkit reconcile history``
+output or a copy of the store if that matters.
+
+Every run and every sign-off verifies the chain first: a track whose log does not verify refuses
+further runs and sign-offs (``TrackIntegrityError``, exit 2) and never starts a new history by
+itself. Restore the store from a backup, or start a new track under another name on purpose.
+
+Rules where the issue leaves the choice:
+
+* ``exceptionId`` is ``E`` + the first 16 hex digits of the sha256 of the track, the category and
+  the key (``merchantReferenceId``). A rejected row may have no key, or share it with another
+  rejected row, so its id also takes its side and its row number. Should a (key, category) repeat
+  within a run all the same, the repeats are numbered in order.
+* The cut-off of a run is ``as_of`` (``--as-of``; a date is that day at 00:00 UTC), else the time
+  the run is recorded. The previous run is the track's latest run with an earlier cut-off; a run
+  with the same cut-off as the last one is a re-run of it, compared with the same previous run, so
+  re-running a day with the same inputs reports the same states (both runs stay in the history).
+  A cut-off earlier than the track's last run is refused: a track goes forward in time.
+* An acknowledgement is of the facts of the latest run; it holds while the exception stays and its
+  facts stay the same. An exception that is resolved and comes back later is ``new`` again, with
+  a new ``firstSeen``, and its old acknowledgement does not hold.
+* The age buckets (0-1, 2-7, 8-30, over 30 days) count the unacknowledged exceptions (``new`` and
+  ``open``), those ``--max-exceptions`` counts and ``--max-age`` checks; acknowledged ones are
+  counted beside them.
+* Two runs of the same track at once: the engine work runs in parallel; recording is serialised
+  by the store's write lock, each run then sees the other's entry as its previous run (when its
+  cut-off is later) and the entry numbers are unique, so no run is lost or duplicated. A writer
+  that waits more than ``BUSY_SECONDS`` gives up with exit 2 and records nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from toolkit.errors import TrackError, TrackIntegrityError
+from toolkit.reconcile.inputs import LoadedInput
+from toolkit.reconcile.result import CATEGORIES, ReconciliationResult
+
+#: Columns ``track_result`` adds to ``ReconciliationResult.exceptions`` (and exceptions.csv).
+TRACKING_COLUMNS: tuple[str, ...] = ("exceptionId", "state", "firstSeen", "ageDays", "stateReason")
+#: States of an exception in a run, in report order (``resolved`` ones are listed apart).
+STATES: tuple[str, ...] = ("new", "open", "acknowledged")
+#: The facts an acknowledgement is of: when one of them changes, it lapses.
+FACT_COLUMNS: tuple[str, ...] = (
+    "ledger_amount",
+    "processor_amount",
+    "ledger_currency",
+    "processor_currency",
+    "ledger_status",
+    "processor_status",
+)
+#: Columns of ``Tracking.resolved``.
+RESOLVED_COLUMNS: tuple[str, ...] = (
+    "exceptionId",
+    "merchantReferenceId",
+    "category",
+    *FACT_COLUMNS,
+    "firstSeen",
+    "lastSeen",
+    "resolvedAt",
+)
+#: Age buckets of unacknowledged exceptions: (label, lowest age, highest age) in whole days.
+AGE_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
+    ("0-1 days", 0, 1),
+    ("2-7 days", 2, 7),
+    ("8-30 days", 8, 30),
+    ("over 30 days", 31, None),
+)
+#: How long a run waits for another run of the store to finish recording.
+BUSY_SECONDS = 600.0
+TRACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_GENESIS = "0" * 64
+_KINDS = ("track", "run", "ack", "reopen")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    track TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    at TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    UNIQUE (track, number)
+);
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# Times
+
+
+def utc_text(moment: datetime) -> str:
+    """``2026-11-23T02:00:00Z``: the one way times are written in the store and the reports."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_as_of(value: str | date | datetime | None) -> datetime | None:
+    """A cut-off: a ``datetime`` (naive means UTC), a ``date`` (00:00 UTC that day), or ISO text."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    else:
+        text = str(value).strip()
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise TrackError(
+                f"as-of {text!r}: not a date or time (write 2026-11-23 or 2026-11-23T02:00:00Z)"
+            ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).replace(microsecond=0)
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def age_days(first_seen: str, as_of: datetime) -> int:
+    """Whole days from ``first_seen`` to ``as_of`` (rounded down, never negative)."""
+    return max(0, (as_of - _parse_time(first_seen)) // timedelta(days=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# What a tracked run adds to a result
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """What a tracked run adds to its ``ReconciliationResult`` (``result.tracking``).
+
+    The states of the run's exceptions are columns of ``result.exceptions`` (``TRACKING_COLUMNS``);
+    ``resolved`` lists the previous run's exceptions that are gone (``RESOLVED_COLUMNS``).
+    """
+
+    track: str
+    run: int
+    as_of: datetime
+    previous_run: int | None
+    exceptions: pd.DataFrame = field(repr=False)
+    resolved: pd.DataFrame = field(repr=False)
+    inputs: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    rerun_of: int | None = None
+
+    @property
+    def as_of_text(self) -> str:
+        return utc_text(self.as_of)
+
+    def state_counts(self) -> dict[str, int]:
+        """Exceptions per state, ``resolved`` included."""
+        counts = self.exceptions["state"].value_counts()
+        out = {state: int(counts.get(state, 0)) for state in STATES}
+        out["resolved"] = len(self.resolved)
+        return out
+
+    @property
+    def unacknowledged_count(self) -> int:
+        """``new`` and ``open`` exceptions: those a threshold counts."""
+        return int(self.exceptions["state"].isin(("new", "open")).sum())
+
+    @property
+    def oldest_unacknowledged(self) -> int | None:
+        """The age in days of the oldest ``new`` or ``open`` exception (None when there is none)."""
+        ages = self.exceptions.loc[self.exceptions["state"] != "acknowledged", "ageDays"]
+        return int(ages.max()) if len(ages) else None
+
+    def states(self) -> pd.DataFrame:
+        """new / open / acknowledged / resolved per category (categories with any, report order)."""
+        rows = []
+        current = self.exceptions.groupby(["category", "state"], observed=True).size()
+        resolved = self.resolved["category"].value_counts()
+        for category in CATEGORIES:
+            row = {s: int(current.get((category, s), 0)) for s in STATES}
+            row["resolved"] = int(resolved.get(category, 0))
+            if any(row.values()):
+                rows.append({"category": category, **row})
+        return pd.DataFrame(rows, columns=["category", *STATES, "resolved"]).astype(
+            {s: "int64" for s in (*STATES, "resolved")}
+        )
+
+    def age_buckets(self) -> pd.DataFrame:
+        """Exceptions by age: ``unacknowledged`` (new and open) and ``acknowledged``, per bucket."""
+        frame = self.exceptions
+        acknowledged = frame["state"] == "acknowledged"
+        ages = frame["ageDays"].to_numpy(dtype=np.int64)
+        rows = []
+        for label, low, high in AGE_BUCKETS:
+            inside = (ages >= low) & (ages <= (high if high is not None else np.iinfo(np.int64).max))
+            rows.append((label, int((inside & ~acknowledged).sum()), int((inside & acknowledged).sum())))
+        return pd.DataFrame(rows, columns=["age", "unacknowledged", "acknowledged"])
+
+    def summary_text(self) -> str:
+        """For the terminal: the run, states per category, and unacknowledged exceptions by age."""
+        counts = self.state_counts()
+        previous = f"previous run {self.previous_run}" if self.previous_run else "first run of the track"
+        rerun = f"; a re-run of run {self.rerun_of}'s cut-off" if self.rerun_of else ""
+        lines = [
+            f"track {self.track}: run {self.run} as of {self.as_of_text} ({previous}{rerun}): "
+            + ", ".join(f"{counts[s]} {s}" for s in (*STATES, "resolved"))
+        ]
+        states = self.states()
+        if len(states):
+            lines.append(states.to_string(index=False))
+        lines.append(
+            "unacknowledged by age: "
+            + ", ".join(f"{r.age}: {r.unacknowledged}" for r in self.age_buckets().itertuples())
+        )
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ids and facts
+
+
+def _text(value: Any) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return ""
+    return str(value)
+
+
+def exception_ids(track: str, exceptions: pd.DataFrame, sides: dict[str, str]) -> list[str]:
+    """The stable id of each exception (see the module docstring); ``sides`` maps a source to
+    its side, for rejected rows."""
+    ids: list[str] = []
+    seen: dict[str, int] = {}
+    for key, category, source, row in zip(
+        exceptions["merchantReferenceId"].tolist(),
+        exceptions["category"].astype(str).tolist(),
+        exceptions["source"].tolist(),
+        exceptions["source_row"].tolist(),
+        strict=True,
+    ):
+        parts = [track, category, _text(key)]
+        if category == "rejected_row":
+            parts += [sides.get(_text(source), _text(source)), _text(row)]
+        base = "\x1f".join(parts)
+        repeat = seen.get(base, 0)
+        seen[base] = repeat + 1
+        if repeat:
+            base += f"\x1f#{repeat}"
+        ids.append("E" + hashlib.sha256(base.encode("utf-8")).hexdigest()[:16])
+    return ids
+
+
+def _facts(exceptions: pd.DataFrame) -> list[list[str]]:
+    columns = [[_text(v) for v in exceptions[c].tolist()] for c in FACT_COLUMNS]
+    return [list(row) for row in zip(*columns, strict=True)] if columns[0] else []
+
+
+def _changes(before: Sequence[str], after: Sequence[str]) -> str:
+    return ", ".join(
+        f"{name} {a or '(none)'} -> {b or '(none)'}"
+        for name, a, b in zip(FACT_COLUMNS, before, after, strict=True)
+        if a != b
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+def store_path(home: str | Path | None = None) -> Path:
+    """``TOOLKIT_HOME/reconcile/tracks.sqlite`` (``home`` overrides ``TOOLKIT_HOME``)."""
+    if home is None:
+        from toolkit.config import load_settings
+
+        home = load_settings().home
+    return Path(home) / "reconcile" / "tracks.sqlite"
+
+
+def _create(path: Path) -> None:
+    """A new store, made beside ``path`` and linked into place whole (another process creating it
+    at the same moment wins, and that is fine: its store is as new)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+        try:
+            connection = sqlite3.connect(temporary, isolation_level=None)
+            connection.executescript(_SCHEMA)
+            connection.close()
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink(missing_ok=True)
+    except (OSError, sqlite3.DatabaseError) as exc:
+        raise TrackError(f"cannot create the reconciliation store {path}: {exc}") from None
+
+
+def check_track_name(track: str) -> str:
+    if not isinstance(track, str) or not TRACK_NAME.match(track):
+        raise TrackError(
+            f"track name {track!r}: use letters, digits, '.', '_' and '-' (at most 100, "
+            "starting with a letter or digit)"
+        )
+    return track
+
+
+def _canonical(payload: Any) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def entry_hash(number: int, track: str, kind: str, at: str, prev_hash: str, payload: str) -> str:
+    """The sha256 of one entry of the audit log, over everything it holds."""
+    text = "\x1f".join((str(number), track, kind, at, prev_hash, payload))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a track's audit log, verified."""
+
+    number: int
+    kind: str
+    at: str
+    payload: dict[str, Any]
+    hash: str
+
+    def describe(self) -> str:
+        if self.kind == "run":
+            return f"run {self.payload.get('run')} as of {self.payload.get('asOf')}"
+        if self.kind in ("ack", "reopen"):
+            ids = self.payload.get("ids", [])
+            return f"{self.kind} of {len(ids)} exception(s) by {self.payload.get('by')}"
+        return f"{self.kind} created"
+
+
+def _describe_raw(number: int, kind: str, payload: str) -> str:
+    try:
+        parsed = json.loads(payload)
+    except ValueError:
+        return kind
+    return Entry(number, kind, "", parsed if isinstance(parsed, dict) else {}, "").describe()
+
+
+class Store:
+    """The reconciliation store: an open SQLite connection to ``tracks.sqlite``.
+
+    ``Store.open(create=...)`` refuses a file that is not a store (fail closed: it is never taken
+    for an empty one).
+    """
+
+    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+        self.path, self.connection = path, connection
+
+    @classmethod
+    def open(cls, home: str | Path | None = None, *, create: bool) -> Store:
+        path = store_path(home)
+        if not path.exists():
+            if not create:
+                raise TrackError(f"no reconciliation store at {path}: no track has been run yet")
+            _create(path)
+        try:
+            connection = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+            connection.execute("PRAGMA synchronous=FULL")
+            tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as exc:
+            raise TrackError(f"{path}: cannot be read as a reconciliation store ({exc})") from None
+        if "entries" not in tables:
+            # Fail closed: a store that was emptied is never taken for a new one (new stores are
+            # moved into place with their table already in them).
+            connection.close()
+            raise TrackError(
+                f"{path} is not a reconciliation store (empty or damaged): restore it from a "
+                "backup, or move it aside to start every track anew"
+            )
+        return cls(path, connection)
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """One write transaction, holding the file's write lock: committed when the block ends,
+        rolled back when it raises."""
+        try:
+            self.connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise TrackError(f"{self.path}: {exc} (another run held it for {BUSY_SECONDS:.0f} s)") from None
+        try:
+            yield
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        try:
+            self.connection.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            self.connection.execute("ROLLBACK")
+            raise TrackError(f"{self.path}: cannot record ({exc}); nothing was recorded") from None
+
+    def tracks(self) -> list[str]:
+        return [r[0] for r in self.connection.execute("SELECT DISTINCT track FROM entries ORDER BY track")]
+
+    def chain(self, track: str, *, must_exist: bool = True) -> list[Entry]:
+        """The track's entries, verified: ``TrackIntegrityError`` names the first that does not
+        match; ``TrackError`` when the track does not exist (and ``must_exist``)."""
+        try:
+            rows = self.connection.execute(
+                "SELECT number, kind, at, payload, prev_hash, hash FROM entries WHERE track = ? "
+                "ORDER BY number",
+                (track,),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise TrackIntegrityError(f"track {track}: the store cannot be read ({exc})") from None
+        if not rows:
+            if must_exist:
+                known = self.tracks()
+                hint = f" (tracks: {', '.join(known)})" if known else " (no track has been run yet)"
+                raise TrackError(f"unknown track {track!r}{hint}")
+            return []
+        entries: list[Entry] = []
+        previous = _GENESIS
+        for expected, (number, kind, at, payload, prev_hash, digest) in enumerate(rows, start=1):
+            if number != expected:
+                raise TrackIntegrityError(
+                    f"track {track}: entry {expected} is missing (the next is entry {number}): "
+                    "the audit log was changed outside the toolkit"
+                )
+            where = f"track {track}: entry {number} ({_describe_raw(number, str(kind), str(payload))})"
+            if prev_hash != previous:
+                raise TrackIntegrityError(
+                    f"{where} does not follow entry {number - 1}: its previous hash does not match"
+                )
+            if digest != entry_hash(number, track, str(kind), str(at), str(prev_hash), str(payload)):
+                raise TrackIntegrityError(
+                    f"{where} does not match its hash: it was changed outside the toolkit"
+                )
+            if (kind == "track") != (number == 1) or kind not in _KINDS:
+                raise TrackIntegrityError(f"{where} is not a valid entry of kind {kind!r}")
+            entries.append(Entry(number, str(kind), str(at), json.loads(payload), str(digest)))
+            previous = str(digest)
+        self._check_no_orphans()
+        return entries
+
+    def _check_no_orphans(self) -> None:
+        """Every track of the store starts at its entry 1: an entry moved to another (or a new)
+        track name is caught even when it was the last of its own track."""
+        row = self.connection.execute(
+            "SELECT track, min(number) FROM entries GROUP BY track HAVING min(number) != 1 LIMIT 1"
+        ).fetchone()
+        if row is not None:
+            raise TrackIntegrityError(
+                f"the store holds entry {row[1]} of track {row[0]!r} without the entries before it: "
+                "entries were moved or removed outside the toolkit"
+            )
+
+    def append(self, track: str, kind: str, payload: dict[str, Any], after: list[Entry]) -> Entry:
+        """Append one entry after ``after`` (the verified chain), inside ``writing()``."""
+        number = len(after) + 1
+        prev_hash = after[-1].hash if after else _GENESIS
+        at = utc_text(datetime.now(UTC))
+        text = _canonical(payload)
+        digest = entry_hash(number, track, kind, at, prev_hash, text)
+        self.connection.execute(
+            "INSERT INTO entries (track, number, kind, at, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
+            (track, number, kind, at, text, prev_hash, digest),
+        )
+        return Entry(number, kind, at, payload, digest)
+
+    def find_track_of(self, exception_id: str) -> str | None:
+        """The track whose latest run holds ``exception_id`` (for the message of a wrong track)."""
+        pattern = f'%"{exception_id}"%'
+        row = self.connection.execute(
+            "SELECT track FROM entries WHERE kind = 'run' AND payload LIKE ? ORDER BY seq DESC LIMIT 1",
+            (pattern,),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# The history of a track, as states
+
+
+def _runs(chain: list[Entry]) -> list[Entry]:
+    return [e for e in chain if e.kind == "run"]
+
+
+def _rows(run: Entry) -> dict[str, list[Any]]:
+    """A run's exceptions by id: [category, key, facts, state, firstSeen, reason]."""
+    return {row[0]: row[1:] for row in run.payload["exceptions"]}
+
+
+def _signoffs(chain: list[Entry]) -> dict[str, Entry]:
+    """The latest ack or reopen entry of each exception id."""
+    latest: dict[str, Entry] = {}
+    for entry in chain:
+        if entry.kind in ("ack", "reopen"):
+            for exception_id in entry.payload["ids"]:
+                latest[exception_id] = entry
+    return latest
+
+
+def _state(
+    exception_id: str,
+    facts: list[str],
+    previous: Entry | None,
+    before: dict[str, list[Any]],
+    signoff: Entry | None,
+) -> tuple[str, str]:
+    """(state, reason) of an exception of this run; see the module docstring.
+
+    A sign-off counts when it came after the previous run ("fresh"), or, for an acknowledgement,
+    when the exception was acknowledged in the previous run; once an acknowledgement lapsed, or
+    the exception was resolved, it no longer counts. The reason of a lapse or a reopening is
+    carried while the exception stays open.
+    """
+    seen_before = exception_id in before
+    base = "open" if seen_before else "new"
+    previous_state, previous_reason = (
+        (before[exception_id][3], before[exception_id][5]) if seen_before else ("", "")
+    )
+    carried = (
+        previous_reason
+        if previous_state == "open" and previous_reason.startswith(("reopened", "acknowledgement"))
+        else ""
+    )
+    if signoff is None:
+        return base, carried
+    fresh = signoff.number > (previous.number if previous is not None else 0)
+    who = f"{signoff.payload['by']} at {signoff.at}"
+    if signoff.kind == "reopen":
+        return (base, f"reopened by {who}: {signoff.payload['note']}") if fresh else (base, carried)
+    if not (fresh or previous_state == "acknowledged"):
+        return base, carried
+    acknowledged_facts = signoff.payload["facts"][exception_id]
+    if acknowledged_facts == facts:
+        return "acknowledged", f"acknowledged by {who}: {signoff.payload['note']}"
+    return base, f"acknowledgement by {who} lapsed: {_changes(acknowledged_facts, facts)}"
+
+
+def _input_hashes(inputs: Iterable[LoadedInput]) -> list[dict[str, Any]]:
+    """The sha256 of each input: of its files, of a frame's Arrow stream, none for a table name."""
+    out = []
+    for loaded in inputs:
+        described = loaded.described
+        item: dict[str, Any] = {"side": loaded.side, "source": loaded.source}
+        if described.paths:
+            item["files"] = [{"path": str(p), "sha256": _file_hash(p)} for p in described.paths]
+        elif described.table is not None:
+            import pyarrow as pa
+
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, described.table.schema) as writer:
+                writer.write_table(described.table)
+            item["sha256"] = hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+        else:
+            item["sha256"] = None  # a table of a catalog: nothing local to hash
+        out.append(item)
+    return out
+
+
+def _file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_can_run(
+    track: str, as_of: str | date | datetime | None = None, *, home: str | Path | None = None
+) -> None:
+    """Refuse early, before the engine works, what ``recording`` would refuse: a bad name or
+    cut-off, a store that cannot be read, a track that does not verify, a cut-off in its past."""
+    check_track_name(track)
+    cut_off = parse_as_of(as_of)
+    if not store_path(home).exists():
+        return
+    with Store.open(home, create=False) as store:
+        runs = _runs(store.chain(track, must_exist=False))
+    if runs and cut_off is not None and _parse_time(runs[-1].payload["asOf"]) > cut_off:
+        raise TrackError(
+            f"track {track}: its run {runs[-1].payload['run']} is as of {runs[-1].payload['asOf']}, "
+            f"later than {utc_text(cut_off)}: a track's runs go forward in time"
+        )
+
+
+@contextmanager
+def recording(
+    result: ReconciliationResult,
+    track: str,
+    *,
+    as_of: str | date | datetime | None = None,
+    inputs: Iterable[LoadedInput] = (),
+    home: str | Path | None = None,
+    started: datetime | None = None,
+) -> Iterator[ReconciliationResult]:
+    """Record a run of ``track`` and yield the result with its states (``result.tracking``).
+
+    The run is committed when the block ends; if the block raises (a report that cannot be
+    written), nothing is recorded. The store stays locked for writing meanwhile, so a second run
+    of the store waits.
+    """
+    check_track_name(track)
+    cut_off = parse_as_of(as_of)
+    hashes = _input_hashes(inputs)
+    with Store.open(home, create=True) as store, store.writing():
+        chain = store.chain(track, must_exist=False)
+        if not chain:
+            chain = [store.append(track, "track", {"track": track}, [])]
+        moment = cut_off or datetime.now(UTC).replace(microsecond=0)
+        runs = _runs(chain)
+        last = runs[-1] if runs else None
+        if last is not None and _parse_time(last.payload["asOf"]) > moment:
+            raise TrackError(
+                f"track {track}: its run {last.payload['run']} is as of {last.payload['asOf']}, later "
+                f"than {utc_text(moment)}: a track's runs go forward in time"
+            )
+        earlier = [r for r in runs if _parse_time(r.payload["asOf"]) < moment]
+        previous = earlier[-1] if earlier else None
+        same = [r for r in runs if _parse_time(r.payload["asOf"]) == moment]
+        rerun_of = int(same[-1].payload["run"]) if same else None
+        tracked, payload = _track(
+            result, track, moment, previous, _signoffs(chain), len(runs) + 1, hashes, started, rerun_of
+        )
+        store.append(track, "run", payload, chain)
+        yield tracked
+
+
+def _track(
+    result: ReconciliationResult,
+    track: str,
+    as_of: datetime,
+    previous: Entry | None,
+    signoffs: dict[str, Entry],
+    number: int,
+    hashes: list[dict[str, Any]],
+    started: datetime | None,
+    rerun_of: int | None,
+) -> tuple[ReconciliationResult, dict[str, Any]]:
+    exceptions = result.exceptions
+    sides = {c.source: c.side for c in result.counts}
+    ids = exception_ids(track, exceptions, sides)
+    facts = _facts(exceptions)
+    before = _rows(previous) if previous is not None else {}
+    as_of_text = utc_text(as_of)
+    states, first_seen, reasons, ages = [], [], [], []
+    rows: list[list[Any]] = []
+    for exception_id, category, key, fact in zip(
+        ids,
+        exceptions["category"].astype(str).tolist(),
+        exceptions["merchantReferenceId"].tolist(),
+        facts,
+        strict=True,
+    ):
+        state, reason = _state(exception_id, fact, previous, before, signoffs.get(exception_id))
+        first = before[exception_id][4] if exception_id in before else as_of_text
+        states.append(state)
+        first_seen.append(first)
+        reasons.append(reason)
+        ages.append(age_days(first, as_of))
+        rows.append([exception_id, category, _text(key), fact, state, first, reason])
+    current = set(ids)
+    resolved_rows = [
+        [exception_id, row[1], row[0], *row[2], row[4], previous.payload["asOf"], as_of_text]
+        for exception_id, row in before.items()
+        if exception_id not in current and previous is not None
+    ]
+    resolved = pd.DataFrame(resolved_rows, columns=list(RESOLVED_COLUMNS), dtype=object)
+    order = {name: i for i, name in enumerate(CATEGORIES)}
+    resolved = resolved.sort_values(
+        "category", key=lambda c: c.map(order).fillna(len(order)), kind="stable"
+    ).reset_index(drop=True)
+    with_states = exceptions.assign(
+        exceptionId=np.array(ids, dtype=object),
+        state=pd.Categorical(states, categories=list(STATES)),
+        firstSeen=np.array(first_seen, dtype=object),
+        ageDays=np.array(ages, dtype=np.int64),
+        stateReason=np.array(reasons, dtype=object),
+    )
+    tracking = Tracking(
+        track=track,
+        run=number,
+        as_of=as_of,
+        previous_run=previous.payload["run"] if previous is not None else None,
+        exceptions=with_states,
+        resolved=resolved,
+        inputs=tuple(hashes),
+        rerun_of=rerun_of,
+    )
+    counts = tracking.state_counts()
+    payload = {
+        "run": number,
+        "asOf": as_of_text,
+        "started": utc_text(started or datetime.now(UTC)),
+        "previousRun": tracking.previous_run,
+        "inputs": hashes,
+        "counts": {"exceptions": len(ids), "matched": result.matched_count, **counts},
+        "byCategory": tracking.states().to_dict(orient="records"),
+        "ageBuckets": tracking.age_buckets().to_dict(orient="records"),
+        "exceptions": rows,
+        "resolved": resolved_rows,
+        "rerunOf": rerun_of,
+    }
+    return replace(result, exceptions=with_states, tracking=tracking), payload
+
+
+def track_result(
+    result: ReconciliationResult,
+    track: str,
+    *,
+    as_of: str | date | datetime | None = None,
+    inputs: Iterable[LoadedInput] = (),
+    home: str | Path | None = None,
+) -> ReconciliationResult:
+    """Record ``result`` as a run of ``track`` now; returns it with the states of its exceptions."""
+    with recording(result, track, as_of=as_of, inputs=inputs, home=home) as tracked:
+        return tracked
+
+
+# ---------------------------------------------------------------------------------------------
+# Sign-offs
+
+
+def _ids(exceptions: Iterable[str] | pd.DataFrame | pd.Series | str) -> list[str]:
+    if isinstance(exceptions, str):
+        values: list[Any] = [exceptions]
+    elif isinstance(exceptions, pd.DataFrame):
+        if "exceptionId" not in exceptions.columns:
+            raise TrackError("the frame has no exceptionId column: pass the exceptions of a tracked run")
+        values = exceptions["exceptionId"].tolist()
+    else:
+        values = list(exceptions)
+    ids = list(dict.fromkeys(str(v).strip() for v in values))
+    if not ids:
+        raise TrackError("no exception id given")
+    return ids
+
+
+def _signoff(
+    kind: str,
+    track: str,
+    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
+    *,
+    note: str,
+    by: str | None,
+    home: str | Path | None,
+) -> Entry:
+    check_track_name(track)
+    ids = _ids(exceptions)
+    if not note or not note.strip():
+        raise TrackError(f"{kind}: a note is required (what was found, why it may stay)")
+    who = (by or _user()).strip() or "unknown"
+    with Store.open(home, create=False) as store, store.writing():
+        chain = store.chain(track)
+        runs = _runs(chain)
+        if not runs:
+            raise TrackError(f"track {track} has no run yet")
+        latest = runs[-1]
+        rows = _rows(latest)
+        signoffs = _signoffs(chain)
+        for exception_id in ids:
+            if exception_id not in rows:
+                raise TrackError(_unknown(store, track, exception_id, chain))
+            if kind == "reopen":
+                signoff = signoffs.get(exception_id)
+                held = rows[exception_id][3] == "acknowledged" or (
+                    signoff is not None and signoff.kind == "ack" and signoff.number > latest.number
+                )
+                if not held:
+                    raise TrackError(f"track {track}: {exception_id} is not acknowledged: nothing to reopen")
+        payload: dict[str, Any] = {"ids": ids, "note": note.strip(), "by": who, "run": latest.payload["run"]}
+        if kind == "ack":
+            payload["facts"] = {i: rows[i][2] for i in ids}
+        return store.append(track, kind, payload, chain)
+
+
+def _unknown(store: Store, track: str, exception_id: str, chain: list[Entry]) -> str:
+    if any(exception_id in _rows(r) for r in _runs(chain)):
+        return f"track {track}: {exception_id} is resolved (not in the latest run): nothing to sign off"
+    other = store.find_track_of(exception_id)
+    if other is not None and other != track:
+        return f"{exception_id} is an exception of track {other}, not of track {track}"
+    return f"track {track}: unknown exception id {exception_id}"
+
+
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
+
+
+def acknowledge(
+    track: str,
+    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
+    *,
+    note: str,
+    by: str | None = None,
+    home: str | Path | None = None,
+) -> list[str]:
+    """Acknowledge exceptions of the track's latest run (ids, or a frame with ``exceptionId``).
+
+    All or nothing: an unknown id, or one of another track, raises ``TrackError`` naming it and
+    records nothing. ``by`` defaults to the login name. Returns the ids acknowledged.
+    """
+    entry = _signoff("ack", track, exceptions, note=note, by=by, home=home)
+    return list(entry.payload["ids"])
+
+
+def reopen(
+    track: str,
+    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
+    *,
+    note: str,
+    by: str | None = None,
+    home: str | Path | None = None,
+) -> list[str]:
+    """Take back acknowledgements (ids, or a frame with ``exceptionId``); all or nothing."""
+    entry = _signoff("reopen", track, exceptions, note=note, by=by, home=home)
+    return list(entry.payload["ids"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Verify and history
+
+
+def verify(track: str, *, home: str | Path | None = None) -> int:
+    """Check the track's audit log; returns its number of entries, or raises
+    ``TrackIntegrityError`` naming the first entry that does not match."""
+    check_track_name(track)
+    with Store.open(home, create=False) as store:
+        return len(store.chain(track))
+
+
+#: Columns of ``history``.
+HISTORY_COLUMNS: tuple[str, ...] = (
+    "run",
+    "asOf",
+    "recorded",
+    "exceptions",
+    "new",
+    "open",
+    "acknowledged",
+    "resolved",
+    "matched",
+    "rerunOf",
+)
+
+
+def history(track: str, *, home: str | Path | None = None) -> pd.DataFrame:
+    """The track's runs, oldest first, with their counts (``HISTORY_COLUMNS``); verified first."""
+    check_track_name(track)
+    with Store.open(home, create=False) as store:
+        chain = store.chain(track)
+    rows = []
+    for run in _runs(chain):
+        counts = run.payload["counts"]
+        rows.append(
+            (
+                run.payload["run"],
+                run.payload["asOf"],
+                run.at,
+                counts["exceptions"],
+                counts["new"],
+                counts["open"],
+                counts["acknowledged"],
+                counts["resolved"],
+                counts["matched"],
+                run.payload.get("rerunOf") or "",
+            )
+        )
+    return pd.DataFrame(rows, columns=list(HISTORY_COLUMNS))
+
+
+# ---------------------------------------------------------------------------------------------
+# Thresholds
+
+
+def findings(
+    result: ReconciliationResult, max_exceptions: int | None, max_age: int | None = None
+) -> str | None:
+    """Why the run fails (exit 1), or None: more than ``max_exceptions`` exceptions (only ``new``
+    and ``open`` ones when tracked), or an unacknowledged exception older than ``max_age`` days."""
+    tracking = result.tracking
+    reasons = []
+    if max_exceptions is not None and max_exceptions >= 0:
+        counted = tracking.unacknowledged_count if tracking is not None else result.exception_count
+        if counted > max_exceptions:
+            what = "new or open exceptions" if tracking is not None else "exceptions"
+            reasons.append(f"{counted} {what}, more than max-exceptions {max_exceptions}")
+    if max_age is not None and max_age >= 0 and tracking is not None:
+        oldest = tracking.oldest_unacknowledged
+        if oldest is not None and oldest > max_age:
+            older = int(
+                (tracking.exceptions.loc[lambda f: f["state"] != "acknowledged", "ageDays"] > max_age).sum()
+            )
+            reasons.append(
+                f"{older} unacknowledged exception(s) older than max-age {max_age} days (oldest {oldest})"
+            )
+    return "; ".join(reasons) or None
+
+
+def check_tracked_threshold(
+    result: ReconciliationResult, max_exceptions: int | None, max_age: int | None
+) -> str:
+    """For the notebook's result line: the tracked counts, or ``NotebookFailure`` (exit 1) when
+    ``findings`` says the run fails (-1 or None: no threshold)."""
+    from toolkit.notebooks import NotebookFailure
+
+    tracking = result.tracking
+    if tracking is None:
+        raise TrackError("check_tracked_threshold needs a tracked result (track_result)")
+    counts = tracking.state_counts()
+    found = (
+        f"{result.exception_count} exceptions ({counts['new']} new, {counts['open']} open, "
+        f"{counts['acknowledged']} acknowledged; {counts['resolved']} resolved), "
+        f"track {tracking.track} run {tracking.run}"
+    )
+    failed = findings(result, max_exceptions, max_age)
+    if failed is not None:
+        raise NotebookFailure(f"{found}: {failed}")
+    limits = [
+        f"{name}={value}"
+        for name, value in (("max_exceptions", max_exceptions), ("max_age", max_age))
+        if value is not None and value >= 0
+    ]
+    return f"{found}, " + (f"within {', '.join(limits)}" if limits else "no threshold set")
