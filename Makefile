@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench
 
 .PHONY: demo test lint format lab bench screenshot clean
 
@@ -33,7 +34,12 @@ format: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
 
-bench: $(STAMP)
+# The benchmarks' own dependencies (the `bench` extra: datacompy, psutil), installed on first use.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/client_throughput.py
 	$(BIN)/python benchmarks/sandbox_throughput.py
 	$(BIN)/python benchmarks/qr_codes.py

@@ -75,7 +75,9 @@ class _Errors:
         self.rows.append({"merchantReferenceId": key, "row": row, "stage": stage, "error": error})
 
     def frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.rows, columns=ERROR_COLUMNS)
+        # Text stays Python objects (pandas 3 would infer Arrow-backed str): a key that failed because
+        # Arrow cannot encode it (a lone surrogate) must still be shown in the row of its error.
+        frame = pd.DataFrame(self.rows, columns=ERROR_COLUMNS, dtype=object).astype({"row": "int64"})
         return frame.sort_values("row", kind="stable").reset_index(drop=True)
 
 
