@@ -10,8 +10,8 @@ import pandas as pd
 import pandera.errors
 import pytest
 
+from toolkit.errors import FrameError
 from toolkit.frames import (
-    FrameError,
     PaymentsSchema,
     invoice_items_frame,
     minor_units,

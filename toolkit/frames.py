@@ -24,7 +24,7 @@ import pyarrow as pa_arrow
 import pyarrow.compute as pc
 from pandera.typing import Index, Series
 
-from toolkit.errors import ToolkitError
+from toolkit.errors import FrameError
 from toolkit.journal import UNKNOWN_STATES, Journal, JournalRecord
 from toolkit.models import (
     PAYMENT_STATUS_NAMES,
@@ -48,10 +48,6 @@ def _text() -> Any:
 def _utc() -> Any:
     """Schema field: nullable UTC timestamp."""
     return pa.Field(nullable=True, dtype_kwargs={"unit": "ms", "tz": "UTC"})
-
-
-class FrameError(ToolkitError):
-    """Data that cannot become an exact frame (an amount finer than its currency allows)."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,8 +30,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from toolkit.errors import RequestValidationError
-from toolkit.money import MoneyError, check_amount_range, check_currency, fits_currency, minor_digits
+from toolkit.errors import MoneyError, RequestValidationError
+from toolkit.money import check_amount_range, check_currency, fits_currency, minor_digits
 
 
 class PaymentMethodType(StrEnum):

@@ -53,11 +53,10 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.config import default_home
-from toolkit.errors import OutputError, ToolkitError
+from toolkit.errors import NotebookFailure, OutputError, ParameterError, ToolkitError
 from toolkit.outputs import atomic_path, ensure_directory, write_text_atomic
 from toolkit.parameters import (
     OUTPUT_PARAMETER,
-    ParameterError,
     check_parameters,
     declared_parameters,
     parse_value,
@@ -77,14 +76,6 @@ _TEXT_SUFFIXES = frozenset(
     {".ipynb", ".html", ".htm", ".csv", ".txt", ".json", ".md", ".svg", ".log", ".xml", ".yaml", ".yml"}
 )
 _ZIP_SUFFIXES = frozenset({".xlsx", ".xlsm", ".zip"})
-
-
-class NotebookFailure(ToolkitError):
-    """Raised by a notebook cell when the run should fail on its merits (exit code 1).
-
-    The runner recognises it by name in papermill's error, so a notebook raises it for
-    "the numbers are wrong", and anything else it raises means "the run is broken" (exit 2).
-    """
 
 
 @dataclass(frozen=True)

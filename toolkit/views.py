@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit.notebooks import NotebookFailure
+from toolkit.errors import NotebookFailure
 
 if TYPE_CHECKING:
     import pandas as pd

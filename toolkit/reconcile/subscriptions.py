@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from toolkit.money import MoneyError, from_minor, to_minor
+from toolkit.errors import MoneyError
+from toolkit.money import from_minor, to_minor
 from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import (
     EXCEPTION_COLUMNS,
