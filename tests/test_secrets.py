@@ -26,7 +26,8 @@ import pytest
 from tests.faults import FaultServer, Mode, refused_url
 from toolkit import retries
 from toolkit.client import AsyncClient, Client
-from toolkit.config import Settings, load_settings, resolve_environment
+from toolkit.config import Settings, load_settings
+from toolkit.environment import resolve_environment
 from toolkit.errors import ToolkitError
 
 pytestmark = pytest.mark.timeout(60)

@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "plan_catalog": "toolkit.catalog",
     "AsyncClient": "toolkit.client",
     "Client": "toolkit.client",
-    "Environment": "toolkit.config",
+    "Environment": "toolkit.environment",
     "Settings": "toolkit.config",
     "APIError": "toolkit.errors",
     "AuthenticationError": "toolkit.errors",
@@ -106,7 +106,8 @@ if TYPE_CHECKING:
     )
     from toolkit.catalog import CatalogEntry, load_catalog, plan_catalog
     from toolkit.client import AsyncClient, Client
-    from toolkit.config import Environment, Settings
+    from toolkit.config import Settings
+    from toolkit.environment import Environment
     from toolkit.errors import (
         APIError,
         AuthenticationError,

@@ -34,7 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from toolkit.config import Environment, load_settings, resolve_environment
+from toolkit.config import load_settings
+from toolkit.environment import Environment, resolve_environment
 from toolkit.errors import (
     APIError,
     JournalConflictError,

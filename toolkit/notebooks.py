@@ -139,15 +139,16 @@ def _resolve_paths(parameters: Mapping[str, Any]) -> dict[str, Any]:
 
 def _embedded_key(home: Path) -> str | None:
     """The embedded sandbox's key stored in its database, read without creating anything."""
-    database = home / "sandbox.sqlite"
+    from toolkit.sandbox import store
+
+    database = home / store.DATABASE_NAME
     if not database.is_file():
         return None
     try:
         with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'api_key'").fetchone()
+            return store.get_meta(conn, key="api_key") or None
     except sqlite3.Error:
         return None
-    return str(row[0]) if row and row[0] else None
 
 
 def secrets_in_environment(env: Mapping[str, str] | None = None) -> list[str]:

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+#: The sandbox's database file under ``TOOLKIT_HOME`` (the embedded sandbox and ``toolkit sandbox``).
+DATABASE_NAME = "sandbox.sqlite"
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 30_000
 #: ``Database.read_cache`` starts over beyond this many entries (a bound, not a tuning knob).

@@ -11,9 +11,9 @@ if TYPE_CHECKING:
 
 def environment_label() -> str:
     """Where calls go, as reports name it: the embedded sandbox's database, or the service's URL."""
-    from toolkit.config import load_settings, resolve_environment
+    from toolkit.environment import resolve_environment
 
-    return resolve_environment(load_settings()).label
+    return resolve_environment().label
 
 
 def environment_banner() -> Markdown:
@@ -21,7 +21,8 @@ def environment_banner() -> Markdown:
     the books) and which journal records them (so a user can tell two runs share one)."""
     from IPython.display import Markdown
 
-    from toolkit.config import load_settings, resolve_environment
+    from toolkit.config import load_settings
+    from toolkit.environment import resolve_environment
     from toolkit.journal import Journal
 
     settings = load_settings()
