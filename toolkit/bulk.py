@@ -64,6 +64,7 @@ class BulkResult:
 
     @property
     def ok(self) -> bool:
+        """True when every row went through (no row in ``errors``)."""
         return self.errors.empty
 
 
@@ -360,9 +361,9 @@ async def acreate_products(
     ``frame`` is the products frame, ``extra["prices"]`` the prices frame.
     """
     if isinstance(catalog, Sequence) and catalog and isinstance(catalog[0], CatalogEntry):
-        entries: list[CatalogEntry] = list(catalog)  # type: ignore[arg-type]
+        entries: list[CatalogEntry] = list(catalog)
     else:
-        entries = load_catalog(catalog)  # type: ignore[arg-type]
+        entries = load_catalog(catalog)
     errors = _Errors()
     records: dict[int, JournalRecord] = {}
     stop = _Stop()

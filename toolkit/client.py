@@ -441,7 +441,7 @@ class _SessionHolder:
             self.session = aiohttp.ClientSession(connector=connector, response_class=_ClosingOnError)
             # aiohttp re-sends an idempotent request once by itself when a kept-alive connection
             # drops; the toolkit counts and bounds its own attempts (as aiohttp's TestClient does).
-            self.session._retry_connection = False  # type: ignore[attr-defined]
+            self.session._retry_connection = False
         return self.session
 
     async def close(self) -> None:

@@ -95,6 +95,7 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
+        """True when the notebook ran to the end (exit code 0)."""
         return self.exit_code == EXIT_OK
 
     def result_line(self) -> str:

@@ -41,6 +41,7 @@ class RunningSandbox:
 
     @property
     def running(self) -> bool:
+        """True while the server thread serves and was not asked to stop."""
         return self._thread.is_alive() and not self._server.should_exit
 
 
