@@ -65,8 +65,9 @@ def read_scenario(path: str | Path) -> pd.DataFrame:
     repeated = frame["merchantReferenceId"][frame["merchantReferenceId"].duplicated()]
     if len(repeated):
         raise InputError(f"{source}: merchantReferenceId {repeated.iloc[0]!r} appears twice")
-    frame.attrs["source"] = str(source)
-    return pd.DataFrame(frame)
+    scenario = pd.DataFrame(frame)  # a copy keeps no attrs: the source is set on what is returned
+    scenario.attrs["source"] = str(source)
+    return scenario
 
 
 def _price_index(journal: Journal) -> dict[tuple[str, str], tuple[str, str]]:
