@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         actions.add_parser(
             "faults",
             help="add, list or clear the fault rules of a running sandbox",
-            description="Fault rules of a running sandbox (see README, Faults on demand).",
+            description="Fault rules of a running sandbox (see docs/sandbox.md, Faults on demand).",
         )
     )
 
