@@ -58,4 +58,4 @@ screenshot: $(STAMP)
 	$(BIN)/python scripts/report_screenshot.py
 
 clean:
-	rm -rf $(VENV) .toolkit .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .toolkit .mypy_cache .ruff_cache .pytest_cache .coverage
