@@ -180,7 +180,7 @@ def main() -> None:
             import time
             start = time.perf_counter()
             import pandas as pd
-            from datacompy.core import Compare
+            from datacompy import PandasCompare as Compare
             a = pd.read_csv({str(ledger)!r}, dtype=str, keep_default_na=False)
             b = pd.read_csv({str(processor)!r}, dtype=str, keep_default_na=False)
             loaded = time.perf_counter()

@@ -10,9 +10,16 @@ import pandas as pd
 import pandera.errors
 import pytest
 
+from toolkit.errors import FrameError
 from toolkit.frames import (
-    FrameError,
+    FrameSchema,
+    InvoiceItemsSchema,
+    JournalSchema,
     PaymentsSchema,
+    PhasesSchema,
+    PricesSchema,
+    ProductsSchema,
+    SubscriptionsSchema,
     invoice_items_frame,
     minor_units,
     payments_frame,
@@ -190,3 +197,28 @@ def test_whole_amounts_sent_as_json_integers_become_decimals() -> None:
     frame = payments_frame([whole])
     assert frame.loc["krw", "amount"] == Decimal(13500) and isinstance(frame.loc["krw", "amount"], Decimal)
     assert frame.loc["krw", "amountMinor"] == 13500
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [PaymentsSchema, ProductsSchema, PricesSchema, SubscriptionsSchema, InvoiceItemsSchema, PhasesSchema],
+)
+def test_every_schema_inherits_the_key_and_the_strict_configuration(schema: type[FrameSchema]) -> None:
+    built = schema.to_schema()
+    assert issubclass(schema, FrameSchema)
+    assert str(built.index.dtype) == "string[pyarrow]" and built.strict is True and built.ordered is False
+
+
+def test_a_column_no_schema_names_is_refused_and_the_order_is_free() -> None:
+    frame = payments_frame([record("a")])
+    PaymentsSchema.validate(frame[list(reversed(frame.columns))])
+    with pytest.raises((pandera.errors.SchemaError, pandera.errors.SchemaErrors), match="'surprise' not in"):
+        PaymentsSchema.validate(frame.assign(surprise=1))
+
+
+def test_journal_columns_are_declared_once_for_payments_and_products() -> None:
+    journal = set(JournalSchema.to_schema().columns)
+    assert journal == {"environment", "requestTime", "outcomeTime", "outcomeState", "error"}
+    assert journal <= set(PaymentsSchema.to_schema().columns)
+    assert journal <= set(ProductsSchema.to_schema().columns)
+    assert "requestTime" not in SubscriptionsSchema.to_schema().columns

@@ -13,7 +13,8 @@ import pytest
 from tests.conftest import exported_payments
 from toolkit import Journal, JournalError, create_payments
 from toolkit.cli import main
-from toolkit.config import Settings, default_home, load_settings, resolve_environment
+from toolkit.config import Settings, default_home, load_settings
+from toolkit.environment import resolve_environment
 from toolkit.sandbox.embedded import RunningSandbox
 
 

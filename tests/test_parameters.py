@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from toolkit.errors import ParameterError
 from toolkit.notebooks import resolve_notebook
-from toolkit.parameters import ParameterError, check_parameters, declared_parameters, parse_value
+from toolkit.parameters import check_parameters, declared_parameters, parse_value
 
 REPORT = resolve_notebook("reconciliation_report")
 

@@ -26,7 +26,8 @@ import pytest
 from tests.faults import FaultServer, Mode, refused_url
 from toolkit import retries
 from toolkit.client import AsyncClient, Client
-from toolkit.config import Settings, load_settings, resolve_environment
+from toolkit.config import Settings, load_settings
+from toolkit.environment import resolve_environment
 from toolkit.errors import ToolkitError
 
 pytestmark = pytest.mark.timeout(60)
@@ -223,7 +224,7 @@ def leaks(texts: dict[str, str]) -> list[str]:
 
 
 def test_canary_is_not_in_reprs_of_clients_settings_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = Settings(base_url="http://127.0.0.1:9", api_key=CANARY)  # type: ignore[arg-type]
+    settings = Settings(base_url="http://127.0.0.1:9", api_key=CANARY)
     environment = resolve_environment(settings)
     monkeypatch.setenv("TOOLKIT_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("TOOLKIT_API_KEY", CANARY)

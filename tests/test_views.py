@@ -1,16 +1,33 @@
-"""Notebook views: the period filter rejects unreadable dates and counts the rows outside."""
+"""Notebook views: files, tables, the threshold and the banner; the period filter rejects
+unreadable dates and counts the rows outside."""
 
 from __future__ import annotations
 
+import csv
+from decimal import Decimal
 from pathlib import Path
 
+import pandas as pd
 import pytest
+from pandas.io.formats.style import Styler
 
 from tests.reconcile.test_inputs import write
-from toolkit.errors import InputError
-from toolkit.notebooks import NotebookFailure
+from toolkit.errors import InputError, NotebookFailure
 from toolkit.reconcile import LoadedInput, load_ledger, load_processor, reconcile, summary_text
-from toolkit.views import check_threshold, restrict_period
+from toolkit.reconcile.period import restrict_period
+from toolkit.views import (
+    check_threshold,
+    count_words,
+    environment_banner,
+    environment_label,
+    errors_table,
+    exceptions_table,
+    output_file,
+    processor_side,
+    subscription_checks,
+    table,
+    write_frame,
+)
 
 LEDGER = (
     "merchantReferenceId,date,amount,currency,status\n"
@@ -131,3 +148,123 @@ def test_notebook_with_a_period_fails_on_unreadable_dates(
     assert "1 January 2025 to 31 January 2025 (UTC, both days included)" in report  # stated
     exceptions = (out / "exceptions.csv").read_text(encoding="utf-8")
     assert "BLANK,rejected_row" in exceptions and "UNREADABLE,rejected_row" in exceptions
+
+
+# ---------------------------------------------------------------------------------------------
+# Files, tables, threshold, banner: what the notebooks' cells show and write
+
+
+def shown_data(styler: Styler) -> pd.DataFrame:
+    """The text frame a Styler renders (its ``data``, which pandas-stubs does not declare)."""
+    data: pd.DataFrame = vars(styler)["data"]
+    return data
+
+
+def test_write_frame_neutralises_formulas_writes_dicts_as_json_and_keeps_amounts_exact(
+    tmp_path: Path,
+) -> None:
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": ["=HYPERLINK(1)", "B-2"],
+            "amount": [Decimal("12.30"), Decimal("-0.10")],
+            "action": [{"type": "redirect", "url": "https://x"}, None],
+            "note": ["@SUM(A1)", "-12.00"],
+        }
+    ).set_index("merchantReferenceId")
+    path = write_frame(frame, tmp_path / "out", "payments.csv")
+    assert path == tmp_path / "out" / "payments.csv"
+    rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
+    assert rows[0] == ["merchantReferenceId", "amount", "action", "note"]
+    assert rows[1] == ["'=HYPERLINK(1)", "12.30", '{"type": "redirect", "url": "https://x"}', "'@SUM(A1)"]
+    assert rows[2] == ["B-2", "-0.10", "", "-12.00"]  # a number stays a number
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["payments.csv"]  # no temporary left
+
+
+def test_nothing_is_written_without_an_output_dir(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"a": [1]})
+    assert output_file("", "x.csv") is None and output_file(None, "x.csv") is None
+    assert write_frame(frame, "  ", "x.csv") is None
+    assert output_file(tmp_path / "new", "x.csv") == tmp_path / "new" / "x.csv"
+    assert (tmp_path / "new").is_dir()
+
+
+def test_table_shows_blanks_money_with_its_currency_and_the_key_as_index() -> None:
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": ["A-1", "A-2"],
+            "ledger_amount": [Decimal("12.30"), None],
+            "ledger_currency": ["USD", None],
+            "detail": [None, {"reason": "late", "days": 2}],
+        }
+    )
+    styler = table(frame, money={"ledger_amount": "ledger_currency"})
+    shown = shown_data(styler)
+    assert list(shown.columns) == ["ledger_amount", "detail"]
+    assert shown.index.tolist() == ["A-1", "A-2"] and shown.index.name == "merchantReferenceId"
+    assert list(shown.loc["A-1"]) == ["12.30 USD", ""]
+    assert list(shown.loc["A-2"]) == ["", "reason: late, days: 2"]
+    assert "A-1" in styler.to_html()
+
+
+def test_a_frame_without_a_key_hides_its_positions() -> None:
+    html = table(pd.DataFrame({"status": ["success"]})).to_html()
+    assert "success" in html and ">0<" not in html
+
+
+def test_errors_table_says_when_there_are_none(capsys: pytest.CaptureFixture[str]) -> None:
+    assert errors_table(pd.DataFrame(columns=["row", "error"])) is None
+    assert capsys.readouterr().out == "no errors: every row went through\n"
+    shown = errors_table(pd.DataFrame({"row": [3], "error": ["bad amount"]}))
+    assert shown is not None and shown_data(shown)["error"].tolist() == ["bad amount"]
+
+
+def test_exceptions_table_drops_the_category_and_pairs_both_amounts() -> None:
+    exceptions = pd.DataFrame(
+        {
+            "merchantReferenceId": ["K"],
+            "category": ["amount_mismatch"],
+            "ledger_amount": [Decimal("10.00")],
+            "processor_amount": [Decimal("10.01")],
+            "ledger_currency": ["EUR"],
+            "processor_currency": ["EUR"],
+        }
+    )
+    shown = shown_data(exceptions_table(exceptions))
+    assert shown.loc["K"].to_dict() == {"ledger_amount": "10.00 EUR", "processor_amount": "10.01 EUR"}
+
+
+def test_count_words() -> None:
+    assert count_words({"new": 4, "changed": 1}) == "4 new, 1 changed"
+    assert count_words(pd.Series({"retry": 2})) == "2 retry"
+    assert count_words({}) == "none"
+
+
+def test_threshold_within_and_without(tmp_path: Path) -> None:
+    result = reconcile(*sides(tmp_path))
+    assert check_threshold(result, None) == "2 exceptions (2 rejected row(s)), no threshold set"
+    assert check_threshold(result, -1) == "2 exceptions (2 rejected row(s)), no threshold set"
+    assert check_threshold(result, 2) == "2 exceptions (2 rejected row(s)), within max_exceptions=2"
+
+
+def test_banner_names_the_live_service_and_its_journal_without_starting_a_sandbox(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from toolkit.sandbox import embedded
+
+    monkeypatch.setenv("TOOLKIT_BASE_URL", "https://api.example.com/")
+    monkeypatch.setenv("TOOLKIT_API_KEY", "sk_live_banner_test_key")
+    monkeypatch.setenv("TOOLKIT_HOME", str(tmp_path / "home"))
+    before = dict(embedded._EMBEDDED)
+    banner = environment_banner()
+    assert "**Environment:** service at https://api.example.com (live data)" in banner.data
+    assert str(tmp_path / "home" / "journal") in banner.data
+    assert "sk_live_banner_test_key" not in banner.data
+    assert environment_label() == "service at https://api.example.com"
+    assert before == embedded._EMBEDDED
+
+
+def test_processor_side_from_a_file_and_no_subscription_checks_without_a_ledger(tmp_path: Path) -> None:
+    export = write(tmp_path, "export.csv", PROCESSOR)
+    assert processor_side(export) == (str(export), f"processor file {export}")
+    assert subscription_checks(None) is None
+    assert subscription_checks("  ") is None

@@ -64,6 +64,7 @@ class BulkResult:
 
     @property
     def ok(self) -> bool:
+        """True when every row went through (no row in ``errors``)."""
         return self.errors.empty
 
 
@@ -75,7 +76,9 @@ class _Errors:
         self.rows.append({"merchantReferenceId": key, "row": row, "stage": stage, "error": error})
 
     def frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.rows, columns=ERROR_COLUMNS)
+        # Text stays Python objects (pandas 3 would infer Arrow-backed str): a key that failed because
+        # Arrow cannot encode it (a lone surrogate) must still be shown in the row of its error.
+        frame = pd.DataFrame(self.rows, columns=ERROR_COLUMNS, dtype=object).astype({"row": "int64"})
         return frame.sort_values("row", kind="stable").reset_index(drop=True)
 
 
@@ -358,9 +361,9 @@ async def acreate_products(
     ``frame`` is the products frame, ``extra["prices"]`` the prices frame.
     """
     if isinstance(catalog, Sequence) and catalog and isinstance(catalog[0], CatalogEntry):
-        entries: list[CatalogEntry] = list(catalog)  # type: ignore[arg-type]
+        entries: list[CatalogEntry] = list(catalog)
     else:
-        entries = load_catalog(catalog)  # type: ignore[arg-type]
+        entries = load_catalog(catalog)
     errors = _Errors()
     records: dict[int, JournalRecord] = {}
     stop = _Stop()

@@ -2,7 +2,7 @@
 
 A catalog is YAML (one entry per product, the API's own field names plus ``merchantReferenceId``)
 or CSV (one row per price; product fields repeat on each of its rows). Amounts are read as written,
-never through float. See README, "Catalog files", and ``notebooks/data/catalog.yaml``.
+never through float. See docs/client.md, "Catalog files", and ``notebooks/data/catalog.yaml``.
 """
 
 from __future__ import annotations

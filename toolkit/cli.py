@@ -29,6 +29,7 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line, run the chosen subcommand and return its exit code."""
     parser = argparse.ArgumentParser(
         prog="toolkit",
         description="The payment API toolkit: local sandbox, reconciliation, notebooks and the journal.",

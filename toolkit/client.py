@@ -46,10 +46,12 @@ from aiohttp.connector import Connection
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from toolkit import retries
-from toolkit.config import Environment, Settings, load_settings, resolve_environment
+from toolkit.config import Settings, load_settings
+from toolkit.environment import Environment, resolve_environment
 from toolkit.errors import (
     APIError,
     AuthenticationError,
+    ConfigurationError,
     NotFoundError,
     OutcomeUnknownError,
     RequestValidationError,
@@ -134,9 +136,14 @@ class _BaseClient:
         max_retries: int | None = None,
         connect_timeout: float | None = None,
         settings: Settings | None = None,
+        environment: Environment | None = None,
     ) -> None:
         settings = settings or load_settings()
-        self.environment: Environment = resolve_environment(settings, base_url=base_url, api_key=api_key)
+        if environment is not None and (base_url is not None or api_key is not None):
+            raise ConfigurationError("give an environment, or base_url and api_key: not both")
+        self.environment: Environment = environment or resolve_environment(
+            settings, base_url=base_url, api_key=api_key
+        )
         self.base_url: str = self.environment.base_url
         self._api_key: SecretStr = self.environment.api_key
         self.timeout: float = timeout if timeout is not None else settings.timeout
@@ -434,7 +441,7 @@ class _SessionHolder:
             self.session = aiohttp.ClientSession(connector=connector, response_class=_ClosingOnError)
             # aiohttp re-sends an idempotent request once by itself when a kept-alive connection
             # drops; the toolkit counts and bounds its own attempts (as aiohttp's TestClient does).
-            self.session._retry_connection = False  # type: ignore[attr-defined]
+            self.session._retry_connection = False
         return self.session
 
     async def close(self) -> None:

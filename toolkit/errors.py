@@ -2,6 +2,7 @@
 
     ToolkitError
     ├── ConfigurationError          settings that cannot work (bad URL, missing key for a live service)
+    ├── MoneyError (ValueError)     an amount or currency that cannot be represented exactly
     ├── RequestValidationError      a request that breaks a rule of the spec; nothing was sent
     ├── APIError                    the service answered with a non-2xx status or an envelope code != 200
     │   ├── AuthenticationError     HTTP 401; carries the service's plain-string body
@@ -10,7 +11,10 @@
     ├── OutcomeUnknownError         a create call may have taken effect; it is never re-sent by itself
     ├── JournalError                the local journal refuses an operation
     │   └── JournalConflictError    same business key, different request
+    ├── FrameError                  data that cannot become an exact frame (an amount too fine)
     ├── InputError                  an input file or row that cannot be used; names the file, column or row
+    ├── ParameterError              a notebook parameter that is not declared, is the runner's, or cannot work
+    ├── NotebookFailure             raised by a notebook cell: the run failed on its merits (exit code 1)
     ├── OutputError                 an output that cannot be written (a file in the way, read-only, disk full)
     ├── EngineError                 the reconciliation engine cannot run (memory limit, spill space, no Spark)
     ├── TrackError                  a tracked reconciliation refuses (unknown track or id, run out of order)
@@ -30,6 +34,10 @@ class ToolkitError(Exception):
 
 class ConfigurationError(ToolkitError):
     """Settings that cannot work."""
+
+
+class MoneyError(ToolkitError, ValueError):
+    """An amount or currency that cannot be represented exactly."""
 
 
 class RequestValidationError(ToolkitError, ValueError):
@@ -119,8 +127,24 @@ class JournalConflictError(JournalError):
     """The same business key was journaled with a different request; nothing was sent."""
 
 
+class FrameError(ToolkitError):
+    """Data that cannot become an exact frame (an amount finer than its currency allows)."""
+
+
 class InputError(ToolkitError):
     """An input that cannot be used: names the file, and the column or row where it can."""
+
+
+class ParameterError(ToolkitError):
+    """A parameter the notebook does not declare, the runner owns, or whose value cannot work."""
+
+
+class NotebookFailure(ToolkitError):
+    """Raised by a notebook cell when the run should fail on its merits (exit code 1).
+
+    The runner recognises it by name in papermill's error, so a notebook raises it for
+    "the numbers are wrong", and anything else it raises means "the run is broken" (exit 2).
+    """
 
 
 class OutputError(ToolkitError):

@@ -34,7 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from toolkit.config import Environment, load_settings, resolve_environment
+from toolkit.config import load_settings
+from toolkit.environment import Environment, resolve_environment
 from toolkit.errors import (
     APIError,
     JournalConflictError,
@@ -91,6 +92,7 @@ class JournalRecord:
 
     @property
     def outcome_known(self) -> bool:
+        """False while the call may still have reached the service unanswered (never re-sent then)."""
         return self.state not in UNKNOWN_STATES
 
 
@@ -223,6 +225,7 @@ class Journal:
         return cls.for_environment(environment or resolve_environment(settings), settings.home)
 
     def close(self) -> None:
+        """Close the journal's database connection."""
         self._db.close()
 
     def __enter__(self) -> Journal:
@@ -375,6 +378,7 @@ class Journal:
         return [r for r in found if states is None or r.state in states]
 
     def get(self, kind: Kind, key: str) -> JournalRecord | None:
+        """The record of one business key, or None when it was never journaled."""
         rows = self._read("SELECT * FROM calls WHERE kind = ? AND businessKey = ?", (kind, key))
         return self._record(rows[0]) if rows else None
 

@@ -12,6 +12,7 @@ from toolkit.models import parse_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``toolkit journal`` arguments: ``list`` and ``resolve``."""
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="list journaled calls (all, or --unknown only)")
     listing.add_argument("--kind", choices=["payment", "product"])
@@ -29,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """List the journal or resolve an unknown outcome; returns the exit code."""
     try:
         with Journal.open() as journal:
             if args.action == "list":

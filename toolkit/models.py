@@ -30,11 +30,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from toolkit.errors import RequestValidationError
-from toolkit.money import MoneyError, check_amount_range, check_currency, fits_currency, minor_digits
+from toolkit.errors import MoneyError, RequestValidationError
+from toolkit.money import check_amount_range, check_currency, fits_currency, minor_digits
 
 
 class PaymentMethodType(StrEnum):
+    """The payment methods of the spec, as it spells them."""
+
     ALIPAY = "ALIPAY"
     CARD = "CARD"
     CASHAPP = "CASHAPP"
@@ -64,16 +66,22 @@ AUTO_INSTRUMENT_METHODS: frozenset[PaymentMethodType] = frozenset(
 
 
 class PlatformType(StrEnum):
+    """Where the payer is (the spec's ``platformType``)."""
+
     WEB = "WEB"
     WAP = "WAP"
 
 
 class DeviceType(StrEnum):
+    """The payer's device (the spec's ``deviceType``)."""
+
     ANDROID = "Android"
     IOS = "iOS"
 
 
 class TaxCategory(StrEnum):
+    """The tax categories a product may declare."""
+
     DIGITAL_GOODS_OR_SERVICE = "digital_goods_or_service"
     EBOOK = "ebook"
     SOFTWARE_SERVICE = "software_service"
@@ -115,6 +123,8 @@ class Interval(StrEnum):
 
 
 class PricingModel(StrEnum):
+    """How a recurring price is charged (the spec's ``pricingModel``)."""
+
     FLAT_RATE = "flat_rate"
 
 
@@ -302,6 +312,8 @@ class PaymentRequest(RequestModel):
 
 
 class WalletHandleRedirectOrDisplayQrCode(ResponseModel):
+    """A wallet's next action: a redirect URL or a QR code to show."""
+
     imageUrlPng: str | None = None
     imageUrlSvg: str | None = None
     imageDataUrl: str | None = None
@@ -314,6 +326,8 @@ class WalletHandleRedirectOrDisplayQrCode(ResponseModel):
 
 
 class Action(ResponseModel):
+    """What the payer must do next for a payment with status ``next_action``."""
+
     redirectUrl: str | None = None
     method: str | None = None
     type: str | None = None
@@ -339,6 +353,8 @@ class PaymentResult(ResponseModel):
 
 
 class RecurringDetails(RequestModel):
+    """The billing period and trial of a recurring price in a product request."""
+
     interval: Interval
     intervalCount: Int = Field(default=1, ge=1, le=2**31 - 1)
     trialPeriodDays: Int | None = Field(default=None, ge=0, le=3650)
@@ -393,10 +409,14 @@ class ProductRequest(RequestModel):
 
 
 class TransformQuantity(ResponseModel):
+    """How a price's quantity is divided before charging (as the service sends it)."""
+
     divideBy: Int | None = None
 
 
 class PriceRecurring(ResponseModel):
+    """The billing period and trial of a recurring price, as the service answers."""
+
     trialPeriodDays: Int | None = None
     intervalCount: Int | None = None
     transformQuantity: TransformQuantity | None = None
@@ -415,6 +435,8 @@ class Price(ResponseModel):
 
 
 class Product(ResponseModel):
+    """A product with its prices, as ``POST /product`` answers."""
+
     productId: str | None = None
     name: str | None = None
     active: bool | None = None
@@ -432,11 +454,15 @@ class Product(ResponseModel):
 
 
 class InvoiceRecurring(ResponseModel):
+    """The recurring terms of an invoice item's price."""
+
     trialPeriodDays: Int | None = None
     intervalCount: Int | None = None
 
 
 class InvoicePrice(ResponseModel):
+    """The price an invoice item charges."""
+
     productId: str | None = None
     productName: str | None = None
     priceId: str | None = None
@@ -447,6 +473,8 @@ class InvoicePrice(ResponseModel):
 
 
 class InvoiceItem(ResponseModel):
+    """One invoice of a subscription: the recurring one or the upcoming one."""
+
     invoiceItemId: str | None = None
     amount: Amount | None = None
     description: str | None = None
@@ -457,6 +485,8 @@ class InvoiceItem(ResponseModel):
 
 
 class ScheduledPhase(ResponseModel):
+    """A change of price or quantity a subscription will make at a given cycle."""
+
     sequence: Int | None = None
     effectiveCycle: Int | None = None
     priceSnapshotId: str | None = None
@@ -465,6 +495,8 @@ class ScheduledPhase(ResponseModel):
 
 
 class Subscription(ResponseModel):
+    """A subscription as ``GET /subscription/{id}`` answers."""
+
     subscriptionId: str | None = None
     customerId: str | None = None
     productId: str | None = None

@@ -11,7 +11,8 @@ from functools import cache
 
 from babel.numbers import format_currency, get_currency_precision, list_currencies
 
-from toolkit.errors import ToolkitError
+# Re-exported: the functions here raise it, and callers catch it as ``toolkit.money.MoneyError``.
+from toolkit.errors import MoneyError as MoneyError
 
 # ISO 4217 minor units where CLDR's default digits say otherwise (CLDR follows cash practice).
 _ISO_DIGITS_OVERRIDES: dict[str, int] = {
@@ -34,10 +35,6 @@ _ISO_DIGITS_OVERRIDES: dict[str, int] = {
     "ZMK": 2,
     "ZWD": 2,
 }
-
-
-class MoneyError(ToolkitError, ValueError):
-    """An amount or currency that cannot be represented exactly."""
 
 
 @cache

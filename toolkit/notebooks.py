@@ -58,11 +58,10 @@ from typing import Any
 
 from toolkit import runlog
 from toolkit.config import default_home
-from toolkit.errors import OutputError, ToolkitError
+from toolkit.errors import NotebookFailure, OutputError, ParameterError, ToolkitError
 from toolkit.outputs import atomic_path, ensure_directory, write_text_atomic
 from toolkit.parameters import (
     OUTPUT_PARAMETER,
-    ParameterError,
     check_parameters,
     declared_parameters,
     parse_value,
@@ -84,14 +83,6 @@ _TEXT_SUFFIXES = frozenset(
 _ZIP_SUFFIXES = frozenset({".xlsx", ".xlsm", ".zip"})
 
 
-class NotebookFailure(ToolkitError):
-    """Raised by a notebook cell when the run should fail on its merits (exit code 1).
-
-    The runner recognises it by name in papermill's error, so a notebook raises it for
-    "the numbers are wrong", and anything else it raises means "the run is broken" (exit 2).
-    """
-
-
 @dataclass(frozen=True)
 class RunResult:
     """What one run produced and how it ended (``exit_code`` 0, 1 or 2)."""
@@ -109,6 +100,7 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
+        """True when the notebook ran to the end (exit code 0)."""
         return self.exit_code == EXIT_OK
 
     def result_line(self) -> str:
@@ -153,15 +145,16 @@ def _resolve_paths(parameters: Mapping[str, Any]) -> dict[str, Any]:
 
 def _embedded_key(home: Path) -> str | None:
     """The embedded sandbox's key stored in its database, read without creating anything."""
-    database = home / "sandbox.sqlite"
+    from toolkit.sandbox import store
+
+    database = home / store.DATABASE_NAME
     if not database.is_file():
         return None
     try:
         with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'api_key'").fetchone()
+            return store.get_meta(conn, key="api_key") or None
     except sqlite3.Error:
         return None
-    return str(row[0]) if row and row[0] else None
 
 
 def secrets_in_environment(env: Mapping[str, str] | None = None) -> list[str]:

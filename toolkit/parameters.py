@@ -16,17 +16,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from toolkit.errors import ToolkitError
+from toolkit.errors import ParameterError
 
 #: The parameter every notebook declares and the runner sets: where the notebook writes its files.
 OUTPUT_PARAMETER = "output_dir"
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
-
-
-class ParameterError(ToolkitError):
-    """A parameter the notebook does not declare, the runner owns, or whose value cannot work."""
 
 
 def declared_parameters(path: Path) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def _e(value: Any) -> str:
 
 
 def now_text() -> str:
+    """The current UTC time as ``run.json`` writes it."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -171,6 +172,7 @@ def _chart(track: str, runs: list[Mapping[str, Any]]) -> str:
 
 
 def render_index(root: Path, manifests: list[tuple[Path, dict[str, Any]]]) -> str:
+    """``reports/index.html`` for the runs under ``root``: newest first, and a chart per track."""
     rows = []
     tracks: dict[str, dict[Any, Mapping[str, Any]]] = {}
     for path, manifest in manifests:

@@ -30,7 +30,6 @@ from toolkit.errors import InputError, RequestValidationError
 from toolkit.frames import prices_frame
 from toolkit.journal import Journal
 from toolkit.models import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES, PaymentRequest
-from toolkit.views import Chart
 
 SCENARIO_COLUMNS: tuple[str, ...] = ("merchantReferenceId", "customer", "method", "expected")
 DEFAULT_RETURN_URL = "https://merchant.example/return"
@@ -66,8 +65,9 @@ def read_scenario(path: str | Path) -> pd.DataFrame:
     repeated = frame["merchantReferenceId"][frame["merchantReferenceId"].duplicated()]
     if len(repeated):
         raise InputError(f"{source}: merchantReferenceId {repeated.iloc[0]!r} appears twice")
-    frame.attrs["source"] = str(source)
-    return pd.DataFrame(frame)
+    scenario = pd.DataFrame(frame)  # a copy keeps no attrs: the source is set on what is returned
+    scenario.attrs["source"] = str(source)
+    return scenario
 
 
 def _price_index(journal: Journal) -> dict[tuple[str, str], tuple[str, str]]:
@@ -171,33 +171,6 @@ def outcomes_by_method(payments: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def outcomes_chart(table: pd.DataFrame) -> Chart:
-    """A stacked bar chart of ``outcomes_by_method``."""
-    from matplotlib.figure import Figure
-
-    colours = {
-        "success": "#2e7d32",
-        "pending": "#f9a825",
-        "failure": "#c62828",
-        "next_action": "#1565c0",
-        "unknown": "#6d6d6d",
-    }
-    figure = Figure(figsize=(8, 3.5))
-    axes = figure.subplots()
-    bottom = [0] * len(table)
-    for status in table.columns:
-        values = [int(v) for v in table[status]]
-        if any(values):
-            axes.bar(list(table.index), values, bottom=bottom, label=status, color=colours.get(status))
-            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    axes.set_ylabel("payments")
-    axes.set_title("Outcomes by payment method")
-    axes.legend(loc="upper right", fontsize="small")
-    axes.tick_params(axis="x", labelrotation=45)
-    figure.tight_layout()
-    return Chart(figure)
-
-
 def next_actions(payments: pd.DataFrame) -> pd.DataFrame:
     """Payments waiting for the customer: what to open, how, and until when."""
     rows = []
@@ -296,7 +269,6 @@ __all__ = [
     "mismatch_message",
     "next_actions",
     "outcomes_by_method",
-    "outcomes_chart",
     "qr_png",
     "read_scenario",
     "scenario_requests",

@@ -94,7 +94,9 @@ def ledger_csv(day: int, booked: dict[int, dict[str, str]], path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_thirty_days(own_sandbox: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_thirty_days(  # noqa: PLR0915 (thirty nights read best as one story)
+    own_sandbox: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     booked, charged = plan()
     previous: dict[str, tuple[str, tuple[str, str]]] = {}
     first_seen: dict[str, int] = {}

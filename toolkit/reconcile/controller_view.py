@@ -255,6 +255,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class ExceptionRow:
+    """One exception as the report's table shows it: its category and its cells."""
+
     category: str
     cells: tuple[Cell, ...]
 

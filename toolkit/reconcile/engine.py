@@ -485,10 +485,8 @@ def _integers(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return values.astype(np.int64), column.is_valid().to_numpy(zero_copy_only=False)
 
 
-def _texts(column: pa.ChunkedArray) -> np.ndarray:
-    out = np.empty(len(column), dtype=object)
-    out[:] = column.to_pylist()
-    return out
+def _texts(column: pa.ChunkedArray) -> pd.Series:
+    return pd.Series(column.to_pylist(), dtype=object)  # a Series: pandas 3 infers no str dtype from it
 
 
 def _exception_frame(table: pa.Table | None) -> pd.DataFrame:

@@ -113,6 +113,7 @@ class LazyRows:
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> LazyRows:
+        """Rows already at hand (nothing to fetch later)."""
         return cls(len(frame), lambda: frame)
 
     def __add__(self, other: LazyRows) -> LazyRows:

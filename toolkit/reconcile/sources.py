@@ -64,12 +64,7 @@ class Described:
 def describe(source: Source, side: str, amount_columns: frozenset[str]) -> Described:
     """Look at ``source`` and refuse what cannot be read; ``amount_columns`` must not be floats."""
     if isinstance(source, pd.DataFrame):
-        frame = source
-        if frame.index.name is not None or isinstance(frame.index, pd.MultiIndex):
-            frame = frame.reset_index()
-        name = f"<{side} frame>"
-        table = _numbered_table(_frame_to_table(frame, name, amount_columns), first=1)
-        return Described(name, "frame", _columns(table, name), table=table)
+        return _describe_frame(source, side, amount_columns)
     text = str(source)
     if text.startswith(TABLE_PREFIX):
         table_name = text[len(TABLE_PREFIX) :].strip()
@@ -99,6 +94,15 @@ def describe(source: Source, side: str, amount_columns: frozenset[str]) -> Descr
     except Exception as exc:  # the readers raise many types; all mean "cannot read this file"
         raise InputError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from exc
     raise InputError(f"{path}: unsupported file type {suffix!r} (use .csv, .xlsx or .parquet)")
+
+
+def _describe_frame(frame: pd.DataFrame, side: str, amount_columns: frozenset[str]) -> Described:
+    """A pandas frame (its named index becomes a column), as an Arrow table numbered from 1."""
+    if frame.index.name is not None or isinstance(frame.index, pd.MultiIndex):
+        frame = frame.reset_index()
+    name = f"<{side} frame>"
+    table = _numbered_table(_frame_to_table(frame, name, amount_columns), first=1)
+    return Described(name, "frame", _columns(table, name), table=table)
 
 
 def _describe_parquet_set(text: str, path: Path, amount_columns: frozenset[str]) -> Described:

@@ -195,6 +195,7 @@ class Tracking:
 
     @property
     def as_of_text(self) -> str:
+        """The run's cut-off as UTC text, as it is stored and shown."""
         return utc_text(self.as_of)
 
     def state_counts(self) -> dict[str, int]:
@@ -339,6 +340,7 @@ def _create(path: Path) -> None:
 
 
 def check_track_name(track: str) -> str:
+    """The track name, or a ``TrackError`` saying which names are allowed (it names a file row)."""
     if not isinstance(track, str) or not TRACK_NAME.match(track):
         raise TrackError(
             f"track name {track!r}: use letters, digits, '.', '_' and '-' (at most 100, "
@@ -368,6 +370,7 @@ class Entry:
     hash: str
 
     def describe(self) -> str:
+        """The entry in a line, for ``verify`` and error messages."""
         if self.kind == "run":
             return f"run {self.payload.get('run')} as of {self.payload.get('asOf')}"
         if self.kind in ("ack", "reopen"):
@@ -396,6 +399,8 @@ class Store:
 
     @classmethod
     def open(cls, home: str | Path | None = None, *, create: bool) -> Store:
+        """The store under ``home``, opened; a missing one is made only when ``create`` (a run
+        makes it; a sign-off or ``verify`` of a store that does not exist is an error)."""
         path = store_path(home)
         if not path.exists():
             if not create:
@@ -418,6 +423,7 @@ class Store:
         return cls(path, connection)
 
     def close(self) -> None:
+        """Close the connection."""
         self.connection.close()
 
     def __enter__(self) -> Store:
@@ -446,6 +452,7 @@ class Store:
             raise TrackError(f"{self.path}: cannot record ({exc}); nothing was recorded") from None
 
     def tracks(self) -> list[str]:
+        """The names of the tracks in the store."""
         return [r[0] for r in self.connection.execute("SELECT DISTINCT track FROM entries ORDER BY track")]
 
     def chain(self, track: str, *, must_exist: bool = True) -> list[Entry]:

@@ -2,5 +2,5 @@
 
 Start it in-process with ``toolkit.sandbox.embedded.start_server`` (or ``embedded_sandbox`` for the
 process-wide default), or in the foreground with ``toolkit sandbox``. Its documented choices
-(outcomes, currencies, FX, ids, subscription rules) are in README.md, section "Sandbox".
+(outcomes, currencies, FX, ids, subscription rules) are in docs/sandbox.md.
 """

@@ -21,7 +21,7 @@ from toolkit.sandbox.app import DEFAULT_TOLERANCE_S, create_app
 from toolkit.sandbox.protocol import SandboxProtocol
 
 START_TIMEOUT_S = 30.0
-DATABASE_NAME = "sandbox.sqlite"
+DATABASE_NAME = store.DATABASE_NAME
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class RunningSandbox:
 
     @property
     def running(self) -> bool:
+        """True while the server thread serves and was not asked to stop."""
         return self._thread.is_alive() and not self._server.should_exit
 
 

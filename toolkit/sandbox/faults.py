@@ -128,6 +128,7 @@ def add_rule(db: store.Database, req: FaultRuleRequest) -> dict[str, Any]:
 
 
 def list_rules(db: store.Database) -> list[dict[str, Any]]:
+    """Every armed fault rule, as the controls answer it."""
     return [rule_record(row) for row in store.list_fault_rules(db.conn)]
 
 
@@ -189,6 +190,7 @@ class FaultMiddleware:
         self.db = db
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Apply the first matching fault rule to a request, else pass it on."""
         route = route_of(scope["method"], scope["path"]) if scope["type"] == "http" else None
         firing = None
         if route is not None and armed(self.db, route) and _authenticated(scope):

@@ -23,6 +23,7 @@ from toolkit.sandbox.schemas import FAULT_MODES, FAULT_ROUTES, MAX_DELAY_MS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``toolkit sandbox faults`` arguments: ``add``, ``list`` and ``clear``."""
     actions = parser.add_subparsers(dest="faults_action", required=True, metavar="ACTION")
     add = actions.add_parser(
         "add",
@@ -60,6 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Drive the fault rules of a running sandbox; returns the exit code."""
     try:
         with _client(args) as client:
             controls = SandboxControls(client)

@@ -88,6 +88,7 @@ encode = to_json_bytes
 
 
 def json_response(value: Any, status: int = 200) -> Response:
+    """A JSON response of ``value`` encoded exactly (Decimals as numbers)."""
     return Response(encode(value), status_code=status, media_type="application/json")
 
 
@@ -107,6 +108,7 @@ def ok(data: Any) -> Response:
 
 
 def error_response(status: int, msg: str) -> Response:
+    """The error envelope (``code`` = HTTP status, ``data`` null) with its status."""
     return json_response({"code": status, "msg": msg, "data": None}, status)
 
 
@@ -190,21 +192,33 @@ def check_types(value: Any, path: str = "") -> None:
         if item is None:
             continue
         kind = _FIELD_TYPES.get(key)
-        if kind == "number" and (isinstance(item, bool) or not isinstance(item, int | Decimal)):
-            raise BadRequest(f"{path}.{key}" if path else str(key), "must be a JSON number")
-        if kind == "integer" and not _is_integer(item):
-            raise BadRequest(f"{path}.{key}" if path else str(key), "must be a JSON integer")
-        if kind == "boolean" and not isinstance(item, bool):
-            raise BadRequest(f"{path}.{key}" if path else str(key), "must be true or false")
+        if kind is not None and (problem := _wrong_type(kind, item)):
+            raise BadRequest(f"{path}.{key}" if path else str(key), problem)
         if type(item) in _SCALARS:
             continue
         if isinstance(item, list | Mapping):
             field = f"{path}.{key}" if path else str(key)
             if key == "currencyOptions" and isinstance(item, Mapping):
-                for currency, amount in item.items():
-                    if isinstance(amount, bool) or not isinstance(amount, int | Decimal):
-                        raise BadRequest(f"{field}.{currency}", "must be a JSON number")
+                _check_amounts(item, field)
             check_types(item, field)
+
+
+def _wrong_type(kind: str, item: Any) -> str | None:
+    """What is wrong with a field's value for its JSON type, or None when it is right."""
+    if kind == "number" and (isinstance(item, bool) or not isinstance(item, int | Decimal)):
+        return "must be a JSON number"
+    if kind == "integer" and not _is_integer(item):
+        return "must be a JSON integer"
+    if kind == "boolean" and not isinstance(item, bool):
+        return "must be true or false"
+    return None
+
+
+def _check_amounts(amounts: Mapping[str, Any], field: str) -> None:
+    """Every amount of a mapping by currency (``currencyOptions``) is a JSON number."""
+    for currency, amount in amounts.items():
+        if isinstance(amount, bool) or not isinstance(amount, int | Decimal):
+            raise BadRequest(f"{field}.{currency}", "must be a JSON number")
 
 
 def build(model: type[ModelT], data: dict[str, Any]) -> ModelT:

@@ -38,6 +38,7 @@ class SandboxProtocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol (h11) whose requests carry their ``Connection`` in scope ``state``."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Give each connection a handle that a fault can close without answering."""
         self.toolkit_connection = Connection(transport)
         # uvicorn copies app_state into each request's scope["state"]; this connection's copy holds
         # its handle (the dict shared by all connections is left as it is).
@@ -45,6 +46,7 @@ class SandboxProtocol(H11Protocol):
         super().connection_made(transport)
 
     def shutdown(self) -> None:
+        """Tell the connection's handle the server stops, so a hanging fault lets go."""
         self.toolkit_connection.stopping.set()
         super().shutdown()
 

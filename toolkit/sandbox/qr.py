@@ -42,6 +42,7 @@ def encode(content: str | bytes) -> segno.QRCode:
 
 
 def data_url(media_type: str, content: bytes) -> str:
+    """A ``data:`` URL of ``content`` (what the spec's ``imageDataUrl`` holds)."""
     return f"data:{media_type};base64,{base64.b64encode(content).decode('ascii')}"
 
 
@@ -205,6 +206,7 @@ class QrFamily:
         return image
 
     def png_data_url(self, content: str) -> str:
+        """The PNG of ``content`` as a data URL."""
         return data_url("image/png", self.png(content))
 
     def svg(self, content: str) -> bytes:

@@ -79,6 +79,7 @@ class Entry:
             self.log.record(self)
 
     def row(self) -> tuple[Any, ...]:
+        """The entry as the requests table stores it."""
         return (
             self.time_ms,
             self.method,
@@ -140,6 +141,7 @@ class RequestLog:
         self._flush_due: asyncio.TimerHandle | None = None
 
     def begin(self, method: str, path: str) -> Entry:
+        """Start timing one request."""
         return Entry(
             log=self,
             time_ms=time.time_ns() // 1_000_000,
@@ -149,6 +151,7 @@ class RequestLog:
         )
 
     def record(self, entry: Entry) -> None:
+        """Keep a finished request; rows are written in batches, off the request's path."""
         self._pending.append(entry.row())
         if self.echo is not None:
             self.echo(entry.line())
@@ -189,6 +192,7 @@ class RequestLogMiddleware:
         self.log = log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Time the request and record its method, path, status and fault."""
         if scope["type"] != "http" or scope["path"] in UNLOGGED_PATHS:
             await self.app(scope, receive, send)
             return

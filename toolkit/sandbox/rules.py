@@ -1,7 +1,7 @@
 """The sandbox's documented choices where the spec says "not shown": outcomes, currencies, FX, time.
 
 Pure functions and tables, no I/O, so every rule is tested without a server and documented in
-README.md ("Sandbox") from the same names.
+docs/sandbox.md from the same names.
 """
 
 from __future__ import annotations

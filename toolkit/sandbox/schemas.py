@@ -76,6 +76,7 @@ class ClockAdvanceRequest(RequestModel):
 
     @property
     def total_ms(self) -> int:
+        """The whole advance in milliseconds."""
         return (
             self.milliseconds
             + 1000 * self.seconds

@@ -37,6 +37,7 @@ toolkit sandbox faults add|list|clear [-h] drives the fault rules of a running s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``toolkit sandbox`` arguments: where it listens, its database and its key."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = KEY_HELP
     parser.add_argument("--host", default=DEFAULT_HOST, help="interface to listen on (default %(default)s)")
@@ -80,12 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         actions.add_parser(
             "faults",
             help="add, list or clear the fault rules of a running sandbox",
-            description="Fault rules of a running sandbox (see README, Faults on demand).",
+            description="Fault rules of a running sandbox (see docs/sandbox.md, Faults on demand).",
         )
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    """Serve the sandbox in the foreground until SIGINT or SIGTERM; returns the exit code."""
     if args.action == "faults":
         return faults_command.run(args)
     return serve(args)

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+#: The sandbox's database file under ``TOOLKIT_HOME`` (the embedded sandbox and ``toolkit sandbox``).
+DATABASE_NAME = "sandbox.sqlite"
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 30_000
 #: ``Database.read_cache`` starts over beyond this many entries (a bound, not a tuning knob).
@@ -136,6 +138,7 @@ def dumps(value: Any) -> str | None:
 
 
 def loads(text: str | None) -> Any:
+    """A JSON column's value (None stays None)."""
     return None if text is None else json.loads(text)
 
 
@@ -299,6 +302,7 @@ def _seed(conn: sqlite3.Connection) -> None:
 
 
 def get_meta(conn: sqlite3.Connection, *, key: str) -> str | None:
+    """A value of the ``meta`` table (key, clock offset, schema), or None."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
 
@@ -332,6 +336,7 @@ def cached_now_ms(db: Database, cache: dict[Any, Any]) -> int:
 
 
 def advance_clock(conn: sqlite3.Connection, *, delta_ms: int) -> None:
+    """Move the sandbox clock ahead by ``delta_ms``."""
     conn.execute(
         "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'clock_offset_ms'",
         (delta_ms,),
@@ -351,6 +356,7 @@ def reset(conn: sqlite3.Connection) -> None:
 
 
 def get_customer(conn: sqlite3.Connection, *, customer_id: str) -> sqlite3.Row | None:
+    """A customer by id, or None."""
     return _one(conn.execute("SELECT * FROM customers WHERE id = ?", (customer_id,)))
 
 
@@ -372,6 +378,7 @@ def find_customer(
 def insert_customer(
     conn: sqlite3.Connection, *, email: str | None, reference_id: str | None, now: int
 ) -> str:
+    """A new customer; returns its id."""
     customer_id = new_id("cus_")
     conn.execute(
         "INSERT INTO customers(id, email, reference_id, create_time) VALUES (?, ?, ?, ?)",
@@ -381,6 +388,7 @@ def insert_customer(
 
 
 def bind_reference(conn: sqlite3.Connection, *, customer_id: str, reference_id: str) -> None:
+    """Bind a ``referenceCustomerId`` to a customer that has none yet."""
     conn.execute(
         "UPDATE customers SET reference_id = ? WHERE id = ? AND reference_id IS NULL",
         (reference_id, customer_id),
@@ -388,10 +396,12 @@ def bind_reference(conn: sqlite3.Connection, *, customer_id: str, reference_id: 
 
 
 def get_instrument(conn: sqlite3.Connection, *, instrument_id: str) -> sqlite3.Row | None:
+    """A payment instrument by id, or None."""
     return _one(conn.execute("SELECT * FROM instruments WHERE id = ?", (instrument_id,)))
 
 
 def insert_instrument(conn: sqlite3.Connection, *, customer_id: str, method: str, now: int) -> str:
+    """A new payment instrument of a customer for a method; returns its id."""
     instrument_id = new_id("pi_")
     conn.execute(
         "INSERT INTO instruments(id, customer_id, method, test_outcome, create_time)"
@@ -402,6 +412,7 @@ def insert_instrument(conn: sqlite3.Connection, *, customer_id: str, method: str
 
 
 def insert_session(conn: sqlite3.Connection, *, kind: str, now: int) -> str:
+    """A new checkout session; returns its id."""
     session_id = new_id("ses_")
     conn.execute("INSERT INTO sessions(id, kind, create_time) VALUES (?, ?, ?)", (session_id, kind, now))
     return session_id
@@ -421,6 +432,7 @@ def insert_product(
     localized_names: dict[str, str] | None,
     now: int,
 ) -> str:
+    """A new product; returns its id."""
     product_id = new_id("prod_")
     conn.execute(
         "INSERT INTO products(id, name, description, image, tax_category, default_price,"
@@ -431,6 +443,7 @@ def insert_product(
 
 
 def set_default_price(conn: sqlite3.Connection, *, product_id: str, price_id: str) -> None:
+    """Make a price the product's default."""
     conn.execute("UPDATE products SET default_price = ? WHERE id = ?", (price_id, product_id))
 
 
@@ -477,22 +490,27 @@ def insert_price(
 
 
 def get_product(conn: sqlite3.Connection, *, product_id: str) -> sqlite3.Row | None:
+    """A product by id, or None."""
     return _one(conn.execute("SELECT * FROM products WHERE id = ?", (product_id,)))
 
 
 def get_price(conn: sqlite3.Connection, *, price_id: str) -> sqlite3.Row | None:
+    """A price by id, or None."""
     return _one(conn.execute("SELECT * FROM prices WHERE id = ?", (price_id,)))
 
 
 def get_price_by_snapshot(conn: sqlite3.Connection, *, snapshot_id: str) -> sqlite3.Row | None:
+    """A price by one of its snapshot ids, or None."""
     return _one(conn.execute("SELECT * FROM prices WHERE snapshot_id = ?", (snapshot_id,)))
 
 
 def deactivate_price(conn: sqlite3.Connection, *, price_id: str) -> None:
+    """Mark a price inactive: it can no longer be charged."""
     conn.execute("UPDATE prices SET active = 0 WHERE id = ?", (price_id,))
 
 
 def list_prices(conn: sqlite3.Connection, *, product_id: str) -> list[sqlite3.Row]:
+    """The prices of a product, in the order they were created."""
     return conn.execute(
         "SELECT * FROM prices WHERE product_id = ? ORDER BY position", (product_id,)
     ).fetchall()
@@ -515,12 +533,14 @@ def insert_order(conn: sqlite3.Connection, *, order: dict[str, Any]) -> None:
 
 
 def get_order(conn: sqlite3.Connection, *, order_id: str) -> sqlite3.Row | None:
+    """A payment (order) by id, or None."""
     return _one(conn.execute("SELECT * FROM orders WHERE id = ?", (order_id,)))
 
 
 def set_order_status(
     conn: sqlite3.Connection, *, order_id: str, status: int, reason: str | None, now: int
 ) -> None:
+    """Settle a payment: its status, failure reason and update time."""
     conn.execute(
         "UPDATE orders SET status = ?, failure_reason = ?, expires_at = NULL, update_time = ? WHERE id = ?",
         (status, reason, now, order_id),
@@ -538,6 +558,7 @@ def expire_orders(conn: sqlite3.Connection, *, now: int) -> int:
 
 
 def list_orders(conn: sqlite3.Connection, *, merchant_reference_id: str | None = None) -> list[sqlite3.Row]:
+    """Every payment, or those of one merchantReferenceId, in the order they were made."""
     if merchant_reference_id is None:
         return conn.execute("SELECT * FROM orders ORDER BY seq").fetchall()
     return conn.execute(
@@ -550,10 +571,12 @@ def list_orders(conn: sqlite3.Connection, *, merchant_reference_id: str | None =
 
 
 def insert_subscription(conn: sqlite3.Connection, *, subscription: dict[str, Any]) -> None:
+    """A new subscription."""
     conn.execute(_insert_sql("subscriptions", tuple(subscription)), tuple(subscription.values()))
 
 
 def get_subscription(conn: sqlite3.Connection, *, subscription_id: str) -> sqlite3.Row | None:
+    """A subscription by id, or None."""
     return _one(conn.execute("SELECT * FROM subscriptions WHERE id = ?", (subscription_id,)))
 
 
@@ -566,6 +589,7 @@ def cancel_subscription(
     reason: str | None,
     now: int,
 ) -> None:
+    """Cancel a subscription now or at the end of its period."""
     conn.execute(
         "UPDATE subscriptions SET cancel_at = ?, cancel_at_period_end = ?, cancel_requested_at = ?,"
         " cancel_reason = ? WHERE id = ?",
