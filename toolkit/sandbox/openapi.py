@@ -670,6 +670,10 @@ LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
             "post", "/sandbox/subscriptions/{id}/cancel", "Cancel it.", parameters={"path.id": _SUBSCRIPTION}
         ),
     },
+    ("post", "/sandbox/faults"): {
+        "ListFaults": _link("get", "/sandbox/faults", "List the rules: the new one is among them."),
+        "ClearFaults": _link("delete", "/sandbox/faults", "Remove every rule, the new one included."),
+    },
     ("post", "/sandbox/subscriptions/{id}/cancel"): {
         "GetSubscription": _link(
             "get",
