@@ -131,6 +131,7 @@ def test_generated_rules_are_accepted(sandbox: RunningSandbox, client: Api, docu
         {"route": "*", "mode": "error", "delayMs": None, "status": None, "count": None},
         {"route": "*", "mode": "drop_after_commit", "delayMs": None, "status": None, "retryAfter": None},
         {"route": "*", "mode": "error", "count": 3.0},
+        {"route": "*", "mode": "error", "status": 503.0, "retryAfter": 2.0},
         {"route": "*", "mode": "delay", "delayMs": 0, "probability": 1, "seed": 0},
         {"route": "*", "mode": "error", "status": 429},
         {"route": "*", "mode": "error", "status": 503, "retryAfter": 0},
