@@ -16,7 +16,7 @@ from jsonschema_rs import Draft202012Validator
 from tests.sandbox.conftest import Api
 from toolkit.sandbox.embedded import RunningSandbox
 from toolkit.sandbox.openapi import FAULT_EXAMPLES, fault_component
-from toolkit.sandbox.schemas import FAULT_MODES
+from toolkit.sandbox.schemas import FAULT_MODES, FaultRuleRequest
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -79,6 +79,7 @@ def test_each_mode_has_its_own_schema_chosen_by_mode(document: dict[str, Any]) -
         assert component["additionalProperties"] is False
         assert component["properties"]["mode"]["const"] == mode
         assert component["examples"] == FAULT_EXAMPLES[mode]
+        assert set(component["properties"]) == set(FaultRuleRequest.model_fields), mode
     assert schemas[fault_component("delay")]["required"] == ["route", "mode", "delayMs"]
 
 

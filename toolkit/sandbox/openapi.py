@@ -37,6 +37,7 @@ from toolkit.sandbox.schemas import (
     FAULT_STATUSES,
     MODE_FIELDS,
     MODE_REQUIRED,
+    MODE_SPECIFIC_FIELDS,
     RETRY_AFTER_STATUSES,
     SELECTION_FIELDS,
 )
@@ -394,7 +395,7 @@ def _fault_rule_request(schema: dict[str, Any]) -> None:
             "mode": {"type": "string", "const": mode},
             **{name: properties[name] for name in SELECTION_FIELDS},
         }
-        for name in ("delayMs", "status", "retryAfter"):
+        for name in MODE_SPECIFIC_FIELDS:
             if name in MODE_REQUIRED[mode]:
                 fields[name] = _non_null(properties[name])
             elif name in MODE_FIELDS[mode]:

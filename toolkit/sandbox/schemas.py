@@ -106,6 +106,8 @@ MAX_DELAY_MS = 60_000
 MAX_RETRY_AFTER_S = 3600
 #: The fields every mode takes besides ``route`` and ``mode``: which requests meet the fault.
 SELECTION_FIELDS: tuple[str, ...] = ("count", "probability", "seed")
+#: The fields only some modes take.
+MODE_SPECIFIC_FIELDS: tuple[str, ...] = ("delayMs", "status", "retryAfter")
 #: Which optional field each mode takes (``delayMs``: delay; ``status``, ``retryAfter``: error).
 MODE_FIELDS: dict[str, frozenset[str]] = {
     "delay": frozenset({"delayMs"}),
@@ -171,7 +173,7 @@ class FaultRuleRequest(RequestModel):
         if self.seed is not None and self.probability is None:
             raise PydanticCustomError("fault", "seed: only taken with probability")
         taken = MODE_FIELDS[self.mode]
-        for name in ("delayMs", "status", "retryAfter"):
+        for name in MODE_SPECIFIC_FIELDS:
             if getattr(self, name) is not None and name not in taken:
                 raise PydanticCustomError(
                     "fault", "{field}: not taken by mode {mode}", {"field": name, "mode": self.mode}
