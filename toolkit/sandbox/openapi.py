@@ -32,6 +32,15 @@ from starlette.routing import Match, Route, compile_path
 from toolkit.models import AUTO_INSTRUMENT_METHODS, PriceType
 from toolkit.money import MAX_DECIMALS, MAX_INTEGER_DIGITS, is_currency, minor_digits
 from toolkit.sandbox import rules
+from toolkit.sandbox.schemas import (
+    FAULT_MODES,
+    FAULT_STATUSES,
+    MODE_FIELDS,
+    MODE_REQUIRED,
+    MODE_SPECIFIC_FIELDS,
+    RETRY_AFTER_STATUSES,
+    SELECTION_FIELDS,
+)
 from toolkit.sandbox.store import TEST_INSTRUMENTS
 
 _COMPONENTS: dict[str, Any] = {}
@@ -326,6 +335,97 @@ def _subscription_request(schema: dict[str, Any]) -> None:
     schema["allOf"] = [_CUSTOMER, _instrument(default_method=default)]
 
 
+def _non_null(node: dict[str, Any]) -> dict[str, Any]:
+    """A nullable property's schema without its null branch (a required field is given)."""
+    branches = [b for b in node.get("anyOf", []) if b.get("type") != "null"]
+    if len(branches) != 1:
+        return dict(node)
+    rest = {k: v for k, v in node.items() if k not in ("anyOf", "default")}
+    return {**rest, **branches[0]}
+
+
+#: Which requests meet a fault: the next ``count`` (or the next one, with neither), or a seeded share.
+_FAULT_SELECTION = {
+    "oneOf": [
+        _with(_absent("probability"), _absent("seed")),
+        _with(_given("probability"), _given("seed"), _absent("count")),
+    ],
+    "description": "count (or neither: the next matching request), or probability with seed; never both.",
+}
+_RETRY_AFTER = {
+    "anyOf": [
+        _absent("retryAfter"),
+        {"required": ["status"], "properties": {"status": {"enum": list(RETRY_AFTER_STATUSES)}}},
+    ],
+    "description": "retryAfter only with status 429 or 503 (a 429 without it answers Retry-After: 1).",
+}
+
+
+def fault_component(mode: str) -> str:
+    """The component that describes the rules of one mode (``FaultRuleDropAfterCommit``)."""
+    return "FaultRule" + "".join(part.capitalize() for part in mode.split("_"))
+
+
+#: Rules the sandbox accepts, by mode (the examples phase of a test run sends them).
+FAULT_EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "delay": [{"route": "POST /payment", "mode": "delay", "delayMs": 1500, "count": 2}],
+    "error": [
+        {"route": "POST /payment", "mode": "error", "status": 503, "count": 1},
+        {"route": "*", "mode": "error", "status": 429, "retryAfter": 2, "probability": 0.25, "seed": 7},
+    ],
+    "drop_before_commit": [{"route": "POST /product", "mode": "drop_before_commit"}],
+    "drop_after_commit": [{"route": "POST /payment", "mode": "drop_after_commit", "count": 1}],
+    "hang_after_commit": [{"route": "GET /subscription", "mode": "hang_after_commit", "count": 1}],
+}
+
+
+def _fault_rule_request(schema: dict[str, Any]) -> None:
+    """One schema per mode (its fields, required and allowed), chosen by ``mode``.
+
+    Built from pydantic's schema of the flat model, which keeps each field's type and bounds, and
+    the tables its validator reads (``MODE_FIELDS``, ``MODE_REQUIRED``, the statuses). A field a
+    mode does not take may only be null (the sandbox reads null as absent).
+    """
+    properties = schema["properties"]
+    _set(properties["status"], enum=list(FAULT_STATUSES))
+    mapping: dict[str, str] = {}
+    for mode in FAULT_MODES:
+        fields: dict[str, Any] = {
+            "route": properties["route"],
+            "mode": {"type": "string", "const": mode},
+            **{name: properties[name] for name in SELECTION_FIELDS},
+        }
+        for name in MODE_SPECIFIC_FIELDS:
+            if name in MODE_REQUIRED[mode]:
+                fields[name] = _non_null(properties[name])
+            elif name in MODE_FIELDS[mode]:
+                fields[name] = properties[name]
+            else:
+                fields[name] = {"type": "null", "description": f"Not taken by mode {mode}."}
+        name = fault_component(mode)
+        _COMPONENTS[name] = {
+            "title": name,
+            "type": "object",
+            "required": ["route", "mode", *sorted(MODE_REQUIRED[mode])],
+            "properties": fields,
+            "additionalProperties": False,
+            "allOf": [_FAULT_SELECTION, *([_RETRY_AFTER] if "retryAfter" in MODE_FIELDS[mode] else [])],
+            "examples": FAULT_EXAMPLES[mode],
+        }
+        mapping[mode] = _REF.format(model=name)
+    description = schema.get("description", "")
+    schema.clear()
+    schema.update(
+        {
+            "title": "FaultRuleRequest",
+            "description": description,
+            "oneOf": [{"$ref": ref} for ref in mapping.values()],
+            "discriminator": {"propertyName": "mode", "mapping": mapping},
+            "examples": [example for examples in FAULT_EXAMPLES.values() for example in examples],
+        }
+    )
+
+
 _RETURN_URL = "https://shop.example/return"
 
 #: Component name -> request bodies the sandbox accepts (the examples phase of a test run sends them).
@@ -414,6 +514,7 @@ _AMENDMENTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "PriceItem": _price_item,
     "RecurringDetails": _recurring_details,
     "SubscriptionCreateRequest": _subscription_request,
+    "FaultRuleRequest": _fault_rule_request,
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -569,6 +670,10 @@ LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
         "CancelSubscription": _link(
             "post", "/sandbox/subscriptions/{id}/cancel", "Cancel it.", parameters={"path.id": _SUBSCRIPTION}
         ),
+    },
+    ("post", "/sandbox/faults"): {
+        "ListFaults": _link("get", "/sandbox/faults", "List the rules: the new one is among them."),
+        "ClearFaults": _link("delete", "/sandbox/faults", "Remove every rule, the new one included."),
     },
     ("post", "/sandbox/subscriptions/{id}/cancel"): {
         "GetSubscription": _link(

@@ -101,8 +101,14 @@ FAULT_ROUTES: tuple[str, ...] = FaultRoute.__args__  # type: ignore[attr-defined
 FAULT_MODES: tuple[str, ...] = FaultMode.__args__  # type: ignore[attr-defined]
 #: Statuses an ``error`` rule may answer: the transient ones a client is expected to survive.
 FAULT_STATUSES: tuple[int, ...] = (408, 429, *range(500, 600))
+#: Statuses an ``error`` rule may give a ``retryAfter`` with.
+RETRY_AFTER_STATUSES: tuple[int, ...] = (429, 503)
 MAX_DELAY_MS = 60_000
 MAX_RETRY_AFTER_S = 3600
+#: The fields every mode takes besides ``route`` and ``mode``: which requests meet the fault.
+SELECTION_FIELDS: tuple[str, ...] = ("count", "probability", "seed")
+#: The fields only some modes take.
+MODE_SPECIFIC_FIELDS: tuple[str, ...] = ("delayMs", "status", "retryAfter")
 #: Which optional field each mode takes (``delayMs``: delay; ``status``, ``retryAfter``: error).
 MODE_FIELDS: dict[str, frozenset[str]] = {
     "delay": frozenset({"delayMs"}),
@@ -111,10 +117,25 @@ MODE_FIELDS: dict[str, frozenset[str]] = {
     "drop_after_commit": frozenset(),
     "hang_after_commit": frozenset(),
 }
+#: Which of them each mode requires.
+MODE_REQUIRED: dict[str, frozenset[str]] = {mode: frozenset() for mode in MODE_FIELDS} | {
+    "delay": frozenset({"delayMs"})
+}
+#: The largest exponent of an integer written as a number with a point (``3.0``, ``3E2``).
+_MAX_INTEGER_EXPONENT = 18
 
 
 def _json_integer(value: Any) -> Any:
-    """Integers only: no true/false, no "3", no 3.0 (pydantic's lax mode would take them)."""
+    """Integers only, as JSON Schema reads them: ``3`` or ``3.0``, never true/false or "3"
+    (pydantic's lax mode would take those); a number with a point must have no fraction."""
+    if isinstance(value, float | Decimal) and not isinstance(value, bool):
+        exact = Decimal(str(value)) if isinstance(value, float) else value
+        if (
+            exact.is_finite()
+            and exact.adjusted() <= _MAX_INTEGER_EXPONENT
+            and exact == exact.to_integral_value()
+        ):
+            return int(exact)
     if isinstance(value, bool) or not isinstance(value, int):
         raise PydanticCustomError("integer", "must be a JSON integer")
     return value
@@ -153,16 +174,19 @@ class FaultRuleRequest(RequestModel):
         if self.seed is not None and self.probability is None:
             raise PydanticCustomError("fault", "seed: only taken with probability")
         taken = MODE_FIELDS[self.mode]
-        for name in ("delayMs", "status", "retryAfter"):
+        for name in MODE_SPECIFIC_FIELDS:
             if getattr(self, name) is not None and name not in taken:
                 raise PydanticCustomError(
                     "fault", "{field}: not taken by mode {mode}", {"field": name, "mode": self.mode}
                 )
-        if self.mode == "delay" and self.delayMs is None:
-            raise PydanticCustomError("fault", "delayMs: required by mode delay")
+        for name in sorted(MODE_REQUIRED[self.mode]):
+            if getattr(self, name) is None:
+                raise PydanticCustomError(
+                    "fault", "{field}: required by mode {mode}", {"field": name, "mode": self.mode}
+                )
         if self.status is not None and self.status not in FAULT_STATUSES:
             raise PydanticCustomError("fault", "status: must be 408, 429 or 500-599")
-        if self.retryAfter is not None and self.status not in (429, 503):
+        if self.retryAfter is not None and self.status not in RETRY_AFTER_STATUSES:
             raise PydanticCustomError("fault", "retryAfter: only taken with status 429 or 503")
         return self
 
