@@ -170,8 +170,8 @@ class ReconciliationResult:
     @property
     def category_counts(self) -> dict[str, int]:
         """Exceptions per category, every category of the result's kind listed (zeros included)."""
-        counts = self.exceptions["category"].value_counts()
-        present = set(self.exceptions["category"].astype(str))
+        counts = self.exceptions["category"].value_counts()  # by category: no text per row
+        present = {str(name) for name, n in counts.items() if n}
         names = list(PAYMENT_CATEGORIES)
         if present & set(SUBSCRIPTION_CATEGORIES) or any(
             c.side == "subscription ledger" for c in self.counts
