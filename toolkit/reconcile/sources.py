@@ -233,22 +233,30 @@ def detect_encoding(path: Path) -> tuple[str, bool]:
 
 
 def _find_header(lines: list[str], delimiter: str | None) -> tuple[int, str]:
-    """The header line (1-based) and the delimiter: the first non-blank line, unless it holds one
-    field only and a line below it holds more (a title above the header: then the first line with
-    the most fields is the header)."""
+    """The header line (1-based) and the delimiter, from the first lines of the file.
+
+    The delimiter is the candidate that splits the most lines into the same number of fields
+    (more than one), the larger number winning a tie; the header is the first line split into
+    about that many (one fewer allows a data row's trailing delimiter), so a title above the
+    header (``Books, May 2026``) is passed over. Without such lines: the first non-blank line.
+    """
     filled = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
     if not filled:
         return 1, delimiter or ","
-    first, text = filled[0]
-    chosen = delimiter or detect_delimiter(text)
-    if _fields(text, chosen) > 1:
-        return first, chosen
-    best = max(filled, key=lambda item: max(_fields(item[1], delimiter or d) for d in DELIMITERS))
-    chosen = delimiter or detect_delimiter(best[1])
-    widest = _fields(best[1], chosen)
-    if widest <= 1:
-        return first, chosen
-    return next(n for n, line in filled if _fields(line, chosen) == widest), chosen
+    best: tuple[int, int, int, str] | None = None
+    for rank, candidate in enumerate([delimiter] if delimiter else DELIMITERS):
+        counts = [_fields(line, candidate) for _, line in filled]
+        split = [c for c in counts if c > 1]
+        if not split:
+            continue
+        mode = max(set(split), key=lambda c: (split.count(c), c))
+        score = (split.count(mode), mode, -rank, candidate)
+        if best is None or score > best:
+            best = score
+    if best is None:
+        return filled[0][0], delimiter or detect_delimiter(filled[0][1])
+    mode, chosen = best[1], best[3]
+    return next(n for n, line in filled if _fields(line, chosen) >= max(mode - 1, 2)), chosen
 
 
 def _fields(line: str, delimiter: str) -> int:
