@@ -160,3 +160,13 @@ def test_ambiguous_case_is_not_guessed(tmp_path: Path) -> None:
     path = excel_file(tmp_path, "books.csv", b"merchantReferenceId,Amount,AMOUNT,currency,status\n")
     with pytest.raises(InputError, match="'amount' matches several columns but for case"):
         load_ledger(path)
+
+
+def test_float_amounts_are_refused_under_any_case(tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {"merchantReferenceId": ["m1"], "Amount": [1.1], "currency": ["USD"], "status": ["success"]}
+    )
+    with pytest.raises(InputError, match="column 'Amount' holds floats"):
+        load_ledger(frame)

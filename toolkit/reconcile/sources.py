@@ -134,8 +134,10 @@ class Described:
 def describe(
     source: Source, side: str, amount_columns: frozenset[str], options: ReadOptions | None = None
 ) -> Described:
-    """Look at ``source`` and refuse what cannot be read; ``amount_columns`` must not be floats."""
+    """Look at ``source`` and refuse what cannot be read; ``amount_columns`` must not be floats
+    (in any case: ``Amount`` may be taken for ``amount``)."""
     options = options or ReadOptions()
+    amount_columns = frozenset(c.strip().lower() for c in amount_columns)
     if isinstance(source, pd.DataFrame):
         return _describe_frame(source, side, amount_columns)
     text = str(source)
@@ -366,7 +368,7 @@ def _describe_parquet(name: str, files: list[Path], amount_columns: frozenset[st
     except Exception as exc:
         raise InputError(f"{files[0]}: cannot be read ({type(exc).__name__}: {exc})") from exc
     for column in schema:
-        if column.name.strip() in amount_columns and pa.types.is_floating(column.type):
+        if column.name.strip().lower() in amount_columns and pa.types.is_floating(column.type):
             raise InputError(
                 f"{name}: column {column.name.strip()!r} holds floats; write amounts as text or decimal"
             )
@@ -456,7 +458,7 @@ def _frame_to_table(frame: pd.DataFrame, name: str, amount_columns: frozenset[st
     for column in frame.columns:
         series = frame[column]
         label = str(column)
-        if label in amount_columns and (
+        if label.strip().lower() in amount_columns and (
             pd.api.types.is_float_dtype(series)
             or (series.dtype == object and any(isinstance(v, float) for v in series.tolist()))
         ):
