@@ -170,3 +170,20 @@ def test_float_amounts_are_refused_under_any_case(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="column 'Amount' holds floats"):
         load_ledger(frame)
+
+
+def test_xlsx_header_on_the_first_row_stays_there_beside_an_unnamed_column(tmp_path: Path) -> None:
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["merchantReferenceId", "amount", "currency", "status"])
+    sheet.append(["m1", "12.30", "USD", "success", "a note"])
+    sheet.append(["m9", "x", "USD", "success", "a note"])
+    path = tmp_path / "books.xlsx"
+    book.save(path)
+    described = describe(path, "ledger", frozenset())
+    assert (described.header_line, described.columns) == (
+        1,
+        ("merchantReferenceId", "amount", "currency", "status"),
+    )
+    assert load_ledger(path).rejected["source_row"].tolist() == [3]

@@ -297,8 +297,8 @@ def _head_lines(path: Path, encoding: str, header_row: int | None) -> list[str]:
 
 def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[str]) -> Described:
     """A sheet: the one named or numbered, else the first with data; its header row the one given,
-    else the first of the top rows that fills as many cells as the widest of them (a title above
-    the header fills fewer)."""
+    else the first of the top 30 rows that fills about as many cells as the widest of them (one
+    fewer allows a data column without a name; a title above the header fills fewer)."""
     import openpyxl
 
     book = openpyxl.load_workbook(path, read_only=True, data_only=True)
@@ -324,7 +324,7 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
         header_row = options.header_row
     else:
         widest = max((len(cells) for _, cells in top), default=0)
-        header_row = next((row for row, cells in top if len(cells) == widest), 1)
+        header_row = next((row for row, cells in top if len(cells) >= max(widest - 1, 2)), 1)
     frame = pd.read_excel(
         path, sheet_name=sheet, header=header_row - 1, dtype=str, keep_default_na=False, engine="openpyxl"
     )
@@ -692,8 +692,9 @@ def sample(described: Described, rows: int = 5) -> tuple[list[list[str]], int, b
     """The first ``rows`` data rows as text, and the number of rows (exact, or estimated from
     the size of a large CSV file: the third value says which)."""
     if described.table is not None:
-        head = described.table.select(list(described.columns)).slice(0, rows).to_pylist()
-        return [[str(r[c]) for c in described.columns] for r in head], described.table.num_rows, True
+        raw = _raw_names(described.table, list(described.columns))
+        head = described.table.select(raw).slice(0, rows).to_pylist()
+        return [[str(r[c]) for c in raw] for r in head], described.table.num_rows, True
     if described.kind == "parquet":
         import pyarrow.parquet as pq
 
