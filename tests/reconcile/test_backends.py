@@ -14,6 +14,7 @@ import pytest
 
 from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, frame
 from tests.reconcile.test_inputs import SANDBOX_EXPORT
+from tests.reconcile.test_sources import EXCEL_ROWS
 from toolkit.errors import EngineError, InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
 from toolkit.reconcile.backends import Backend, connect, parse_memory_limit
@@ -51,6 +52,19 @@ def test_planted_discrepancies_identical_on_spark(spark: Backend, tolerance: int
     on_spark = reconcile(ledger, processor, amount_tolerance=tolerance, backend=spark)
     same(on_duckdb, on_spark)
     assert on_spark.category_counts["amount_mismatch"] == (3 if tolerance == 0 else 1)
+
+
+@pytest.mark.slow
+def test_a_semicolon_utf16_export_with_a_title_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
+    """Both backends read the same UTF-8 copy of a file that is not UTF-8 (sources.readable)."""
+    ledger, export = tmp_path / "books.csv", tmp_path / "export.csv"
+    ledger.write_bytes(("Books\r\n" + EXCEL_ROWS.replace("\n", "\r\n")).encode("utf-16"))
+    export.write_bytes(SANDBOX_EXPORT.replace(",", ";").encode("utf-16"))
+    left, right = load_ledger(ledger), load_processor(export)
+    on_duckdb, on_spark = reconcile(left, right), reconcile(left, right, backend=spark)
+    same(on_duckdb, on_spark)
+    assert on_spark.rejected["source_row"].tolist() == [5]
+    assert on_spark.category_counts["missing_in_processor"] == 0
 
 
 @pytest.mark.slow

@@ -272,3 +272,77 @@ def test_file_size_limit_in_a_real_process_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert_one_error_line(proc.stderr, "cannot write", "File too large")
     assert list(output.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs as they come: inspect, reading options, the column error's map
+
+
+def test_inspect_shows_what_was_detected_and_a_mapping(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "books.csv"
+    text = "Books, May 2026\r\nRef;Amount;Currency;Staus;Note\r\n" + "".join(
+        f"m{i};{i}.00;EUR;success;a long note that goes on and on {i}\r\n" for i in range(7)
+    )
+    path.write_bytes(text.encode("utf-16"))
+    assert main(["reconcile", "inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "delimiter: semicolon ';'" in out
+    assert "encoding: utf-16 (with BOM)" in out
+    assert "header row: 2" in out
+    assert "columns (5): Ref, Amount, Currency, Staus, Note" in out
+    assert "rows: 7" in out
+    assert "first 5 row(s):" in out and "m4" in out and "m5" not in out
+    assert "a long note that goes o…" in out  # long values are cut
+    assert "--ledger-map amount=Amount,currency=Currency,status=Staus" in out
+    assert "no column found for merchantReferenceId" in out
+    assert main(["reconcile", "inspect", str(path), "--side", "processor", "--delimiter", ","]) == 0
+    out = capsys.readouterr().out
+    assert "delimiter: comma ','" in out and "--processor-map" in out
+
+
+def test_inspect_of_a_missing_file_or_a_bad_option_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["reconcile", "inspect", str(tmp_path / "none.csv")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "none.csv: file not found")
+    ledger, _ = files(tmp_path)
+    assert main(["reconcile", "inspect", str(ledger), "--encoding", "nope"]) == 2
+    assert_one_error_line(capsys.readouterr().err, "--encoding: unknown encoding 'nope'")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--delimiter", "ab", "--delimiter: 'ab' is not one character"),
+        ("--ledger-encoding", "nope", "--ledger-encoding: unknown encoding"),
+        ("--processor-sheet", "0", "--processor-sheet: 0 must be a sheet name or a number from 1"),
+        ("--header-row", "x", "--header-row: 'x' must be a number from 1"),
+        ("--ledger-map", "amount", "--ledger-map: give required=file column pairs"),
+    ],
+)
+def test_bad_reading_options_exit_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, words: str
+) -> None:
+    ledger, processor = files(tmp_path)
+    args = ["reconcile", "--ledger", str(ledger), "--processor", str(processor), option, value]
+    assert main([*args, "--output-dir", str(tmp_path / "out")]) == 2
+    assert_one_error_line(capsys.readouterr().err, words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_excel_export_reconciles_with_per_side_options_and_the_printed_map(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, processor = files(tmp_path)
+    ledger = tmp_path / "books.csv"
+    ledger.write_bytes(LEDGER.replace(",", "|").replace("amount", "Total").encode("cp1252"))
+    args = ["reconcile", "--ledger", str(ledger), "--processor", str(processor), "--ledger-delimiter", "|"]
+    assert main([*args, "--output-dir", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert_one_error_line(err, "the file's columns are merchantReferenceId, Total, currency, status")
+    fix = err.split("; to read the file's column as the required one, ")[1].split(" (")[0].split(" ")
+    assert fix == ["--ledger-map", "amount=COLUMN"]
+    assert main([*args, "--ledger-map", "amount=Total", "--output-dir", str(tmp_path / "b")]) == 0
+    assert "ok: " in capsys.readouterr().out

@@ -24,13 +24,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from toolkit import runlog
 from toolkit.errors import EngineError, InputError, OutputError, TrackError
 from toolkit.reconcile.backends import BACKENDS, connect
 from toolkit.reconcile.engine import reconcile
-from toolkit.reconcile.inputs import LoadedInput, load_ledger, load_processor, select_period
+from toolkit.reconcile.inputs import (
+    REQUIRED_COLUMNS,
+    LoadedInput,
+    closest_column,
+    load_ledger,
+    load_processor,
+    map_option,
+    mapping_text,
+    select_period,
+)
 from toolkit.reconcile.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
+from toolkit.reconcile.sources import Described, ReadOptions, describe, sample
 from toolkit.reconcile.tracking import (
     acknowledge,
     check_can_run,
@@ -66,7 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ledger-map",
         default=None,
         metavar="JSON",
-        help='column mapping of the ledger, e.g. \'{"amount": "Total"}\'',
+        help="column mapping of the ledger, required name = the file's column: amount=Total,currency=Cur "
+        'or JSON \'{"amount": "Total"}\'',
     )
     parser.add_argument(
         "--processor-map", default=None, metavar="JSON", help="column mapping of the processor file"
@@ -142,9 +155,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--period-end", default=None, metavar="YYYY-MM-DD", help="... up to and including this day (UTC)"
     )
+    for side in ("", "ledger-", "processor-"):
+        _add_read_options(parser, side)
     actions = parser.add_subparsers(
-        dest="action", metavar="{ack,reopen,verify,history}", help="work on a track (without: run one)"
+        dest="action",
+        metavar="{inspect,ack,reopen,verify,history}",
+        help="look at an input file, or work on a track (without: run a reconciliation)",
     )
+    words = (
+        "show how a file is read (delimiter, encoding, sheet, header row, columns, a sample) and a mapping"
+    )
+    sub = actions.add_parser("inspect", help=words, description=words)
+    sub.add_argument("inspect_file", metavar="FILE")
+    sub.add_argument("--side", choices=("ledger", "processor"), default="ledger", help="whose map to propose")
+    _add_read_options(sub, "", dest_prefix="inspect_")
     for name, words in (
         ("ack", "acknowledge exceptions of a track's latest run, with a note"),
         ("reopen", "take acknowledgements back, with a note"),
@@ -162,9 +186,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         sub.add_argument("--track", required=True, metavar="NAME", dest="action_track")
 
 
+def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: str = "") -> None:
+    """``--delimiter``, ``--encoding``, ``--sheet``, ``--header-row`` for both sides (``side`` is
+    empty), or for one (``ledger-``, ``processor-``: these win over the ones for both)."""
+    whose = f"the {side[:-1]} file" if side else "both files (--ledger-X, --processor-X: one)"
+    helps = {
+        "delimiter": f"CSV delimiter of {whose}, e.g. ';' or '\\t' (default: detected)",
+        "encoding": f"text encoding of {whose}, e.g. utf-16, cp1252 (default: detected)",
+        "sheet": f"Excel sheet of {whose}, a name or 1-based number (default: the first with data)",
+        "header-row": f"1-based line (CSV) or row (Excel) of the column names in {whose}, "
+        "for a title above them (default: the first line; Excel: detected)",
+    }
+    for option, words in helps.items():
+        dest = dest_prefix + (side + option).replace("-", "_")
+        metavar = option.split("-")[0].upper()
+        parser.add_argument(f"--{side}{option}", dest=dest, default=None, metavar=metavar, help=words)
+
+
+def _read_options(args: argparse.Namespace, side: str) -> dict[str, Any]:
+    """The reading options of one side: its own, else those given for both; checked here, so that a
+    bad value exits 2 naming the option before any file is read."""
+    chosen: dict[str, Any] = {}
+    for name in ("delimiter", "encoding", "sheet", "header_row"):
+        own = getattr(args, f"{side}_{name}", None)
+        value = own if own is not None else getattr(args, name, None)
+        option = f"--{side}-{name}" if own is not None else f"--{name}"
+        chosen[name] = value
+        try:
+            ReadOptions(**{name: value})
+        except InputError as exc:
+            detail = str(exc).split(": ", 1)[-1]
+            raise InputError(f"{option.replace('_', '-')}: {detail}") from None
+    return chosen
+
+
 def _mapping(text: str | None, option: str) -> dict[str, str] | None:
     if text is None:
         return None
+    if not text.lstrip().startswith("{"):  # amount=Total,currency=Cur
+        pairs = [p.partition("=") for p in text.split(",") if p.strip()]
+        if pairs and all(sep and k.strip() and v.strip() for k, sep, v in pairs):
+            return {k.strip(): v.strip() for k, _, v in pairs}
+        raise InputError(
+            f"{option}: give required=file column pairs, e.g. amount=Total,currency=Cur, "
+            'or JSON, e.g. \'{"amount": "Total"}\''
+        )
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -178,6 +244,8 @@ def _mapping(text: str | None, option: str) -> dict[str, str] | None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the reconciliation (or a track's sub-command); returns the exit code."""
+    if args.action == "inspect":
+        return _inspect(args)
     if args.action is not None:
         return _run_action(args)
     if args.ledger is None or args.processor is None:
@@ -201,8 +269,9 @@ def run(args: argparse.Namespace) -> int:
         # The reports use only the canonical columns (and the dates, for a period): read nothing
         # else.
         period = (args.period_start, args.period_end)
-        ledger = load_ledger(args.ledger, mapping=ledger_map, carry=False)
-        processor = load_processor(args.processor, mapping=processor_map, carry=False)
+        ledger_options, processor_options = _read_options(args, "ledger"), _read_options(args, "processor")
+        ledger = load_ledger(args.ledger, mapping=ledger_map, carry=False, **ledger_options)
+        processor = load_processor(args.processor, mapping=processor_map, carry=False, **processor_options)
         ledger = select_period(ledger, "date", *period)
         processor = select_period(processor, "createTime", *period)
         engine = connect(args.backend, memory_limit=args.memory_limit, spill_dir=args.spill_dir)
@@ -325,6 +394,69 @@ def _manifest(
         "counts": {"exceptions": tracked.exception_count, **tracking.state_counts()},
         "ageBuckets": tracking.age_buckets().to_dict(orient="records"),
     }
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    """``toolkit reconcile inspect FILE``: what was detected, a sample, a proposed mapping."""
+    values = {n: getattr(args, f"inspect_{n}") for n in ("delimiter", "encoding", "sheet", "header_row")}
+    try:
+        try:
+            options = ReadOptions(**values)
+        except InputError as exc:
+            option, _, detail = str(exc).partition(": ")
+            raise InputError(f"--{option}: {detail}") from None
+        described = describe(args.inspect_file, args.side, frozenset(), options)
+        rows, count, exact = sample(described)
+    except (InputError, OSError, UnicodeDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    print(inspection_text(described, rows, count, exact, args.side))
+    return EXIT_OK
+
+
+def inspection_text(described: Described, rows: list[list[str]], count: int, exact: bool, side: str) -> str:
+    """What ``inspect`` prints: how the file is read, its columns, a sample and a mapping."""
+    lines = [f"file: {described.name} ({described.kind})"]
+    if described.kind == "csv":
+        names = {",": "comma ','", ";": "semicolon ';'", "\t": "tab '\\t'", "|": "pipe '|'"}
+        encoding = {"utf-8-sig": "utf-8"}.get(described.encoding, described.encoding)
+        lines.append(f"delimiter: {names.get(described.delimiter, repr(described.delimiter))}")
+        lines.append(f"encoding: {encoding}" + (" (with BOM)" if described.bom else " (no BOM)"))
+    if described.kind == "xlsx":
+        lines.append(f"sheet: {described.sheet}")
+    if described.kind in ("csv", "xlsx"):
+        lines.append(f"header row: {described.header_line}")
+    lines.append(f"columns ({len(described.columns)}): {', '.join(described.columns)}")
+    lines.append(f"rows: {count}" if exact else f"rows: about {count} (estimated from the file size)")
+    if rows:
+        frame = pd.DataFrame(rows, columns=list(described.columns))
+        shown = frame.map(lambda v: v if len(v) <= 24 else v[:23] + "…")
+        lines.append(f"first {len(rows)} row(s):")
+        lines.extend("  " + line for line in shown.to_string(index=False).splitlines())
+    proposed: dict[str, str] = {}
+    unmatched = []
+    for canonical in REQUIRED_COLUMNS:
+        if canonical in described.columns:
+            continue
+        found = closest_column(canonical, described.columns)
+        if found is None:
+            unmatched.append(canonical)
+        else:
+            proposed[canonical] = found
+    option = map_option(side)
+    if proposed:
+        lines.append(
+            f"proposed mapping (required name = the file's column): {option} {mapping_text(proposed)}"
+        )
+    elif not unmatched:
+        lines.append("mapping: the required columns are all there; none needed")
+    if unmatched:
+        lines.append(
+            f"no column found for {', '.join(unmatched)}: add {option} "
+            + mapping_text({c: "COLUMN" for c in unmatched})
+            + " with the file's column for each"
+        )
+    return "\n".join(lines)
 
 
 def _run_action(args: argparse.Namespace) -> int:

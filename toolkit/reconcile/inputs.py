@@ -16,8 +16,10 @@ pandas frames for a notebook (computed on the default DuckDB backend, once).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -574,17 +576,22 @@ def _period_bounds(start: str, end: str) -> tuple[pd.Timestamp | None, pd.Timest
 
 
 def _renames(
-    described: Described, mapping: Mapping[str, str] | None, required: tuple[str, ...]
+    described: Described, mapping: Mapping[str, str] | None, required: tuple[str, ...], side: str
 ) -> tuple[tuple[str, str], ...]:
-    """The user's column names -> canonical names; every required column must be there."""
+    """The user's column names -> canonical names; every required column must be there.
+
+    A required column that is missing is taken from the one column whose name differs from it
+    only in case (``Amount`` for ``amount``); otherwise the error lists the file's columns, the
+    closest name and the mapping that would fix it.
+    """
     names = list(described.columns)
     renames: dict[str, str] = {}
     if mapping:
         for canonical, own in mapping.items():
             if own not in names:
                 raise InputError(
-                    f"{described.name}: column {own!r} (mapped to {canonical!r}) not found; "
-                    f"columns are {', '.join(names)}"
+                    f"{described.name}: column {own!r} (mapped to {canonical!r}) not found"
+                    f"{_closest_text(own, names)}; the file's columns are {_listed(names)}"
                 )
             renames[own] = canonical
         for column in names:
@@ -592,39 +599,147 @@ def _renames(
                 renames[column] = f"{column} (original)"
     final = [renames.get(n, n) for n in names]
     if described.kind != "table":
+        missing = []
         for column in required:
-            if column not in final:
-                raise InputError(
-                    f"{described.name}: required column {column!r} is missing; columns are {', '.join(final)}"
-                )
+            if column in final:
+                continue
+            free = [n for n in names if n not in renames and n not in required]
+            same = [n for n in free if n.strip().lower() == column.lower()]
+            if len(same) == 1:
+                renames[same[0]] = column
+                final = [renames.get(n, n) for n in names]
+            else:
+                missing.append(column)
+        if missing:
+            raise InputError(column_error(described.name, missing, names, side))
     return tuple((own, canonical) for own, canonical in renames.items() if own != canonical)
 
 
+def closest_column(canonical: str, names: Sequence[str]) -> str | None:
+    """The file's column most like ``canonical``: the same but for case, else the closest (difflib)."""
+    by_lower: dict[str, list[str]] = {}
+    for name in names:
+        by_lower.setdefault(name.strip().lower(), []).append(name)
+    same = by_lower.get(canonical.lower(), [])
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(canonical.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[close[0]][0] if close else None
+
+
+def map_option(side: str) -> str:
+    """The command-line option that maps ``side``'s columns."""
+    return {"ledger": "--ledger-map", "processor": "--processor-map"}.get(side, "mapping")
+
+
+def mapping_text(pairs: Mapping[str, str]) -> str:
+    """A mapping as ``--ledger-map`` takes it: ``amount=Total,currency=Cur``, or JSON for names
+    with ``=``, ``,``, quotes or spaces at their ends."""
+    plain = all(
+        not set(k + v) & set("=,\"'") and k == k.strip() and v == v.strip() and v for k, v in pairs.items()
+    )
+    if plain:
+        return ",".join(f"{k}={v}" for k, v in pairs.items())
+    return "'" + json.dumps(dict(pairs)).replace("'", "'\\''") + "'"
+
+
+def column_error(name: str, missing: Sequence[str], names: Sequence[str], side: str) -> str:
+    """One line: what is missing, the file's columns, the closest names and the fixing mapping."""
+    what = ", ".join(repr(c) for c in missing)
+    plural = "s" if len(missing) > 1 else ""
+    text = f"{name}: required column{plural} {what} missing; the file's columns are {_listed(names)}"
+    ambiguous = [c for c in missing if sum(n.strip().lower() == c.lower() for n in names) > 1]
+    if ambiguous:
+        text += f"; {ambiguous[0]!r} matches several columns but for case"
+    closest = {c: closest_column(c, names) for c in missing}
+    found = {c: n for c, n in closest.items() if n is not None}
+    if found:
+        text += "; closest: " + ", ".join(f"{n!r} for {c!r}" for c, n in found.items())
+    hint = {c: found.get(c, "COLUMN") for c in missing}
+    text += (
+        f"; to read the file's column as the required one, {map_option(side)} {mapping_text(hint)} "
+        "(required name = the file's column name)"
+    )
+    return text
+
+
+def _closest_text(own: str, names: Sequence[str]) -> str:
+    close = closest_column(own, names)
+    return f" (did you mean {close!r}?)" if close else ""
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else "(none)"
+
+
 def load_payments(
-    source: Source, *, side: str, mapping: Mapping[str, str] | None = None, carry: bool = True
+    source: Source,
+    *,
+    side: str,
+    mapping: Mapping[str, str] | None = None,
+    carry: bool = True,
+    delimiter: str | None = None,
+    encoding: str | None = None,
+    sheet: str | int | None = None,
+    header_row: int | None = None,
 ) -> LoadedInput:
     """One side of a payments reconciliation (``side`` is ``ledger`` or ``processor``).
 
     ``carry=False`` reads only the columns the engine needs (faster; nothing is carried).
+    ``delimiter``, ``encoding`` (CSV), ``sheet`` (Excel: name or 1-based number) and
+    ``header_row`` (1-based) say how to read the file where detection is not enough.
     """
+    options = sources.ReadOptions(delimiter, encoding, sheet, header_row)
     amounts = frozenset({"amount", (mapping or {}).get("amount", "amount")})
-    described = sources.describe(source, side, amounts)
-    renames = _renames(described, mapping, REQUIRED_COLUMNS)
+    described = sources.describe(source, side, amounts, options)
+    renames = _renames(described, mapping, REQUIRED_COLUMNS, side)
     return LoadedInput(side=side, described=described, renames=renames, carry=carry)
 
 
 def load_ledger(
-    source: Source, *, mapping: Mapping[str, str] | None = None, carry: bool = True
+    source: Source,
+    *,
+    mapping: Mapping[str, str] | None = None,
+    carry: bool = True,
+    delimiter: str | None = None,
+    encoding: str | None = None,
+    sheet: str | int | None = None,
+    header_row: int | None = None,
 ) -> LoadedInput:
     """The merchant's books: CSV, .xlsx, Parquet (a file, folder or glob) or a frame."""
-    return load_payments(source, side="ledger", mapping=mapping, carry=carry)
+    return load_payments(
+        source,
+        side="ledger",
+        mapping=mapping,
+        carry=carry,
+        delimiter=delimiter,
+        encoding=encoding,
+        sheet=sheet,
+        header_row=header_row,
+    )
 
 
 def load_processor(
-    source: Source, *, mapping: Mapping[str, str] | None = None, carry: bool = True
+    source: Source,
+    *,
+    mapping: Mapping[str, str] | None = None,
+    carry: bool = True,
+    delimiter: str | None = None,
+    encoding: str | None = None,
+    sheet: str | int | None = None,
+    header_row: int | None = None,
 ) -> LoadedInput:
     """The processor side: a settlement export, the journal's payments frame, or a table."""
-    return load_payments(source, side="processor", mapping=mapping, carry=carry)
+    return load_payments(
+        source,
+        side="processor",
+        mapping=mapping,
+        carry=carry,
+        delimiter=delimiter,
+        encoding=encoding,
+        sheet=sheet,
+        header_row=header_row,
+    )
 
 
 def load_subscription_ledger(source: Source, *, mapping: Mapping[str, str] | None = None) -> LoadedInput:
@@ -635,7 +750,7 @@ def load_subscription_ledger(source: Source, *, mapping: Mapping[str, str] | Non
     """
     amounts = frozenset({"amount", "quantity", (mapping or {}).get("amount", "amount")})
     described = sources.describe(source, "subscription ledger", amounts)
-    renames = _renames(described, mapping, SUBSCRIPTION_COLUMNS)
+    renames = _renames(described, mapping, SUBSCRIPTION_COLUMNS, "subscription ledger")
     return LoadedInput(side="subscription ledger", described=described, kind="subscriptions", renames=renames)
 
 

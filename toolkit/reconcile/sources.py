@@ -7,6 +7,14 @@ empty), plus ``_ord`` (the row's place in the input) and ``source_row`` (its num
 finds it) and ``_source`` (the file it came from). Large files are read by the backend itself,
 never through pandas.
 
+CSV files are read as they come from spreadsheet exports: the encoding (UTF-8 with or without a
+BOM, UTF-16 with a BOM or without one, else cp1252 or latin-1) and the delimiter (``,``, ``;``,
+tab or ``|``: the one the header line holds most of, outside quotes) are detected, or given as
+``ReadOptions``. A file that is not UTF-8, or whose header is below a title (``header_row``), is
+read through a UTF-8 copy made in blocks in a temporary folder, so that DuckDB and Spark read the
+same bytes the same way and line numbers are counted once; the copy starts at the header line, and
+the lines left out are added back to the row numbers.
+
 Row numbers are as in the file: for CSV, the line an editor shows the row on (the header is line
 1 unless blank lines precede it; blank lines and values spanning lines are counted); for Excel,
 the sheet's row with the header as row 1; for Parquet files, frames and tables, which have no
@@ -15,9 +23,15 @@ header row, the first row is row 1 (of its own file, for a folder or glob of Par
 
 from __future__ import annotations
 
+import atexit
+import codecs
 import csv
 import functools
 import glob
+import io
+import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -45,6 +59,55 @@ _BLOCK = 1 << 24
 _GLOB_CHARS = frozenset("*?[")
 
 
+#: The delimiters a CSV file is looked at for, in order of preference when counts are equal.
+DELIMITERS = (",", ";", "\t", "|")
+_SAMPLE = 1 << 16
+_HEAD_LINES = 30  # lines looked at for a title above the header
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read a file where detection is not enough; ``None`` means detect.
+
+    ``delimiter``: one character (CSV); ``encoding``: a Python codec name (CSV); ``sheet``: an
+    Excel sheet's name or its 1-based number; ``header_row``: the 1-based line (CSV) or row (Excel)
+    the column names are on, for a file with a title above them.
+    """
+
+    delimiter: str | None = None
+    encoding: str | None = None
+    sheet: str | int | None = None
+    header_row: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.delimiter is not None:
+            delimiter = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(self.delimiter, self.delimiter)
+            if len(delimiter) != 1 or delimiter in '\r\n"':
+                raise InputError(
+                    f"delimiter: {self.delimiter!r} is not one character (e.g. ';', ',', tab as '\\t')"
+                )
+            object.__setattr__(self, "delimiter", delimiter)
+        if self.encoding is not None:
+            try:
+                codecs.lookup(self.encoding)
+            except LookupError:
+                raise InputError(
+                    f"encoding: unknown encoding {self.encoding!r} (e.g. utf-8, utf-16, cp1252, latin-1)"
+                ) from None
+        if isinstance(self.sheet, str) and self.sheet.strip().isdigit():
+            object.__setattr__(self, "sheet", int(self.sheet))
+        if isinstance(self.sheet, int) and (isinstance(self.sheet, bool) or self.sheet < 1):
+            raise InputError(f"sheet: {self.sheet!r} must be a sheet name or a number from 1")
+        if self.header_row is not None:
+            try:
+                row = int(self.header_row)
+            except (TypeError, ValueError):
+                row = 0
+            if isinstance(self.header_row, bool) or row < 1 or str(row) != str(self.header_row).strip():
+                raise InputError(f"header-row: {self.header_row!r} must be a number from 1")
+            object.__setattr__(self, "header_row", row)
+
+
 @dataclass(frozen=True)
 class Described:
     """What a source is: its kind, its name for people, its columns, and how to read it."""
@@ -55,14 +118,26 @@ class Described:
     paths: tuple[Path, ...] = ()
     table: pa.Table | None = field(default=None, compare=False)  # frames and sheets, as text
     table_name: str = ""
+    # CSV: how the file is written, and the line its header is on (1-based).
+    delimiter: str = ","
+    encoding: str = "utf-8"
+    bom: bool = False
+    header_line: int = 1
+    titled: bool = False  # the header was given below the first lines (a title above it)
+    sheet: str = ""  # Excel: the sheet read
 
 
 # ---------------------------------------------------------------------------------------------
 # Describing
 
 
-def describe(source: Source, side: str, amount_columns: frozenset[str]) -> Described:
-    """Look at ``source`` and refuse what cannot be read; ``amount_columns`` must not be floats."""
+def describe(
+    source: Source, side: str, amount_columns: frozenset[str], options: ReadOptions | None = None
+) -> Described:
+    """Look at ``source`` and refuse what cannot be read; ``amount_columns`` must not be floats
+    (in any case: ``Amount`` may be taken for ``amount``)."""
+    options = options or ReadOptions()
+    amount_columns = frozenset(c.strip().lower() for c in amount_columns)
     if isinstance(source, pd.DataFrame):
         return _describe_frame(source, side, amount_columns)
     text = str(source)
@@ -78,15 +153,10 @@ def describe(source: Source, side: str, amount_columns: frozenset[str]) -> Descr
         raise InputError(f"{path}: file not found")
     suffix = path.suffix.lower()
     try:
-        if suffix in (".csv", ".txt"):
-            header = _read_csv_header(path)
-            if not header:
-                raise InputError(f"{path}: empty file (no header row)")
-            return Described(str(path), "csv", _columns_of(header, str(path)), paths=(path,))
+        if suffix in (".csv", ".txt", ".tsv"):
+            return _describe_csv(path, options)
         if suffix in (".xlsx", ".xlsm"):
-            sheet = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl")
-            table = _numbered_table(_frame_to_table(sheet, str(path), amount_columns), first=2)
-            return Described(str(path), "xlsx", _columns(table, str(path)), paths=(path,), table=table)
+            return _describe_xlsx(path, options, amount_columns)
         if suffix in (".parquet", ".pq"):
             return _describe_parquet(str(path), [path], amount_columns)
     except InputError:
@@ -103,6 +173,182 @@ def _describe_frame(frame: pd.DataFrame, side: str, amount_columns: frozenset[st
     name = f"<{side} frame>"
     table = _numbered_table(_frame_to_table(frame, name, amount_columns), first=1)
     return Described(name, "frame", _columns(table, name), table=table)
+
+
+def _describe_csv(path: Path, options: ReadOptions) -> Described:
+    encoding, bom = (options.encoding, False) if options.encoding else detect_encoding(path)
+    if options.encoding and options.encoding.replace("_", "-").lower() in ("utf-8", "utf8"):
+        encoding = "utf-8-sig"  # a BOM, if there is one, is not part of the first column's name
+    lines = _head_lines(path, encoding, options.header_row)
+    titled = options.header_row is not None
+    if titled:
+        header_line = options.header_row or 1
+        delimiter = options.delimiter or detect_delimiter(lines[header_line - 1])
+    else:
+        header_line, delimiter = _find_header(lines, options.delimiter)
+        titled = any(line.strip() for line in lines[: header_line - 1])
+    header_text = lines[header_line - 1] if header_line <= len(lines) else ""
+    header = next(csv.reader([header_text], delimiter=delimiter), []) if header_text.strip() else []
+    if not header:
+        where = f"line {options.header_row}" if options.header_row else "no header row"
+        raise InputError(f"{path}: empty file ({where})")
+    return Described(
+        str(path),
+        "csv",
+        _columns_of(header, str(path)),
+        paths=(path,),
+        delimiter=delimiter,
+        encoding=encoding,
+        bom=bom,
+        header_line=header_line,
+        titled=titled,
+    )
+
+
+def detect_encoding(path: Path) -> tuple[str, bool]:
+    """The file's encoding as a Python codec name, and whether it starts with a BOM.
+
+    A BOM says it; without one, NUL bytes in every other place say UTF-16; a file that decodes as
+    UTF-8 all through (read in blocks) is UTF-8; else cp1252 (Excel's Western European
+    default), or latin-1 for the five bytes cp1252 leaves undefined.
+    """
+    with path.open("rb") as handle:
+        head = handle.read(_SAMPLE)
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig", True
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16", True
+    pairs = head[: len(head) - len(head) % 2]
+    if pairs and pairs.count(0) * 4 >= len(pairs):  # text of mostly ASCII letters, one NUL each
+        return ("utf-16-le" if pairs[1::2].count(0) > pairs[0::2].count(0) else "utf-16-be"), False
+    for encoding in ("utf-8", "cp1252"):
+        decoder = codecs.getincrementaldecoder(encoding)()
+        try:
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(_BLOCK), b""):
+                    decoder.decode(block)
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            continue
+        return encoding, False
+    return "latin-1", False
+
+
+def _find_header(lines: list[str], delimiter: str | None) -> tuple[int, str]:
+    """The header line (1-based) and the delimiter, from the first lines of the file.
+
+    The delimiter is the candidate that splits the most lines into the same number of fields
+    (more than one), the larger number winning a tie; the header is the first line split into
+    about that many (one fewer allows a data row's trailing delimiter), so a title above the
+    header (``Books, May 2026``) is passed over. Without such lines: the first non-blank line.
+    """
+    filled = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+    if not filled:
+        return 1, delimiter or ","
+    best: tuple[int, int, int, str] | None = None
+    for rank, candidate in enumerate([delimiter] if delimiter else DELIMITERS):
+        counts = [_fields(line, candidate) for _, line in filled]
+        split = [c for c in counts if c > 1]
+        if not split:
+            continue
+        mode = max(set(split), key=lambda c: (split.count(c), c))
+        score = (split.count(mode), mode, -rank, candidate)
+        if best is None or score > best:
+            best = score
+    if best is None:
+        return filled[0][0], delimiter or detect_delimiter(filled[0][1])
+    mode, chosen = best[1], best[3]
+    return next(n for n, line in filled if _fields(line, chosen) >= max(mode - 1, 2)), chosen
+
+
+def _fields(line: str, delimiter: str) -> int:
+    return len(next(csv.reader([line], delimiter=delimiter), []))
+
+
+def detect_delimiter(header: str) -> str:
+    """The candidate the header line holds most of outside quotes (``,`` when it holds none).
+
+    The header alone decides: data rows may hold commas in amounts (``12,50``) or text.
+    """
+    outside = re.sub(r'"[^"]*"', "", header)
+    counts = [(outside.count(d), -i, d) for i, d in enumerate(DELIMITERS)]
+    best = max(counts)
+    return best[2] if best[0] > 0 else ","
+
+
+def _head_lines(path: Path, encoding: str, header_row: int | None) -> list[str]:
+    """The first lines of the file, decoded: up to the header row, or the first 30."""
+    lines: list[str] = []
+    try:
+        with path.open(encoding=encoding, newline="") as handle:
+            for line in handle:
+                lines.append(line.rstrip("\r\n"))
+                if len(lines) >= (header_row or _HEAD_LINES):
+                    break
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: cannot be decoded as {encoding} ({exc.reason} at byte {exc.start}); "
+            "give the file's --encoding, e.g. cp1252 or utf-16"
+        ) from None
+    if header_row is not None and len(lines) < header_row:
+        raise InputError(f"{path}: --header-row {header_row}: the file has only {len(lines)} line(s)")
+    return lines
+
+
+def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[str]) -> Described:
+    """A sheet: the one named or numbered, else the first with data; its header row the one given,
+    else the first of the top 30 rows that fills about as many cells as the widest of them (one
+    fewer allows a data column without a name; a title above the header fills fewer)."""
+    import openpyxl
+
+    book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    try:
+        names = list(book.sheetnames)
+        if isinstance(options.sheet, int):
+            if options.sheet > len(names):
+                raise InputError(
+                    f"{path}: --sheet {options.sheet}: the workbook has {len(names)} sheet(s): "
+                    + ", ".join(names)
+                )
+            sheet = names[options.sheet - 1]
+        elif isinstance(options.sheet, str):
+            if options.sheet not in names:
+                raise InputError(f"{path}: no sheet {options.sheet!r}; sheets are {', '.join(names)}")
+            sheet = options.sheet
+        else:
+            sheet = next((n for n in names if _top_rows(book[n])), names[0])
+        top = _top_rows(book[sheet])
+    finally:
+        book.close()
+    if options.header_row is not None:
+        header_row = options.header_row
+    else:
+        widest = max((len(cells) for _, cells in top), default=0)
+        header_row = next((row for row, cells in top if len(cells) >= max(widest - 1, 2)), 1)
+    frame = pd.read_excel(
+        path, sheet_name=sheet, header=header_row - 1, dtype=str, keep_default_na=False, engine="openpyxl"
+    )
+    frame = frame.loc[:, [not str(c).startswith("Unnamed: ") for c in frame.columns]]
+    table = _numbered_table(_frame_to_table(frame, str(path), amount_columns), first=header_row + 1)
+    return Described(
+        str(path),
+        "xlsx",
+        _columns(table, str(path)),
+        paths=(path,),
+        table=table,
+        header_line=header_row,
+        sheet=sheet,
+    )
+
+
+def _top_rows(worksheet: Any) -> list[tuple[int, list[Any]]]:
+    """The first 30 rows of a sheet: (row number, its non-empty cells)."""
+    rows = []
+    for number, values in enumerate(worksheet.iter_rows(min_row=1, max_row=30, values_only=True), 1):
+        cells = [v for v in values if v is not None and str(v).strip()]
+        if cells:
+            rows.append((number, cells))
+    return rows
 
 
 def _describe_parquet_set(text: str, path: Path, amount_columns: frozenset[str]) -> Described:
@@ -122,7 +368,7 @@ def _describe_parquet(name: str, files: list[Path], amount_columns: frozenset[st
     except Exception as exc:
         raise InputError(f"{files[0]}: cannot be read ({type(exc).__name__}: {exc})") from exc
     for column in schema:
-        if column.name.strip() in amount_columns and pa.types.is_floating(column.type):
+        if column.name.strip().lower() in amount_columns and pa.types.is_floating(column.type):
             raise InputError(
                 f"{name}: column {column.name.strip()!r} holds floats; write amounts as text or decimal"
             )
@@ -143,15 +389,53 @@ def _columns(table: pa.Table, name: str) -> tuple[str, ...]:
     return _columns_of([c for c in table.column_names if c not in ("_ord", "source_row")], name)
 
 
-def _read_csv_header(path: Path) -> list[str]:
-    """The first record that is not a blank line (the CSV readers skip those too)."""
-    return _csv_header_and_skip(path)[0]
+def readable(described: Described) -> tuple[Path, int]:
+    """The file the backends read for a CSV source, and the lines before its first.
+
+    A UTF-8 file without a title above its header is read as it is; any other is copied to UTF-8
+    from its header line on, in blocks (bounded memory), once per process and file.
+    """
+    path = described.paths[0]
+    if described.encoding in ("utf-8", "utf-8-sig") and not described.titled:
+        return path, 0
+    stat = path.stat()
+    return _utf8_copy(path, stat.st_mtime_ns, stat.st_size, described.encoding, described.header_line), (
+        described.header_line - 1
+    )
 
 
-def _csv_header_and_skip(path: Path) -> tuple[list[str], int]:
+@functools.cache
+def _copies() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="toolkit-csv-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+@functools.lru_cache(maxsize=16)
+def _utf8_copy(path: Path, mtime: int, size: int, encoding: str, header_line: int) -> Path:
+    del mtime, size  # part of the cache key only: a changed file is copied again
+    target = _copies() / f"{len(list(_copies().iterdir()))}-{path.stem}.csv"
+    try:
+        with (
+            path.open(encoding=encoding, newline="") as source,
+            target.open("w", encoding="utf-8", newline="") as copy,
+        ):
+            for _ in range(header_line - 1):
+                source.readline()
+            shutil.copyfileobj(source, copy, _BLOCK)
+    except UnicodeDecodeError as exc:
+        target.unlink(missing_ok=True)
+        raise InputError(
+            f"{path}: cannot be decoded as {encoding} ({exc.reason}); give the file's --encoding, "
+            "e.g. cp1252 or utf-16"
+        ) from None
+    return target
+
+
+def _csv_header_and_skip(path: Path, delimiter: str) -> tuple[list[str], int]:
     """The header record, and how many blank lines come before it."""
     with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
+        reader = csv.reader(handle, delimiter=delimiter)
         for record in reader:
             if record:
                 return record, reader.line_num - 1
@@ -174,7 +458,7 @@ def _frame_to_table(frame: pd.DataFrame, name: str, amount_columns: frozenset[st
     for column in frame.columns:
         series = frame[column]
         label = str(column)
-        if label in amount_columns and (
+        if label.strip().lower() in amount_columns and (
             pd.api.types.is_float_dtype(series)
             or (series.dtype == object and any(isinstance(v, float) for v in series.tolist()))
         ):
@@ -232,8 +516,8 @@ def _raw_names(table: pa.Table, wanted: list[str]) -> list[str]:
 def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> ir.Table:
     raw = backend.con.con
     if described.kind == "csv":
-        path = described.paths[0]
-        header, skip = _csv_header_and_skip(path)
+        path, offset = readable(described)
+        header, skip = _csv_header_and_skip(path, described.delimiter)
         columns = ", ".join(f"{_ident(n)} AS {_ident(n.strip())}" for n in header if n.strip() in wanted)
         stored = backend.temp_name("csv")
         # A table keeps the file's order: its rowid is the row's place in the file.
@@ -243,15 +527,15 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
             raw.execute(
                 f"CREATE TEMP TABLE {stored} AS SELECT {columns} FROM read_csv("
                 f"{_quote_literal(str(path))}, header = true, skip = {skip}, auto_detect = false, "
-                f"delim = ',', quote = '\"', escape = '\"', columns = {{{types}}}, "
-                "strict_mode = false)"
+                f"delim = {_quote_literal(described.delimiter)}, quote = '\"', escape = '\"', "
+                f"columns = {{{types}}}, strict_mode = false)"
             )
         finally:
             raw.execute("SET preserve_insertion_order = false")
         view = backend.temp_name("rows")
         raw.execute(f"CREATE TEMP VIEW {view} AS SELECT *, rowid AS _ord FROM {stored}")
         table = backend.con.table(view)
-        return _with_csv_lines(backend, table, path)
+        return _with_csv_lines(backend, table, path, described.delimiter, offset)
     if described.kind == "parquet":
         files = ", ".join(_quote_literal(str(p)) for p in described.paths)
         selected = ", ".join(f"{_ident(c)}" for c in wanted) if wanted else "1 AS _none"
@@ -292,8 +576,8 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
     session = backend.con._session
     view = backend.temp_name("rows")
     if described.kind == "csv":
-        path = described.paths[0]
-        header = _read_csv_header(path)
+        path, offset = readable(described)
+        header = _csv_header_and_skip(path, described.delimiter)[0]
         schema = StructType([StructField(n, StringType()) for n in header])
         # A CSV read with values spanning lines is one partition per file, so the increasing
         # id is the row's place in the file.
@@ -301,6 +585,7 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
             session.read.option("header", True)
             .option("multiLine", True)
             .option("escape", '"')
+            .option("sep", described.delimiter)
             .option("mode", "FAILFAST")
             .schema(schema)
             .csv(str(path))
@@ -310,7 +595,7 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
             F.monotonically_increasing_id().alias("_ord"),
         )
         frame.createOrReplaceTempView(view)
-        return _with_csv_lines(backend, backend.con.table(view), path)
+        return _with_csv_lines(backend, backend.con.table(view), path, described.delimiter, offset)
     if described.kind == "parquet":
         # One read per file, numbered by its place in the sorted list: a file's own path as Spark
         # reports it need not be the path it was given.
@@ -342,19 +627,24 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
     return table.mutate(source_row=number + 1)
 
 
-def _with_csv_lines(backend: Backend, table: ir.Table, path: Path) -> ir.Table:
+def _with_csv_lines(
+    backend: Backend, table: ir.Table, path: Path, delimiter: str = ",", offset: int = 0
+) -> ir.Table:
     """``source_row`` from ``_ord``: line ``_ord + 2`` unless blank lines or values spanning
-    lines shift the rows, in which case each row's line is looked up."""
+    lines shift the rows, in which case each row's line is looked up; ``offset`` lines come
+    before the file read (a title above the header, left out of a copy)."""
     count = int(backend.scalar(table.count()))
-    lines = _csv_row_lines(path, count)
+    lines = _csv_row_lines(path, count, delimiter)
     if lines is None:
-        return table.mutate(source_row=table._ord + 2)
-    numbers = ibis.memtable(pa.table({"_line_ord": np.arange(count, dtype=np.int64), "source_row": lines}))
+        return table.mutate(source_row=table._ord + 2 + offset)
+    numbers = ibis.memtable(
+        pa.table({"_line_ord": np.arange(count, dtype=np.int64), "source_row": lines + offset})
+    )
     joined = table.join(numbers, table._ord == numbers._line_ord)
     return joined.drop("_line_ord")
 
 
-def _csv_row_lines(path: Path, count: int) -> RowNumbers | None:
+def _csv_row_lines(path: Path, count: int, delimiter: str = ",") -> RowNumbers | None:
     """The line each of the ``count`` data rows starts on, or None when it is ``row + 2``.
 
     Counting the line breaks (in C, block by block) tells cheaply whether the file has neither
@@ -373,7 +663,7 @@ def _csv_row_lines(path: Path, count: int) -> RowNumbers | None:
     starts: list[int] = []
     try:
         with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
-            reader = csv.reader(handle)
+            reader = csv.reader(handle, delimiter=delimiter)
             line = 0
             for record in reader:
                 if record:  # a blank line is an empty record
@@ -392,3 +682,41 @@ def _quote_literal(text: str) -> str:
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+# ---------------------------------------------------------------------------------------------
+# A look at a file for people (``toolkit reconcile inspect``)
+
+
+def sample(described: Described, rows: int = 5) -> tuple[list[list[str]], int, bool]:
+    """The first ``rows`` data rows as text, and the number of rows (exact, or estimated from
+    the size of a large CSV file: the third value says which)."""
+    if described.table is not None:
+        raw = _raw_names(described.table, list(described.columns))
+        head = described.table.select(raw).slice(0, rows).to_pylist()
+        return [[str(r[c]) for c in raw] for r in head], described.table.num_rows, True
+    if described.kind == "parquet":
+        import pyarrow.parquet as pq
+
+        total = sum(pq.ParquetFile(p).metadata.num_rows for p in described.paths)
+        first = pq.ParquetFile(described.paths[0]).read_row_group(0) if total else pa.table({})
+        head = first.slice(0, rows).to_pylist()
+        return [[_text_of(r.get(c)) for c in described.columns] for r in head], total, True
+    if described.kind != "csv":
+        return [], 0, False
+    path = described.paths[0]
+    with path.open(encoding=described.encoding, newline="") as handle:
+        for _ in range(described.header_line):
+            handle.readline()
+        start = handle.tell() if described.encoding in ("utf-8", "utf-8-sig") else None
+        text = handle.read(_SAMPLE)
+        whole = not handle.read(1)
+    records = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=described.delimiter) if r]
+    width = len(described.columns)
+    found = [[*r[:width], *[""] * (width - len(r))] for r in records[:rows]]
+    if whole:
+        return found, len(records), True
+    # The last record of the sample may be cut: estimate from the whole ones.
+    size = path.stat().st_size - (start or 0)
+    used = len(text.encode(described.encoding.replace("-sig", "")))
+    return found, round(size / used * max(len(records) - 1, 1)) if used else 0, False

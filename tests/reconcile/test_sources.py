@@ -1,0 +1,189 @@
+"""Inputs as they come from spreadsheet exports: encodings, delimiters, titles, sheets, options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from toolkit.errors import InputError
+from toolkit.reconcile import load_ledger, load_processor
+from toolkit.reconcile.sources import ReadOptions, describe
+
+# A European Excel export: semicolons, a rejected row (line 4), an accented column and value.
+EXCEL_ROWS = (
+    "merchantReferenceId;amount;currency;status;Bemerkung é\n"
+    "m1;12.30;USD;success;café\n"
+    "m2;1200;JPY;pending;\n"
+    "m9;x;USD;success;crème\n"
+)
+
+
+def excel_file(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def check_excel_ledger(path: Path) -> None:
+    loaded = load_ledger(path)
+    assert loaded.frame["merchantReferenceId"].tolist() == ["m1", "m2"]
+    assert loaded.frame["amountMinor"].tolist() == [1230, 1200]
+    assert loaded.rejected["source_row"].tolist() == [4]  # the line an editor shows
+
+
+def test_semicolon_utf8_with_bom(tmp_path: Path) -> None:
+    path = excel_file(tmp_path, "books.csv", b"\xef\xbb\xbf" + EXCEL_ROWS.encode())
+    described = describe(path, "ledger", frozenset())
+    assert (described.delimiter, described.encoding, described.bom) == (";", "utf-8-sig", True)
+    assert described.columns[0] == "merchantReferenceId"  # no BOM in the first name
+    check_excel_ledger(path)
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_from_excel(tmp_path: Path, codec: str) -> None:
+    """Excel's "Unicode text": UTF-16 with a BOM, CRLF; and BOM-less UTF-16 of either order."""
+    data = EXCEL_ROWS.replace("\n", "\r\n").encode(codec)
+    path = excel_file(tmp_path, "books.csv", data)
+    described = describe(path, "ledger", frozenset())
+    assert described.delimiter == ";" and described.encoding == codec
+    assert described.columns[-1] == "Bemerkung é"
+    check_excel_ledger(path)
+
+
+def test_cp1252_with_accents(tmp_path: Path) -> None:
+    path = excel_file(tmp_path, "books.csv", EXCEL_ROWS.replace(";", ",").encode("cp1252"))
+    described = describe(path, "ledger", frozenset())
+    assert (described.delimiter, described.encoding) == (",", "cp1252")
+    assert "Bemerkung é" in described.columns
+    check_excel_ledger(path)
+    carried = load_ledger(path).frame
+    assert carried["Bemerkung é"].tolist() == ["café", ""]
+
+
+def test_tab_separated_and_comma_amounts_keep_the_header_delimiter(tmp_path: Path) -> None:
+    path = excel_file(tmp_path, "books.txt", EXCEL_ROWS.replace(";", "\t").encode())
+    assert describe(path, "ledger", frozenset()).delimiter == "\t"
+    check_excel_ledger(path)
+
+
+def test_a_title_above_the_csv_header_is_found_and_rows_keep_their_lines(tmp_path: Path) -> None:
+    path = excel_file(tmp_path, "books.csv", ("Books, May 2026\n\n" + EXCEL_ROWS).encode("cp1252"))
+    described = describe(path, "ledger", frozenset())
+    assert described.header_line == 3 and described.delimiter == ";"
+    loaded = load_ledger(path)
+    assert loaded.rejected["source_row"].tolist() == [6]
+    given = load_ledger(path, header_row=3, delimiter=";", encoding="cp1252")
+    assert given.rejected["source_row"].tolist() == [6]
+
+
+def test_options_where_detection_is_not_enough(tmp_path: Path) -> None:
+    # A pipe inside the header's quotes would not decide; the option does.
+    path = excel_file(tmp_path, "books.csv", EXCEL_ROWS.replace(";", "|").encode())
+    assert load_ledger(path, delimiter="|").frame["amountMinor"].tolist() == [1230, 1200]
+    latin = excel_file(tmp_path, "latin.csv", EXCEL_ROWS.encode("latin-1"))
+    assert load_ledger(latin, encoding="latin-1").frame["Bemerkung é"].tolist() == ["café", ""]
+    with pytest.raises(InputError, match=r"cannot be decoded as utf-8.*--encoding"):
+        load_ledger(latin, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"delimiter": ";;"}, "delimiter: ';;' is not one character"),
+        ({"encoding": "klingon"}, "encoding: unknown encoding 'klingon'"),
+        ({"sheet": 0}, "sheet: 0 must be"),
+        ({"header_row": 0}, "header-row: 0 must be"),
+        ({"header_row": "two"}, "header-row: 'two' must be"),
+    ],
+)
+def test_bad_option_values_are_refused(options: dict[str, object], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        ReadOptions(**options)  # type: ignore[arg-type]
+
+
+def workbook(tmp_path: Path) -> Path:
+    """A cover sheet, then the data under a title and a blank row on the second sheet."""
+    book = openpyxl.Workbook()
+    cover = book.active
+    assert cover is not None
+    cover.title = "Cover"
+    data = book.create_sheet("Data")
+    data.append(["Books, May 2026"])
+    data.append([])
+    data.append(["merchantReferenceId", "Amount", "currency", "status"])
+    data.append(["m1", "12.30", "USD", "success"])
+    data.append(["m9", "x", "USD", "success"])
+    path = tmp_path / "books.xlsx"
+    book.save(path)
+    return path
+
+
+def test_xlsx_with_a_title_row_and_data_on_the_second_sheet(tmp_path: Path) -> None:
+    path = workbook(tmp_path)
+    described = describe(path, "ledger", frozenset())
+    assert (described.sheet, described.header_line) == ("Data", 3)
+    loaded = load_ledger(path)  # Amount is taken for amount
+    assert loaded.frame["amountMinor"].tolist() == [1230]
+    assert loaded.rejected["source_row"].tolist() == [5]
+    for sheet in ("Data", 2, "2"):
+        given = load_ledger(path, sheet=sheet, header_row=3)
+        assert given.rejected["source_row"].tolist() == [5]
+    with pytest.raises(InputError, match="no sheet 'Nope'; sheets are Cover, Data"):
+        load_ledger(path, sheet="Nope")
+    with pytest.raises(InputError, match="--sheet 3: the workbook has 2 sheet"):
+        load_ledger(path, sheet=3)
+
+
+def test_column_error_lists_the_file_suggests_and_shows_the_map(tmp_path: Path) -> None:
+    path = excel_file(tmp_path, "books.csv", b"Ref,Total,Currency,Staus\nm1,1.00,USD,success\n")
+    with pytest.raises(InputError) as caught:
+        load_ledger(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "the file's columns are Ref, Total, Currency, Staus" in message
+    assert "closest: 'Staus' for 'status'" in message
+    assert "--ledger-map merchantReferenceId=COLUMN,amount=COLUMN,status=Staus" in message
+    assert "required name = the file's column name" in message
+    with pytest.raises(InputError, match="--processor-map"):
+        load_processor(path)
+    fixed = load_ledger(path, mapping={"merchantReferenceId": "Ref", "amount": "Total", "status": "Staus"})
+    assert fixed.frame["amountMinor"].tolist() == [100]  # Currency was taken for currency
+    with pytest.raises(
+        InputError, match=r"column 'total' \(mapped to 'amount'\) not found \(did you mean 'Total'"
+    ):
+        load_ledger(path, mapping={"amount": "total"})
+
+
+def test_ambiguous_case_is_not_guessed(tmp_path: Path) -> None:
+    path = excel_file(tmp_path, "books.csv", b"merchantReferenceId,Amount,AMOUNT,currency,status\n")
+    with pytest.raises(InputError, match="'amount' matches several columns but for case"):
+        load_ledger(path)
+
+
+def test_float_amounts_are_refused_under_any_case(tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {"merchantReferenceId": ["m1"], "Amount": [1.1], "currency": ["USD"], "status": ["success"]}
+    )
+    with pytest.raises(InputError, match="column 'Amount' holds floats"):
+        load_ledger(frame)
+
+
+def test_xlsx_header_on_the_first_row_stays_there_beside_an_unnamed_column(tmp_path: Path) -> None:
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["merchantReferenceId", "amount", "currency", "status"])
+    sheet.append(["m1", "12.30", "USD", "success", "a note"])
+    sheet.append(["m9", "x", "USD", "success", "a note"])
+    path = tmp_path / "books.xlsx"
+    book.save(path)
+    described = describe(path, "ledger", frozenset())
+    assert (described.header_line, described.columns) == (
+        1,
+        ("merchantReferenceId", "amount", "currency", "status"),
+    )
+    assert load_ledger(path).rejected["source_row"].tolist() == [3]
