@@ -137,6 +137,14 @@ def test_body_over_1_mib_is_413(api: Api) -> None:
     assert response.json()["code"] == 413
 
 
+def test_metadata_keys_named_like_fields_are_the_merchants_own(api: Api) -> None:
+    """Found by schemathesis: ``metadata.atPeriodEnd`` was refused as the cancel flag's boolean."""
+    metadata = {"atPeriodEnd": "soon", "amount": "12", "quantity": "many", "isDefaultPrice": "no"}
+    response = api.post("/payment", base(metadata=metadata))
+    assert response.status_code == 200, response.text
+    assert api.post("/payment", base(metadata={"amount": 12})).json()["msg"].startswith("metadata.amount:")
+
+
 def test_card_success_returns_every_field(api: Api) -> None:
     data = api.pay(
         paymentMethodType="CARD",

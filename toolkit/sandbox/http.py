@@ -38,6 +38,9 @@ _INTEGER_FIELDS = frozenset(
     }
 )
 _BOOLEAN_FIELDS = frozenset({"isDefaultPrice", "atPeriodEnd"})
+#: A map of the merchant's own keys and values, typed by its model alone: a key there named like a
+#: field (``metadata.atPeriodEnd``) is not that field.
+_FREE_FORM = "metadata"
 
 
 class ApiError(Exception):
@@ -195,6 +198,8 @@ def check_types(value: Any, path: str = "") -> None:
         if kind is not None and (problem := _wrong_type(kind, item)):
             raise BadRequest(f"{path}.{key}" if path else str(key), problem)
         if type(item) in _SCALARS:
+            continue
+        if key == _FREE_FORM:  # the merchant's own keys: none of them is a field of the API
             continue
         if isinstance(item, list | Mapping):
             field = f"{path}.{key}" if path else str(key)
