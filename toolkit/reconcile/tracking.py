@@ -632,9 +632,16 @@ def check_can_run(
         return
     with Store.open(home, create=False) as store:
         runs = _runs(store.chain(track, must_exist=False))
-    if runs and cut_off is not None and _parse_time(runs[-1].payload["asOf"]) > cut_off:
+    if cut_off is not None:
+        _refuse_going_back(track, runs, cut_off)
+
+
+def _refuse_going_back(track: str, runs: list[Entry], cut_off: datetime) -> None:
+    """A track's runs go forward in time: refuse a cut-off before its last run's."""
+    if runs and _parse_time(runs[-1].payload["asOf"]) > cut_off:
+        last = runs[-1].payload
         raise TrackError(
-            f"track {track}: its run {runs[-1].payload['run']} is as of {runs[-1].payload['asOf']}, "
+            f"track {track}: its run {last['run']} is as of {last['asOf']}, "
             f"later than {utc_text(cut_off)}: a track's runs go forward in time"
         )
 
@@ -664,12 +671,7 @@ def recording(
             chain = [store.append(track, "track", {"track": track}, [])]
         moment = cut_off or datetime.now(UTC).replace(microsecond=0)
         runs = _runs(chain)
-        last = runs[-1] if runs else None
-        if last is not None and _parse_time(last.payload["asOf"]) > moment:
-            raise TrackError(
-                f"track {track}: its run {last.payload['run']} is as of {last.payload['asOf']}, later "
-                f"than {utc_text(moment)}: a track's runs go forward in time"
-            )
+        _refuse_going_back(track, runs, moment)
         earlier = [r for r in runs if _parse_time(r.payload["asOf"]) < moment]
         previous = earlier[-1] if earlier else None
         same = [r for r in runs if _parse_time(r.payload["asOf"]) == moment]
