@@ -23,6 +23,7 @@ import pandas as pd
 
 from toolkit.money import format_money, is_currency
 from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, RowCounts
+from toolkit.reconcile.tolerance import Tolerance
 
 #: Sort order of the states in the exceptions table (then oldest first).
 STATE_ORDER = {"new": 0, "open": 1, "acknowledged": 2}
@@ -202,12 +203,13 @@ def source_words(source: str, *, short: bool = False) -> str:
     return re.split(r"[\\/]", source.rstrip("\\/"))[-1] or source
 
 
-def tolerance_text(tolerance: int) -> str:
+def tolerance_text(tolerance: Tolerance) -> str:
     """The amount tolerance in words."""
-    if not tolerance:
+    if tolerance.is_zero:
         return "amounts must match exactly"
-    unit = "unit" if tolerance == 1 else "units"
-    return f"differences of up to {tolerance} minor {unit} of the currency count as matching"
+    return (
+        f"differences of up to {tolerance.text()} count as matching, and are listed with their variance"
+    )
 
 
 def category_label(category: str) -> str:

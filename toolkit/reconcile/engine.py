@@ -73,6 +73,7 @@ from toolkit.reconcile.result import (
     rejected_exceptions,
 )
 from toolkit.reconcile.sources import source_of
+from toolkit.reconcile.tolerance import Tolerance
 
 __all__ = [
     "CATEGORIES",
@@ -495,6 +496,7 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
     if table is None or not table.num_rows:
         frame = pd.DataFrame({name: np.empty(0, dtype=object) for name in EXCEPTION_COLUMNS})
         frame["source_row"] = np.empty(0, dtype=np.int64)
+        frame["age_days"] = pd.array([], dtype="Int64")
         return frame.assign(_cur=np.empty(0, dtype=object), _amount=np.empty(0, dtype=np.int64))
     on_processor = table.column("_on_processor").to_numpy().astype(bool)
     l_row, _ = _integers(table.column("l_row"))
@@ -527,6 +529,8 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
             "source": source,
             "source_row": row,
             "detail": _texts(table.column("detail")),
+            "severity": np.full(table.num_rows, "exception", dtype=object),
+            "age_days": pd.array([None] * table.num_rows, dtype="Int64"),
             "_cur": np.where(
                 present[0], _texts(table.column("l_currency")), _texts(table.column("p_currency"))
             ),
@@ -683,7 +687,7 @@ def summarise(
         ),
         rejected=pd.concat([side for _, side in rejected_parts], ignore_index=True),
         counts=counts,
-        amount_tolerance=amount_tolerance,
+        amount_tolerance=Tolerance.of(amount_tolerance),
         sources=(led.loaded.source, pro.loaded.source),
         totals=totals,
     )

@@ -10,6 +10,7 @@ import functools
 import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from decimal import Context, Decimal, localcontext
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from toolkit.money import from_minor, is_currency
+from toolkit.reconcile.tolerance import Tolerance
 
 if TYPE_CHECKING:
     from toolkit.reconcile.tracking import Tracking
@@ -42,7 +44,19 @@ SUBSCRIPTION_CATEGORIES: tuple[str, ...] = (
     "subscription_amount_mismatch",
     "subscription_state_mismatch",
 )
-CATEGORIES: tuple[str, ...] = PAYMENT_CATEGORIES + SUBSCRIPTION_CATEGORIES
+#: Informational categories (``severity`` ``info``): shown, never counted as exceptions.
+#: ``in_transit``: not a break yet, inside the settlement window before the cut-off;
+#: ``within_tolerance``: matched, with a variance the amount tolerance allows.
+INFO_CATEGORIES: tuple[str, ...] = ("in_transit", "within_tolerance")
+CATEGORIES: tuple[str, ...] = PAYMENT_CATEGORIES + SUBSCRIPTION_CATEGORIES + INFO_CATEGORIES
+#: Values of the ``severity`` column.
+SEVERITIES: tuple[str, ...] = ("exception", "info")
+
+
+def severity_of(category: str) -> str:
+    """``info`` for the informational categories, else ``exception``."""
+    return "info" if category in INFO_CATEGORIES else "exception"
+
 #: Columns of ``ReconciliationResult.exceptions`` and of exceptions.csv, in order.
 EXCEPTION_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
@@ -56,11 +70,14 @@ EXCEPTION_COLUMNS: tuple[str, ...] = (
     "source",
     "source_row",
     "detail",
+    "severity",
+    "age_days",
 )
 #: Columns of ``ReconciliationResult.summary``.
 SUMMARY_COLUMNS: tuple[str, ...] = ("category", "currency", "count", "amount")
 
-#: Columns of ``ReconciliationResult.matched``.
+#: Columns of ``ReconciliationResult.matched``: the ledger's amount, and what the processor
+#: charged (``charged_*``) and priced (``pricing_*``, null where the processor gave no price).
 MATCHED_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
     "amountMinor",
@@ -68,15 +85,39 @@ MATCHED_COLUMNS: tuple[str, ...] = (
     "status",
     "ledger_row",
     "processor_row",
+    "charged_amountMinor",
+    "charged_currency",
+    "pricing_amountMinor",
+    "pricing_currency",
+)
+#: Columns of ``ReconciliationResult.fx``: one row per payment compared at a reference rate
+#: (``--fx-rates``): the ledger's amount, the rate of the payment's date (1 ledger currency =
+#: ``rate`` processor currency), the amount expected at that rate, what was charged, and
+#: ``variance`` = charged - expected, in the processor's currency; ``category`` is the outcome
+#: (``within_tolerance``, ``amount_mismatch``, or ``matched`` when exact).
+FX_COLUMNS: tuple[str, ...] = (
+    "merchantReferenceId",
+    "date",
+    "ledger_amount",
+    "ledger_currency",
+    "rate",
+    "expected_amount",
+    "charged_amount",
+    "charged_currency",
+    "variance",
+    "category",
 )
 IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
 class RowCounts:
-    """What became of the rows of one input: ``rows == matched + exceptions + rejected + outside``.
+    """What became of the rows of one input: ``rows == matched + exceptions + in_transit +
+    rejected + outside + after_cutoff``.
 
-    ``outside``: rows dated outside the period that was asked for (counted, not reconciled).
+    ``matched`` includes matches within tolerance; ``in_transit``: rows of payments inside the
+    settlement window (not a break yet); ``outside``: rows dated outside the period that was asked
+    for; ``after_cutoff``: rows dated after the cut-off (both counted, not reconciled).
     """
 
     side: str
@@ -86,11 +127,15 @@ class RowCounts:
     exceptions: int
     rejected: int
     outside: int = 0
+    in_transit: int = 0
+    after_cutoff: int = 0
 
     @property
     def adds_up(self) -> bool:
         """True when every row is accounted for (it always should be)."""
-        return self.rows == self.matched + self.exceptions + self.rejected + self.outside
+        return self.rows == (
+            self.matched + self.exceptions + self.in_transit + self.rejected + self.outside + self.after_cutoff
+        )
 
 
 @dataclass(frozen=True)
@@ -140,6 +185,11 @@ class ReconciliationResult:
     each side's usable rows add up to per currency (empty for subscription checks).
     ``tracking``: None for a one-off run; for a run of a track (``tracking.track_result``), the
     run, the resolved exceptions and the states, whose columns ``exceptions`` then also holds.
+    ``exceptions`` also holds the informational rows (``severity`` ``info``: ``in_transit``,
+    ``within_tolerance``), which ``exception_count`` and the thresholds leave out. ``cutoff`` and
+    ``grace``: the run's cut-off and settlement window (None when it had none); ``fx``: the
+    payments compared at a reference rate (``FX_COLUMNS``); ``missing_rates``: each rate a payment
+    needed and the rate file did not have (``EUR/USD on 2026-11-18``).
     """
 
     summary: pd.DataFrame
@@ -147,10 +197,14 @@ class ReconciliationResult:
     matched_rows: LazyRows
     rejected: pd.DataFrame
     counts: tuple[RowCounts, ...]
-    amount_tolerance: int = 0
+    amount_tolerance: Tolerance = field(default_factory=Tolerance)
     sources: tuple[str, ...] = field(default=())
     totals: tuple[SideTotal, ...] = field(default=())
     tracking: Tracking | None = field(default=None, repr=False, compare=False)
+    cutoff: datetime | None = None
+    grace: timedelta | None = None
+    fx: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({c: [] for c in FX_COLUMNS}))
+    missing_rates: tuple[str, ...] = ()
 
     @functools.cached_property
     def matched(self) -> pd.DataFrame:
@@ -164,12 +218,37 @@ class ReconciliationResult:
 
     @property
     def exception_count(self) -> int:
-        """Number of exceptions (rejected rows included)."""
-        return len(self.exceptions)
+        """Number of exceptions (rejected rows included; informational rows not)."""
+        return int((self.exceptions["severity"] != "info").sum()) if "severity" in self.exceptions else len(self.exceptions)
+
+    @property
+    def info_count(self) -> int:
+        """Number of informational rows (in transit, within tolerance)."""
+        return len(self.exceptions) - self.exception_count
+
+    @property
+    def info_counts(self) -> dict[str, int]:
+        """Informational rows per category, every informational category listed."""
+        counts = self.exceptions["category"].value_counts()
+        return {name: int(counts.get(name, 0)) for name in INFO_CATEGORIES}
+
+    @property
+    def fx_pairs(self) -> pd.DataFrame:
+        """Per currency pair of ``fx``: payments and the total variance (charged - expected, in the
+        processor's currency), exact."""
+        columns = ["ledger_currency", "charged_currency", "payments", "variance"]
+        if self.fx.empty:
+            return pd.DataFrame({c: [] for c in columns})
+        rows = [
+            (base, quote, len(group), sum(group["variance"].tolist(), Decimal(0)))
+            for (base, quote), group in self.fx.groupby(["ledger_currency", "charged_currency"], sort=True)
+        ]
+        return pd.DataFrame(rows, columns=columns)
 
     @property
     def category_counts(self) -> dict[str, int]:
-        """Exceptions per category, every category of the result's kind listed (zeros included)."""
+        """Exceptions per category, every category of the result's kind listed (zeros included);
+        informational categories are in ``info_counts``."""
         counts = self.exceptions["category"].value_counts()  # by category: no text per row
         present = {str(name) for name, n in counts.items() if n}
         names = list(PAYMENT_CATEGORIES)
@@ -192,6 +271,10 @@ class ReconciliationResult:
             amount_tolerance=self.amount_tolerance,
             sources=self.sources + other.sources,
             totals=self.totals + other.totals,
+            cutoff=self.cutoff,
+            grace=self.grace,
+            fx=self.fx,
+            missing_rates=self.missing_rates,
         )
 
     def __repr__(self) -> str:
@@ -224,8 +307,8 @@ class ReconciliationResult:
             tracked = f"<p>{html.escape(self.tracking.summary_text().splitlines()[0])}</p>"
         return (
             f"<div><strong>Reconciliation</strong>: {self.matched_count:,} matched, "
-            f"{self.exception_count:,} exceptions (amount tolerance {self.amount_tolerance} "
-            f"minor units){tracked}{accounting}{summary}</div>"
+            f"{self.exception_count:,} exceptions (amount tolerance {self.amount_tolerance.text()})"
+            f"{tracked}{accounting}{summary}</div>"
         )
 
 
@@ -293,6 +376,8 @@ def rejected_exceptions(rejected: pd.DataFrame, side: str, source: str) -> tuple
             "source": np.full(n, source, dtype=object),
             "source_row": rejected["source_row"].to_numpy(dtype=np.int64),
             "detail": rejected["detail"].astype(object).to_numpy(),
+            "severity": np.full(n, "exception", dtype=object),
+            "age_days": pd.array([None] * n, dtype="Int64"),
         }
     )
     side_frame = rejected.assign(side=side, source=source)

@@ -223,6 +223,8 @@ def _result(
     if len(rejected_exc):
         exceptions = pd.concat([exceptions, rejected_exc], ignore_index=True)
     exceptions["source_row"] = exceptions["source_row"].astype(np.int64)
+    exceptions["severity"] = "exception"
+    exceptions["age_days"] = pd.array([None] * len(exceptions), dtype="Int64")
     exceptions = _sort_exceptions(exceptions)
     cats = [str(r["category"]) for r in found.records] + ["rejected_row"] * len(rejected_exc)
     summary = build_summary(
