@@ -80,6 +80,8 @@ def parse_value(text: str, default: Any = None) -> Any:
 
 
 def _type_problem(name: str, value: Any, default: Any) -> str | None:
+    if name.endswith("_tolerance") and isinstance(value, int) and not isinstance(value, bool):
+        return None  # minor units, as the text form's plain number
     if isinstance(default, bool):
         return None if isinstance(value, bool) else f"{name}: {value!r} is not true or false"
     if isinstance(default, int):
@@ -96,6 +98,8 @@ def _type_problem(name: str, value: Any, default: Any) -> str | None:
 
 
 def _value_problem(name: str, value: Any) -> str | None:
+    if name.endswith("_tolerance") or name in ("as_of", "grace"):
+        return _rule_problem(name, value)
     if not isinstance(value, str) or not value.strip():
         return None
     if name.endswith("_path") and not Path(value).expanduser().is_file():
@@ -105,6 +109,27 @@ def _value_problem(name: str, value: Any) -> str | None:
             date.fromisoformat(value.strip())
         except ValueError:
             return f"{name}: {value!r} is not a date written YYYY-MM-DD"
+    return None
+
+
+def _rule_problem(name: str, value: Any) -> str | None:
+    """A reconciliation rule's value (tolerance, cut-off, settlement window) read as the engine
+    will read it, so that a mistake stops the run before the kernel starts."""
+    from toolkit.errors import InputError
+    from toolkit.reconcile.timing import parse_as_of, parse_grace
+    from toolkit.reconcile.tolerance import Tolerance
+
+    if isinstance(value, str) and not value.strip() and name != "grace":
+        return None
+    try:
+        if name == "as_of":
+            parse_as_of(str(value))
+        elif name == "grace":
+            parse_grace(str(value))
+        else:
+            Tolerance.of(value)
+    except InputError as exc:
+        return f"{name}: {str(exc).split(': ', 1)[-1] if str(exc).startswith('--') else exc}"
     return None
 
 

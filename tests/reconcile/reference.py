@@ -38,8 +38,9 @@ ExceptionRow = tuple[
 ]
 #: category, currency ("" for rejected rows), count, amount (None for rejected rows).
 SummaryRow = tuple[str, str, int, Decimal | None]
-#: merchantReferenceId, amountMinor, currency, status, ledger_row, processor_row.
-MatchedRow = tuple[str, int, str, str, int, int]
+#: merchantReferenceId, amountMinor, currency, status, ledger_row, processor_row, then what the
+#: processor charged (minor units, currency) and priced (none here).
+MatchedRow = tuple[str, int, str, str, int, int, int, str, None, None]
 #: merchantReferenceId, amount, currency, status (all as written), source_row, detail, side, source.
 RejectedRow = tuple[str, str, str, str, int, str, str, str]
 #: side, source, rows, matched, exceptions, rejected, outside.
@@ -75,7 +76,11 @@ CATEGORIES: tuple[str, ...] = (
     "duplicate_in_ledger",
     "unknown_outcome",
     "rejected_row",
+    "in_transit",
+    "within_tolerance",
 )
+#: Categories shown for information, never counted as exceptions.
+INFO: frozenset[str] = frozenset({"in_transit", "within_tolerance"})
 SUMMARY_ORDER: tuple[str, ...] = ("matched", *CATEGORIES)
 EXCEPTION_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
@@ -89,6 +94,8 @@ EXCEPTION_COLUMNS: tuple[str, ...] = (
     "source",
     "source_row",
     "detail",
+    "severity",
+    "age_days",
 )
 SIDES: tuple[str, str] = ("ledger", "processor")
 #: An amount may have at most this many digits, and so may its integer part plus the currency's
@@ -279,6 +286,22 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                     first_l.minor,
                 )
             )
+        elif first_l.minor != first_p.minor and abs(first_l.minor - first_p.minor) <= tolerance:
+            cur = first_l.currency
+            found.append(
+                _Found(
+                    key,
+                    "within_tolerance",
+                    first_l,
+                    first_p,
+                    "ledger",
+                    first_l.row,
+                    f"ledger {major_text(first_l.minor, cur)} {cur}, processor "
+                    f"{major_text(first_p.minor, cur)} {cur} (variance "
+                    f"{major_text(first_l.minor - first_p.minor, cur)}, within tolerance){where}",
+                    first_l.minor - first_p.minor,
+                )
+            )
         elif abs(first_l.minor - first_p.minor) > tolerance:
             cur = first_l.currency
             found.append(
@@ -355,6 +378,8 @@ def _exception_row(found: _Found, sources: dict[str, str]) -> ExceptionRow:
         sources[found.side],
         found.row,
         found.detail,
+        "info" if found.category in INFO else "exception",
+        None,
     )
 
 
@@ -409,6 +434,8 @@ def reference_reconcile(
                     source_of[side],
                     number,
                     read,
+                    "exception",
+                    None,
                 )
             )
 
@@ -419,11 +446,24 @@ def reference_reconcile(
     for key in sorted(set(led_keys) | set(pro_keys)):
         mine = _exceptions_of_key(key, led_keys.get(key, []), pro_keys.get(key, []), amount_tolerance)
         found.extend(mine)
-        if mine:
+        if any(f.category not in INFO for f in mine):
             flagged.add(key)
-        else:
+        else:  # matched, within tolerance or exactly
             first_l, first_p = led_keys[key][0], pro_keys[key][0]
-            matched.append((key, first_l.minor, first_l.currency, first_l.status, first_l.row, first_p.row))
+            matched.append(
+                (
+                    key,
+                    first_l.minor,
+                    first_l.currency,
+                    first_l.status,
+                    first_l.row,
+                    first_p.row,
+                    first_p.minor,
+                    first_p.currency,
+                    None,
+                    None,
+                )
+            )
 
     side_rank = {side: i for i, side in enumerate(SIDES)}
     category_rank = {category: i for i, category in enumerate(CATEGORIES)}

@@ -2,13 +2,15 @@
 
 load_ledger / load_processor / load_subscription_ledger  ->  LoadedInput
 select_period(loaded, column, start, end)                 ->  LoadedInput (outside counted)
-reconcile(ledger, processor, track=None)                  ->  ReconciliationResult
+reconcile(ledger, processor, as_of=, grace=, fx_rates=)   ->  ReconciliationResult (cut-off, FX)
+load_rates(path) / Tolerance.parse(text)                  ->  reference rates, amount tolerances
 track_result(result, track) / acknowledge / reopen        ->  a tracked run, sign-offs (tracking.py)
 verify_track(track) / track_history(track)                ->  the audit log checked, the runs
 reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
 write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
 """
 
+from toolkit.reconcile.fx import Rates, load_rates
 from toolkit.reconcile.inputs import (
     LoadedInput,
     load_ledger,
@@ -20,6 +22,8 @@ from toolkit.reconcile.report import render_html, summary_text, write_report
 from toolkit.reconcile.result import (
     CATEGORIES,
     EXCEPTION_COLUMNS,
+    FX_COLUMNS,
+    INFO_CATEGORIES,
     PAYMENT_CATEGORIES,
     SUBSCRIPTION_CATEGORIES,
     SUMMARY_COLUMNS,
@@ -28,6 +32,7 @@ from toolkit.reconcile.result import (
     SideTotal,
 )
 from toolkit.reconcile.subscriptions import reconcile_subscriptions
+from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracked import reconcile
 from toolkit.reconcile.tracking import (
     RESOLVED_COLUMNS,
@@ -44,20 +49,25 @@ from toolkit.reconcile.tracking import verify as verify_track
 __all__ = [
     "CATEGORIES",
     "EXCEPTION_COLUMNS",
+    "FX_COLUMNS",
+    "INFO_CATEGORIES",
     "PAYMENT_CATEGORIES",
     "RESOLVED_COLUMNS",
     "SUBSCRIPTION_CATEGORIES",
     "SUMMARY_COLUMNS",
     "TRACKING_COLUMNS",
     "LoadedInput",
+    "Rates",
     "ReconciliationResult",
     "RowCounts",
     "SideTotal",
+    "Tolerance",
     "Tracking",
     "acknowledge",
     "findings",
     "load_ledger",
     "load_processor",
+    "load_rates",
     "load_subscription_ledger",
     "reconcile",
     "reconcile_subscriptions",

@@ -6,6 +6,13 @@ spill disk ran out, Spark cannot start: the message says what to change) or an o
 be written (a file in the way, a read-only folder, a full disk: the message names the path).
 Code 2 is one ``error:`` line on stderr, never a traceback, and leaves no partial report.
 
+The run has a cut-off (``--as-of``, default now) and a settlement window (``--grace``, default 3
+days): rows dated after the cut-off take no part, and payments inside the window that are still
+pending or on one side only are in transit. In-transit payments and matches within
+``--amount-tolerance`` are shown for information and never count towards ``--max-exceptions``.
+``--fx-rates`` compares amounts in two currencies at a reference rate; a rate the file lacks is
+named on stderr and leaves those payments ``currency_mismatch``; a malformed rate file exits 2.
+
 With ``--track NAME`` the run is recorded in the track's history (``tracking.py``): the report
 shows each exception's state and age, ``--max-exceptions`` counts only ``new`` and ``open``
 exceptions and ``--max-age DAYS`` exits 1 when an unacknowledged one is older. A tracked run that
@@ -30,6 +37,7 @@ from toolkit import runlog
 from toolkit.errors import EngineError, InputError, OutputError, TrackError
 from toolkit.reconcile.backends import BACKENDS, connect
 from toolkit.reconcile.engine import reconcile
+from toolkit.reconcile.fx import load_rates
 from toolkit.reconcile.inputs import (
     REQUIRED_COLUMNS,
     LoadedInput,
@@ -43,6 +51,8 @@ from toolkit.reconcile.inputs import (
 from toolkit.reconcile.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
 from toolkit.reconcile.sources import Described, ReadOptions, describe, sample
+from toolkit.reconcile.timing import timing
+from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracking import (
     acknowledge,
     check_can_run,
@@ -86,10 +96,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--amount-tolerance",
-        type=int,
-        default=0,
-        metavar="MINOR_UNITS",
-        help="amount differences up to this many minor units are not mismatches",
+        default="0",
+        metavar="TOLERANCE",
+        help="differences allowed, listed with their variance: minor units (5), a percentage of "
+        "the ledger amount (0.5%%), with a floor (0.5%%:10), per currency (JPY=1,EUR=0.1%%,5)",
+    )
+    parser.add_argument(
+        "--grace",
+        default=None,
+        metavar="DURATION",
+        help="the settlement window before the cut-off, e.g. 36h or 3d (default 3d): payments "
+        "pending, or on one side only, dated inside it are in transit, not exceptions",
+    )
+    parser.add_argument(
+        "--fx-rates",
+        default=None,
+        metavar="FILE",
+        help="reference rates, a CSV of date,base,quote,rate (1 base = rate quote): amounts in two "
+        "currencies are compared at the rate of the payment's day",
     )
     parser.add_argument(
         "--max-exceptions",
@@ -108,8 +132,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--as-of",
         default=None,
         metavar="WHEN",
-        help="with --track: the run's cut-off for ages, YYYY-MM-DD (00:00 UTC) or an ISO time "
-        "(default: now); the same cut-off again is a re-run of that day",
+        help="the cut-off: rows dated after it take no part; YYYY-MM-DD (the whole day, UTC) or an "
+        "ISO time (default: now); with --track also the run's date for ages (a day counts from "
+        "00:00 UTC), and the same cut-off again is a re-run of that day",
     )
     parser.add_argument(
         "--max-age",
@@ -251,8 +276,8 @@ def run(args: argparse.Namespace) -> int:
     if args.ledger is None or args.processor is None:
         missing = [o for o, v in (("--ledger", args.ledger), ("--processor", args.processor)) if v is None]
         args.reconcile_parser.error(f"the following arguments are required: {', '.join(missing)}")
-    if args.track is None and (args.as_of is not None or args.max_age is not None):
-        print("error: --as-of and --max-age need --track NAME", file=sys.stderr)
+    if args.track is None and args.max_age is not None:
+        print("error: --max-age needs --track NAME", file=sys.stderr)
         return EXIT_INPUT
     if args.track is not None:
         try:
@@ -260,10 +285,10 @@ def run(args: argparse.Namespace) -> int:
         except TrackError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_INPUT
-    if args.amount_tolerance < 0:
-        print("error: --amount-tolerance must be >= 0", file=sys.stderr)
-        return EXIT_INPUT
     try:
+        tolerance = Tolerance.parse(args.amount_tolerance)
+        clock = timing(args.as_of, args.grace)
+        rates = None if args.fx_rates is None else load_rates(args.fx_rates)
         ledger_map = _mapping(args.ledger_map, "--ledger-map")
         processor_map = _mapping(args.processor_map, "--processor-map")
         # The reports use only the canonical columns (and the dates, for a period): read nothing
@@ -275,7 +300,15 @@ def run(args: argparse.Namespace) -> int:
         ledger = select_period(ledger, "date", *period)
         processor = select_period(processor, "createTime", *period)
         engine = connect(args.backend, memory_limit=args.memory_limit, spill_dir=args.spill_dir)
-        result = reconcile(ledger, processor, amount_tolerance=args.amount_tolerance, backend=engine)
+        result = reconcile(
+            ledger,
+            processor,
+            amount_tolerance=tolerance,
+            as_of=clock.as_of,
+            grace=clock.grace,
+            fx_rates=rates,
+            backend=engine,
+        )
     except (InputError, EngineError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -292,8 +325,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OUTPUT
     print(f"Data from: {environment}")
     print(summary_text(result))
+    _print_missing_rates(result)
     rejected = sum(c.rejected for c in result.counts)
     found = f"{result.exception_count} exceptions" + (f" ({rejected} rejected row(s))" if rejected else "")
+    if result.info_count:
+        found += f", {result.info_count} for information (in transit or within tolerance)"
     # The last line is the run's result, for a scheduler to forward.
     if args.max_exceptions is not None and result.exception_count > args.max_exceptions:
         print(
@@ -304,6 +340,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_TOO_MANY
     print(f"ok: {found}; report: {paths['report.html']}")
     return EXIT_OK
+
+
+def _print_missing_rates(result: ReconciliationResult) -> None:
+    """Every rate a payment needed and the rate file lacked, once each (on stderr)."""
+    for text in result.missing_rates:
+        print(f"warning: {text} (--fx-rates): those payments are currency_mismatch", file=sys.stderr)
 
 
 def _run_tracked(
@@ -335,6 +377,7 @@ def _run_tracked(
     assert tracking is not None
     print(f"Data from: {environment}")
     print(summary_text(tracked))
+    _print_missing_rates(tracked)
     print(tracking.summary_text())
     warning = runlog.index_warning(output)
     if warning:
@@ -367,6 +410,8 @@ def _manifest(
         "ledger_map",
         "processor_map",
         "amount_tolerance",
+        "grace",
+        "fx_rates",
         "max_exceptions",
         "max_age",
         "track",

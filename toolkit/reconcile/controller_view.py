@@ -207,9 +207,7 @@ def tolerance_text(tolerance: Tolerance) -> str:
     """The amount tolerance in words."""
     if tolerance.is_zero:
         return "amounts must match exactly"
-    return (
-        f"differences of up to {tolerance.text()} count as matching, and are listed with their variance"
-    )
+    return f"differences of up to {tolerance.text()} count as matching, and are listed with their variance"
 
 
 def category_label(category: str) -> str:

@@ -33,7 +33,10 @@ Rules where the issue leaves a choice:
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -49,17 +52,23 @@ import pyarrow.compute as pc
 from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.money import from_minor
 from toolkit.reconcile.backends import Backend, connect
+from toolkit.reconcile.fx import Rates, load_rates
 from toolkit.reconcile.inputs import (
+    PRICING_COLUMNS,
     REJECTED_COLUMNS,
+    Dated,
     LoadedInput,
     currency_codes,
     currency_table,
     minor_text,
+    period_seconds,
     rejected_frame,
 )
 from toolkit.reconcile.result import (
     CATEGORIES,
     EXCEPTION_COLUMNS,
+    FX_COLUMNS,
+    INFO_CATEGORIES,
     MATCHED_COLUMNS,
     PAYMENT_CATEGORIES,
     SUBSCRIPTION_CATEGORIES,
@@ -73,7 +82,8 @@ from toolkit.reconcile.result import (
     rejected_exceptions,
 )
 from toolkit.reconcile.sources import source_of
-from toolkit.reconcile.tolerance import Tolerance
+from toolkit.reconcile.timing import DEFAULT_GRACE, Timing, duration_text, parse_grace, timing
+from toolkit.reconcile.tolerance import Allowance, Tolerance
 
 __all__ = [
     "CATEGORIES",
@@ -104,11 +114,21 @@ _SLIM = (
     "source_row",
     "_rejected",
     "_outside",
+    "_after",
+    "_when",
+    "_day",
+    "_pminor",
+    "_pcur",
 )
 
 
 #: The ``_st`` code of ``unknown``, the status that is not a fact yet.
 _UNKNOWN = PAYMENT_STATUS_NAMES.index("unknown")
+#: The ``_st`` codes of a payment not settled yet: pending, or waiting for the customer.
+_UNSETTLED = (PAYMENT_STATUS_NAMES.index("pending"), PAYMENT_STATUS_NAMES.index("next_action"))
+_DAY = 86400
+#: The flags that are exceptions (the others, ``INFO_CATEGORIES``, are for information).
+_EXCEPTION_FLAGS = tuple(name for name in PAYMENT_CATEGORIES if name != "rejected_row")
 #: A currency's and a status's codes travel as one number, ``_cur * 8 + _st``.
 _STATUS_CODES = 8
 assert len(PAYMENT_STATUS_NAMES) <= _STATUS_CODES
@@ -131,23 +151,57 @@ class _Side:
     usable: ir.Table
 
 
+@dataclass(frozen=True)
+class Rules:
+    """What a match allows: the amount tolerance, the cut-off and settlement window (None: no
+    timing), the reference rates (None: no comparison across currencies), and what the sides
+    carry (dates for the cut-off, the processor's prices)."""
+
+    tolerance: Tolerance = dataclasses.field(default_factory=Tolerance)
+    timing: Timing | None = None
+    rates: Rates | None = None
+    ledger_dated: bool = False
+    processor_dated: bool = False
+    priced: bool = False
+    grace: timedelta = DEFAULT_GRACE
+
+
 def reconcile(
     ledger: LoadedInput,
     processor: LoadedInput,
     *,
-    amount_tolerance: int = 0,
+    amount_tolerance: int | str | Tolerance = 0,
+    as_of: datetime | date | str | None = None,
+    grace: timedelta | str | None = None,
+    fx_rates: Rates | str | Path | None = None,
     backend: str | Backend = "duckdb",
     memory_limit: str | int | None = None,
     spill_dir: str | Path | None = None,
 ) -> ReconciliationResult:
     """Reconcile the ledger against the processor; see the module docstring for the rules.
 
+    ``amount_tolerance``: minor units, or the text form of ``tolerance.py`` (``0.5%:10``).
+    ``as_of``: the cut-off (a bare date is the end of that day, UTC), with ``grace`` the
+    settlement window before it (default 3 days); None: no cut-off, no payment in transit.
+    ``fx_rates``: a rate file (``fx.py``) to compare amounts across currencies.
     ``backend`` is ``duckdb`` (default; ``memory_limit`` such as ``"6GB"`` and ``spill_dir`` set
     how far it goes before spilling, and where) or ``pyspark``, or a ``Backend`` from
     ``backends.connect``.
     """
-    if amount_tolerance < 0:
-        raise ValueError("amount_tolerance must be >= 0 (minor units)")
+    tolerance = Tolerance.of(amount_tolerance)
+    window = DEFAULT_GRACE if grace is None else parse_grace(grace)
+    clock = None if as_of is None else timing(as_of, window)
+    rates = fx_rates if isinstance(fx_rates, Rates) or fx_rates is None else load_rates(fx_rates)
+    ledger, processor = dated(ledger, clock), dated(processor, clock)
+    rules = Rules(
+        tolerance,
+        clock,
+        rates,
+        ledger_dated=ledger.dated is not None,
+        processor_dated=processor.dated is not None,
+        priced=set(PRICING_COLUMNS) <= processor.columns(),
+        grace=window,
+    )
     engine = (
         backend
         if isinstance(backend, Backend)
@@ -158,22 +212,44 @@ def reconcile(
             checked_rows(engine, name, loaded)
             for name, loaded in zip(_SIDES, (ledger, processor), strict=True)
         )
-        keys = pair_keys(led, pro)
-        flagged = engine.keep(classify(keys, amount_tolerance))
+        pro = align_period(engine, led, pro, rules.grace)
+        keys = pair_keys(led, pro, rules)
+        flagged, fx = resolve_fx(engine, engine.keep(classify(keys, rules)), rules)
         stats = flag_stats(engine, flagged)
         duplicates = {
             side.name: duplicate_rows(engine, side, flagged)
             for side in (led, pro)
             if stats[f"duplicate_in_{side.name}"].sum()
         }
-        exceptions = exception_rows(engine, (led, pro), flagged, duplicates, stats)
+        exceptions = exception_rows(engine, (led, pro), flagged, duplicates, stats, rules)
         side_sums = side_aggregates(engine, (led, pro))
         rejected = {side.name: rejected_rows(engine, side, side_sums[side.name]) for side in (led, pro)}
         counts = count_rows((led, pro), stats, side_sums, rejected)
         matched = matched_summary(engine, led, stats, duplicates.get("ledger"), side_sums["ledger"])
-        return summarise(
-            engine, keys, (led, pro), exceptions, rejected, side_sums, matched, counts, amount_tolerance
+        result = summarise(
+            engine, keys, flagged, (led, pro), exceptions, rejected, side_sums, matched, counts
         )
+        return dataclasses.replace(
+            result,
+            amount_tolerance=tolerance,
+            cutoff=None if clock is None else clock.as_of,
+            grace=None if clock is None else clock.grace,
+            fx=fx.frame,
+            missing_rates=fx.missing,
+        )
+
+
+def dated(loaded: LoadedInput, clock: Timing | None) -> LoadedInput:
+    """``loaded`` dated for the cut-off: the ledger by ``date`` (else ``createTime``), the
+    processor by ``createTime``; as it is when there is no cut-off or no such column (its rows
+    then take part whatever their date, and none of them is in transit)."""
+    if clock is None or loaded.dated is not None:
+        return loaded
+    names = ("date", "createTime") if loaded.side == "ledger" else ("createTime",)
+    column = next((name for name in names if name in loaded.columns()), None)
+    if column is None:
+        return loaded
+    return dataclasses.replace(loaded, dated=Dated(column, clock.cutoff_seconds))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,25 +260,68 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
     """Read and check one side in the backend; keep the columns the next steps need."""
     written = loaded.read(engine)
     rows = engine.keep(loaded.check(written).select(*_SLIM))
-    usable = rows.filter(~rows._rejected & ~rows._outside)
+    usable = rows.filter(~rows._rejected & ~rows._outside & ~rows._after)
     return _Side(name, loaded, written, rows, usable)
+
+
+def align_period(engine: Backend, led: _Side, pro: _Side, grace: timedelta) -> _Side:
+    """The processor's rows of a period as the books place them: a payment booked on the 31st and
+    recorded by the processor on the 1st belongs to the books' period on both sides.
+
+    With a period on both sides, a processor row dated within ``grace`` outside the period is
+    taken in when its key is booked inside it, and a processor row dated within ``grace`` inside
+    the period is left out when its key is booked outside it (and not inside): it is
+    reconciled in the books' period. Other rows keep their own dates."""
+    if led.loaded.period is None or pro.loaded.period is None:
+        return pro
+    lower, upper = period_seconds(pro.loaded.period)
+    window = int(grace.total_seconds())
+    ledger = led.rows.filter(~led.rows._rejected)
+    inside = ledger.filter(~ledger._outside).select(_in_key=ledger._key).distinct()
+    outside = ledger.filter(ledger._outside).select(_out_key=ledger._key).distinct()
+    rows = pro.rows.left_join(inside, pro.rows._key == inside._in_key)
+    rows = rows.left_join(outside, rows._key == outside._out_key)
+    booked_in, booked_out = rows._in_key.notnull(), rows._out_key.notnull() & rows._in_key.isnull()
+    day = rows._day
+    near_outside, near_inside = ibis.literal(False), ibis.literal(False)
+    if lower is not None:
+        near_outside |= (day >= lower - window) & (day < lower)
+        near_inside |= (day >= lower) & (day < lower + window)
+    if upper is not None:
+        near_outside |= (day >= upper) & (day < upper + window)
+        near_inside |= (day >= upper - window) & (day < upper)
+    usable = ~rows._rejected & ~rows._after
+    taken_in = usable & rows._outside & booked_in & near_outside
+    left_out = usable & ~rows._outside & booked_out & near_inside
+    moved = (rows._outside & ~taken_in.fill_null(False)) | left_out.fill_null(False)
+    aligned = engine.keep(rows.mutate(_outside=moved).select(*_SLIM))
+    usable_rows = aligned.filter(~aligned._rejected & ~aligned._outside & ~aligned._after)
+    return dataclasses.replace(pro, rows=aligned, usable=usable_rows)
 
 
 # ---------------------------------------------------------------------------------------------
 # 2. One row per key, both sides side by side
 
 
-def _per_key(side: _Side) -> ir.Table:
+def _per_key(side: _Side, *, when: bool, price: bool) -> ir.Table:
     """How many usable rows each key has, and the values of its first row (file order): one
-    aggregate of fixed-size states, which the backend can spill."""
+    aggregate of fixed-size states, which the backend can spill. ``when`` and ``price`` add the
+    first row's date and price (only when the rules need them)."""
     rows = side.usable
     p = side.name[0]  # "l" or "p"
     codes = rows._cur.cast("int64") * _STATUS_CODES + rows._st.cast("int64")
+    extra = {}
+    if when:
+        extra["_when"] = _first_by(rows._when, rows._ord)
+    if price:
+        extra["_pminor"] = _first_by(rows._pminor, rows._ord)
+        extra["_pcur"] = _first_by(rows._pcur, rows._ord)
     keys = rows.group_by(_key=rows._key).aggregate(
         _n=rows.count(),
         _first=rows._ord.min(),
         _minor=_first_by(rows._minor, rows._ord),
         _codes=_first_by(codes, rows._ord),
+        **extra,
     )
     return keys.select(
         _key=keys._key,
@@ -212,14 +331,17 @@ def _per_key(side: _Side) -> ir.Table:
             f"{p}_minor": keys._minor,
             f"{p}_cur": keys._codes // _STATUS_CODES,  # exact: small integers
             f"{p}_st": keys._codes % _STATUS_CODES,
+            f"{p}_when": keys._when if when else ibis.null("int64"),
+            f"{p}_pminor": keys._pminor if price else ibis.null("int64"),
+            f"{p}_pcur": keys._pcur.cast("int64") if price else ibis.null("int64"),
         },
     )
 
 
-def pair_keys(led: _Side, pro: _Side) -> ir.Table:
+def pair_keys(led: _Side, pro: _Side, rules: Rules) -> ir.Table:
     """Every key of either side, with both sides' counts and first rows (nulls where absent)."""
-    left = _per_key(led).rename(l_key="_key")
-    right = _per_key(pro).rename(p_key="_key")
+    left = _per_key(led, when=rules.ledger_dated, price=False).rename(l_key="_key")
+    right = _per_key(pro, when=rules.processor_dated, price=rules.priced).rename(p_key="_key")
     joined = left.outer_join(right, left.l_key == right.p_key)
     return joined.mutate(key=joined.l_key.fill_null(joined.p_key)).drop("l_key", "p_key")
 
@@ -228,40 +350,203 @@ def pair_keys(led: _Side, pro: _Side) -> ir.Table:
 # 3. Categories of each key
 
 
-def classify(keys: ir.Table, amount_tolerance: int) -> ir.Table:
-    """A flag per payment category, and only the keys with at least one flag."""
+def classify(keys: ir.Table, rules: Rules) -> ir.Table:
+    """A flag per category, and only the keys with at least one flag.
+
+    The ledger's amount is compared with what the processor charged when the currencies are the
+    same, else with what it priced (``pricingAmount``) when that is in the ledger's currency.
+    Keys in two currencies with neither are ``fx_check`` when there are reference rates (decided
+    by ``resolve_fx``), else ``currency_mismatch``. Inside the settlement window, a payment
+    still unsettled at the processor, or on one side only, is ``in_transit`` instead.
+    """
     has_l, has_p = keys.l_n.notnull(), keys.p_n.notnull()
     both = has_l & has_p
-    same_currency = keys.l_cur == keys.p_cur
-    difference = keys.l_minor - keys.p_minor
+    charged = keys.l_cur == keys.p_cur
+    priced = (keys.p_pcur == keys.l_cur) & ~charged if rules.priced else ibis.literal(False)
+    priced = priced.fill_null(False)
+    difference = keys.l_minor - priced.ifelse(keys.p_pminor, keys.p_minor)
+    comparable = both & (charged | priced)
+    within = _within(rules.tolerance, difference, keys.l_minor, keys.l_cur)
+    cross = both & ~(charged | priced)
     unknown = keys.p_st == _UNKNOWN
+    status_differs = both & (keys.l_st != keys.p_st) & ~unknown
+    transit = _in_transit(keys, rules, has_l, has_p, unknown)
+    status_transit = status_differs & transit["status"]
+    only_l_transit = has_l & ~has_p & transit["ledger"]
+    only_p_transit = has_p & ~has_l & transit["processor"]
     flags = {
-        "missing_in_processor": has_l & ~has_p,
-        "missing_in_ledger": has_p & ~has_l,
-        "amount_mismatch": both
-        & same_currency
-        & ((difference < 0).ifelse(-difference, difference) > amount_tolerance),
-        "currency_mismatch": both & ~same_currency,
-        "status_mismatch": both & (keys.l_st != keys.p_st) & ~unknown,
+        "missing_in_processor": has_l & ~has_p & ~only_l_transit,
+        "missing_in_ledger": has_p & ~has_l & ~only_p_transit,
+        "amount_mismatch": comparable & ~within,
+        "currency_mismatch": cross & ibis.literal(rules.rates is None),
+        "status_mismatch": status_differs & ~status_transit,
         "duplicate_in_processor": has_p & (keys.p_n > 1),
         "duplicate_in_ledger": has_l & (keys.l_n > 1),
         "unknown_outcome": has_p & unknown,
+        "in_transit": status_transit | only_l_transit | only_p_transit,
+        "within_tolerance": comparable & within & (difference != 0),
+        "fx_check": cross & ibis.literal(rules.rates is not None),
     }
     flags = {name: flag.fill_null(False) for name, flag in flags.items()}
     any_flag = ibis.literal(False)
     for flag in flags.values():
         any_flag |= flag
-    return keys.mutate(**flags, l_minus_p=difference).filter(any_flag)
+    return keys.mutate(**flags, l_minus_p=difference, priced=priced).filter(any_flag)
+
+
+def _within(
+    tolerance: Tolerance, difference: ir.IntegerValue, amount: ir.IntegerValue, cur: ir.IntegerValue
+) -> ir.BooleanValue:
+    """Whether ``difference`` is within the tolerance of the ledger ``amount`` in currency code
+    ``cur``: exact, in integers (a percentage as ``|d| * den <= |amount| * num``, widened)."""
+    if tolerance.is_zero:
+        return difference == 0
+    size = (difference < 0).ifelse(-difference, difference)
+
+    def allowed(allowance: Allowance) -> ir.BooleanValue:
+        test = size <= allowance.minor
+        if allowance.percent:
+            num, den = allowance.ratio()
+            scaled = (amount < 0).ifelse(-amount, amount).cast(_SUM_TYPE) * num
+            test |= size.cast(_SUM_TYPE) * den <= scaled
+        return test
+
+    codes = {name: code for code, name in enumerate(currency_codes())}
+    by_currency = [(cur == codes[name], allowed(allowance)) for name, allowance in tolerance.per_currency]
+    # Computed only where amounts differ (a CASE evaluates its branches on the rows that take them).
+    return ibis.cases((difference == 0, True), *by_currency, else_=allowed(tolerance.default))
+
+
+def _in_transit(
+    keys: ir.Table, rules: Rules, has_l: ir.BooleanValue, has_p: ir.BooleanValue, unknown: ir.BooleanValue
+) -> dict[str, ir.BooleanValue]:
+    """Inside the settlement window: ``status`` (the processor's payment is unsettled and dated
+    in the window), ``ledger`` (a ledger row dated in the window), ``processor`` (a processor
+    row dated in the window, whose outcome is known)."""
+    no = ibis.literal(False)
+    if rules.timing is None:
+        return {"status": no, "ledger": no, "processor": no}
+    start = rules.timing.window_seconds
+    recent_p = (keys.p_when >= start).fill_null(False) if rules.processor_dated else no
+    recent_l = (keys.l_when >= start).fill_null(False) if rules.ledger_dated else no
+    unsettled = keys.p_st.isin(list(_UNSETTLED))
+    return {"status": unsettled & recent_p, "ledger": recent_l, "processor": recent_p & ~unknown}
+
+
+@dataclass(frozen=True)
+class _Fx:
+    """The comparisons at reference rates: the per-payment frame (``FX_COLUMNS``) and every
+    rate that was needed and missing."""
+
+    frame: pd.DataFrame
+    missing: tuple[str, ...] = ()
+
+
+#: ``fx_state`` codes: compared exactly, within tolerance, beyond it, no rate or no date.
+_FX_EXACT, _FX_WITHIN, _FX_BEYOND, _FX_NO_RATE = 0, 1, 2, 3
+
+
+def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Table, _Fx]:
+    """Decide the keys in two currencies (``fx_check``) at the reference rate of the payment's
+    day (the processor's ``createTime``, else the ledger's date), exactly, in Python (``fx.py``;
+    few keys by nature): matched, ``within_tolerance``, ``amount_mismatch``, or
+    ``currency_mismatch`` when there is no rate. The decisions go back into the flags."""
+    empty = _Fx(pd.DataFrame({c: [] for c in FX_COLUMNS}))
+    nothing = {
+        "fx_state": ibis.null("int8"),
+        "fx_expected": ibis.null("int64"),
+        "fx_text": ibis.null("string"),
+    }
+    if rules.rates is None:
+        return engine.keep(flagged.mutate(**nothing)), empty
+    checks = flagged.filter(flagged.fx_check)
+    table = engine.arrow(
+        checks.select("key", "l_minor", "l_cur", "p_minor", "p_cur", "p_when", "l_when").order_by("key")
+    )
+    if not table.num_rows:
+        return engine.keep(flagged.mutate(**nothing)), empty
+    codes = currency_codes()
+    decided: list[tuple[str, int, int | None, str]] = []
+    lines: list[dict[str, Any]] = []
+    missing: set[str] = set()
+    for row in table.to_pylist():
+        base, quote = codes[int(row["l_cur"])], codes[int(row["p_cur"])]
+        seconds = row["p_when"] if row["p_when"] is not None else row["l_when"]
+        if seconds is None:
+            decided.append((row["key"], _FX_NO_RATE, None, f"no date to take a {base}/{quote} rate for"))
+            continue
+        day = datetime.fromtimestamp(int(seconds), UTC).date()
+        conversion = rules.rates.convert(int(row["l_minor"]), base, quote, day)
+        if conversion is None:
+            text = rules.rates.missing_text(base, quote, day)
+            missing.add(text)
+            decided.append((row["key"], _FX_NO_RATE, None, text))
+            continue
+        variance = int(row["p_minor"]) - conversion.expected_minor
+        if variance == 0:
+            state = _FX_EXACT
+        elif rules.tolerance.allows(variance, conversion.expected_minor, quote):
+            state = _FX_WITHIN
+        else:
+            state = _FX_BEYOND
+        decided.append((row["key"], state, conversion.expected_minor, f"{conversion.rate_text()} on {day}"))
+        lines.append(
+            {
+                "merchantReferenceId": row["key"],
+                "date": day,
+                "ledger_amount": from_minor(int(row["l_minor"]), base),
+                "ledger_currency": base,
+                "rate": conversion.rate_text(),
+                "expected_amount": from_minor(conversion.expected_minor, quote),
+                "charged_amount": from_minor(int(row["p_minor"]), quote),
+                "charged_currency": quote,
+                "variance": from_minor(variance, quote),
+                "category": ("matched", "within_tolerance", "amount_mismatch")[state],
+            }
+        )
+    outcome = ibis.memtable(
+        pa.table(
+            {
+                "_fx_key": [d[0] for d in decided],
+                "fx_state": pa.array([d[1] for d in decided], pa.int8()),
+                "fx_expected": pa.array([d[2] for d in decided], pa.int64()),
+                "fx_text": [d[3] for d in decided],
+            }
+        )
+    )
+    joined = flagged.left_join(outcome, flagged.key == outcome._fx_key).drop("_fx_key")
+    state = joined.fx_state
+    resolved = joined.mutate(
+        currency_mismatch=joined.currency_mismatch | (state == _FX_NO_RATE).fill_null(False),
+        amount_mismatch=joined.amount_mismatch | (state == _FX_BEYOND).fill_null(False),
+        within_tolerance=joined.within_tolerance | (state == _FX_WITHIN).fill_null(False),
+    )
+    frame = pd.DataFrame(lines, columns=list(FX_COLUMNS))
+    return engine.keep(resolved), _Fx(frame, tuple(sorted(missing)))
+
+
+def _outcome(flagged: ir.Table) -> tuple[ir.BooleanValue, ir.BooleanValue]:
+    """Whether each flagged key is an exception (any exception flag) or, failing that, in transit
+    (its rows then counted apart); any other flagged key is matched (within tolerance, or
+    exact at a reference rate)."""
+    exception = ibis.literal(False)
+    for name in _EXCEPTION_FLAGS:
+        exception |= flagged[name]
+    return exception, flagged.in_transit & ~exception
 
 
 def flag_stats(engine: Backend, flagged: ir.Table) -> pd.DataFrame:
     """Per ledger currency of the flagged keys: how many keys of each category, how many rows of
-    each side they hold, and the keys with one ledger row (count and exact sum)."""
-    single = flagged.l_n == 1
+    each side the exception keys hold (``*_rows``) and the keys in transit (``*_transit``), and
+    the keys not matched with one ledger row (count and exact sum)."""
+    exception, transit = _outcome(flagged)
+    single = (flagged.l_n == 1) & (exception | transit)
     table = flagged.group_by(currency=flagged.l_cur).aggregate(
-        **{name: flagged[name].ifelse(1, 0).sum() for name in PAYMENT_CATEGORIES if name != "rejected_row"},
-        l_rows=flagged.l_n.fill_null(0).sum(),
-        p_rows=flagged.p_n.fill_null(0).sum(),
+        **{name: flagged[name].ifelse(1, 0).sum() for name in (*_EXCEPTION_FLAGS, *INFO_CATEGORIES)},
+        l_rows=exception.ifelse(flagged.l_n.fill_null(0), 0).sum(),
+        p_rows=exception.ifelse(flagged.p_n.fill_null(0), 0).sum(),
+        l_transit=transit.ifelse(flagged.l_n.fill_null(0), 0).sum(),
+        p_transit=transit.ifelse(flagged.p_n.fill_null(0), 0).sum(),
         single_n=single.ifelse(1, 0).sum(),
         single_total=single.ifelse(flagged.l_minor, 0).cast(_SUM_TYPE).sum(),
     )
@@ -332,28 +617,34 @@ def exception_rows(
     flagged: ir.Table,
     duplicates: dict[str, ir.Table],
     stats: pd.DataFrame,
+    rules: Rules,
 ) -> pd.DataFrame:
-    """One row per exception, ``EXCEPTION_COLUMNS`` plus the summary's ``_cur`` and ``_amount``,
-    in report order (category, the ledger's before the processor's, row)."""
+    """One row per exception or informational row, ``EXCEPTION_COLUMNS`` plus the summary's
+    ``_cur`` and ``_amount``, in report order (category, the ledger's before the processor's, row)."""
     led, pro = sides
     f = engine.keep(_named(_named(flagged, "l", led), "p", pro))  # a few rows; read once per part
     parts: list[ir.Table] = []
+    cutoff = None if rules.timing is None else rules.timing.cutoff_seconds
 
     def part(
         category: str,
         table: ir.Table,
-        on_processor: bool,
+        on_processor: bool | ir.BooleanValue,
         detail: ir.StringValue,
         amount: ir.IntegerValue,
+        currency: ir.StringValue | None = None,
+        dated_by: ir.IntegerValue | None = None,
         **sides: ir.Value,
     ) -> None:
         if not stats[category].sum():  # a smaller query: only the categories found
             return
+        when = table.l_when.fill_null(table.p_when) if dated_by is None else dated_by
+        age = ibis.null("int64") if cutoff is None else ((cutoff - when) / _DAY).floor().cast("int64")
         columns = {
             "merchantReferenceId": table.key,
             "category": ibis.literal(category),
             "_rank": ibis.literal(CATEGORIES.index(category)),
-            "_on_processor": ibis.literal(on_processor),
+            "_on_processor": ibis.literal(on_processor) if isinstance(on_processor, bool) else on_processor,
             "l_minor": table.l_minor,
             "l_digits": table.l_digits,
             "l_currency": table.l_currency,
@@ -369,7 +660,10 @@ def exception_rows(
         }
         columns |= sides
         columns["detail"] = detail
+        columns["age_days"] = age
         columns["_amount"] = amount
+        shown = columns["l_currency"].fill_null(columns["p_currency"])  # the rows shown (duplicates: 2nd)
+        columns["_cur"] = shown if currency is None else currency
         selected = table.select(**columns)
         parts.append(
             selected.cast(
@@ -380,7 +674,9 @@ def exception_rows(
                     "p_digits": "int64",
                     "l_row": "int64",
                     "p_row": "int64",
+                    "age_days": "int64",
                     "_amount": "int64",
+                    "_cur": "string",
                 }
             )
         )
@@ -390,24 +686,15 @@ def exception_rows(
     only_p = f.filter(f.missing_in_ledger)
     part("missing_in_ledger", only_p, True, ibis.literal("not found in the ledger"), only_p.p_minor)
     amount = f.filter(f.amount_mismatch)
-    difference = amount.l_minus_p
+    fx = amount.fx_expected.notnull()
+    fx_variance = amount.p_minor - amount.fx_expected
     part(
         "amount_mismatch",
         amount,
         False,
-        "ledger "
-        + minor_text(amount.l_minor, amount.l_digits)
-        + " "
-        + amount.l_currency
-        + ", processor "
-        + minor_text(amount.p_minor, amount.l_digits)
-        + " "
-        + amount.l_currency
-        + " (difference "
-        + minor_text(difference, amount.l_digits)
-        + "); processor row "
-        + amount.p_row.cast("string"),
-        (difference < 0).ifelse(-difference, difference),
+        fx.ifelse(_fx_text(amount, "beyond"), _compared_text(amount, "difference")),
+        fx.ifelse(fx_variance.abs(), amount.l_minus_p.abs()),
+        currency=fx.ifelse(amount.p_currency, amount.l_currency),
     )
     currency = f.filter(f.currency_mismatch)
     part(
@@ -418,6 +705,7 @@ def exception_rows(
         + currency.l_currency
         + ", processor "
         + currency.p_currency
+        + currency.fx_text.isnull().ifelse("", "; " + currency.fx_text)
         + "; processor row "
         + currency.p_row.cast("string"),
         currency.l_minor,
@@ -435,6 +723,47 @@ def exception_rows(
         + status.p_row.cast("string"),
         status.l_minor,
     )
+    _duplicate_parts(part, f, duplicates, sides)
+    unknown = f.filter(f.unknown_outcome)
+    part(
+        "unknown_outcome",
+        unknown,
+        True,
+        ibis.literal("the processor does not know the outcome of this payment"),
+        unknown.l_minor.isnull().ifelse(unknown.p_minor, unknown.l_minor),
+    )
+    if rules.timing is not None:
+        transit = f.filter(f.in_transit)
+        part(
+            "in_transit",
+            transit,
+            transit.l_n.isnull(),
+            _transit_text(transit, rules.timing),
+            transit.l_minor.isnull().ifelse(transit.p_minor, transit.l_minor),
+            dated_by=transit.p_when.fill_null(transit.l_when),
+        )
+    within = f.filter(f.within_tolerance)
+    fx = within.fx_expected.notnull()
+    part(
+        "within_tolerance",
+        within,
+        False,
+        fx.ifelse(_fx_text(within, "within"), _compared_text(within, "variance", ", within tolerance")),
+        fx.ifelse(within.fx_expected - within.p_minor, within.l_minus_p),
+        currency=fx.ifelse(within.p_currency, within.l_currency),
+    )
+    if not parts:
+        return _exception_frame(None)
+    union = parts[0]
+    for more in parts[1:]:
+        union = union.union(more)
+    return _exception_frame(engine.arrow(union))
+
+
+def _duplicate_parts(
+    part: Callable[..., None], f: ir.Table, duplicates: dict[str, ir.Table], sides: tuple[_Side, _Side]
+) -> None:
+    """The ``duplicate_in_*`` rows: the second occurrence of each duplicated key, with every row."""
     for side in ("processor", "ledger"):
         p = side[0]
         if side not in duplicates:
@@ -464,20 +793,73 @@ def exception_rows(
             led_minor.isnull().ifelse(own_minor, led_minor) if side == "processor" else own_minor,
             **own,
         )
-    unknown = f.filter(f.unknown_outcome)
-    part(
-        "unknown_outcome",
-        unknown,
-        True,
-        ibis.literal("the processor does not know the outcome of this payment"),
-        unknown.l_minor.isnull().ifelse(unknown.p_minor, unknown.l_minor),
+
+
+def _compared_text(table: ir.Table, word: str, note: str = "") -> ir.StringValue:
+    """``ledger 10.00 USD, processor 9.98 USD (difference 0.02); processor row 3``; for a price in
+    the ledger's currency: ``processor priced 9.98 USD (charged 560.00 PHP)``."""
+    digits, currency = table.l_digits, table.l_currency
+    other = table.priced.ifelse(table.p_pminor, table.p_minor)
+    charged = minor_text(table.p_minor, table.p_digits) + " " + table.p_currency
+    return (
+        "ledger "
+        + minor_text(table.l_minor, digits)
+        + " "
+        + currency
+        + table.priced.ifelse(", processor priced ", ", processor ")
+        + minor_text(other, digits)
+        + " "
+        + currency
+        + table.priced.ifelse(" (charged " + charged + ")", "")
+        + f" ({word} "
+        + minor_text(table.l_minus_p, digits)
+        + f"{note}); processor row "
+        + table.p_row.cast("string")
     )
-    if not parts:
-        return _exception_frame(None)
-    union = parts[0]
-    for more in parts[1:]:
-        union = union.union(more)
-    return _exception_frame(engine.arrow(union))
+
+
+def _fx_text(table: ir.Table, word: str) -> ir.StringValue:
+    """``ledger 20.00 USD = 18.52 EUR at 1 USD = 0.926 EUR on 2026-11-18, processor 18.40 EUR
+    (variance -0.12 EUR, beyond tolerance); processor row 3``."""
+    digits = table.p_digits
+    return (
+        "ledger "
+        + minor_text(table.l_minor, table.l_digits)
+        + " "
+        + table.l_currency
+        + " = "
+        + minor_text(table.fx_expected, digits)
+        + " "
+        + table.p_currency
+        + " at "
+        + table.fx_text
+        + ", processor "
+        + minor_text(table.p_minor, digits)
+        + " "
+        + table.p_currency
+        + " (variance "
+        + minor_text(table.p_minor - table.fx_expected, digits)
+        + " "
+        + table.p_currency
+        + f", {word} tolerance); processor row "
+        + table.p_row.cast("string")
+    )
+
+
+def _transit_text(table: ir.Table, clock: Timing) -> ir.StringValue:
+    """Why a payment is in transit, and since when, in words."""
+    window = f"inside the settlement window ({duration_text(clock.grace)} before the cut-off)"
+    since = table.p_when.fill_null(table.l_when)
+    day = since.as_timestamp("s").strftime("%Y-%m-%d %H:%M UTC")
+    status = table.l_n.notnull() & table.p_n.notnull()
+    return ibis.cases(
+        (
+            status,
+            "ledger " + table.l_status + ", processor " + table.p_status + " since " + day + "; " + window,
+        ),
+        (table.p_n.isnull(), "not at the processor yet; booked " + day + ", " + window),
+        else_="not in the ledger yet; at the processor since " + day + ", " + window,
+    )
 
 
 def _integers(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -506,13 +888,12 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
     order = np.lexsort((row, on_processor, rank))
     table = table.take(pa.array(order))
     on_processor, row = on_processor[order], row[order]
-    minors, digits, present = [], [], []
+    minors, digits = [], []
     for p in ("l", "p"):
         minor, has = _integers(table.column(f"{p}_minor"))
         places, _ = _integers(table.column(f"{p}_digits"))
         minors.append(minor)
         digits.append(np.where(has, places, -1))
-        present.append(has)
     ledger_amount, processor_amount = _decimals(minors, digits)
     source = np.where(on_processor, _texts(table.column("p_source")), _texts(table.column("l_source")))
     amount, _ = _integers(table.column("_amount"))
@@ -529,11 +910,11 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
             "source": source,
             "source_row": row,
             "detail": _texts(table.column("detail")),
-            "severity": np.full(table.num_rows, "exception", dtype=object),
-            "age_days": pd.array([None] * table.num_rows, dtype="Int64"),
-            "_cur": np.where(
-                present[0], _texts(table.column("l_currency")), _texts(table.column("p_currency"))
-            ),
+            "severity": np.where(
+                np.isin(_texts(table.column("category")).to_numpy(), INFO_CATEGORIES), "info", "exception"
+            ).astype(object),
+            "age_days": pd.array(table.column("age_days").to_pylist(), dtype="Int64"),
+            "_cur": _texts(table.column("_cur")),
             "_amount": amount,
         }
     )
@@ -556,11 +937,12 @@ def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFr
 
 
 def side_aggregates(engine: Backend, sides: tuple[_Side, _Side]) -> dict[str, pd.DataFrame]:
-    """Per side and currency: rows, usable rows and their exact sum, rejected, outside."""
+    """Per side and currency: rows, usable rows and their exact sum, rejected, outside the
+    period, after the cut-off."""
     parts = []
     for side in sides:
         rows = side.rows
-        usable = ~rows._rejected & ~rows._outside
+        usable = ~rows._rejected & ~rows._outside & ~rows._after
         parts.append(
             rows.group_by(currency=rows._cur)
             .aggregate(
@@ -569,6 +951,7 @@ def side_aggregates(engine: Backend, sides: tuple[_Side, _Side]) -> dict[str, pd
                 total=usable.ifelse(rows._minor, 0).cast(_SUM_TYPE).sum(),
                 rejected=rows._rejected.ifelse(1, 0).sum(),
                 outside=rows._outside.ifelse(1, 0).sum(),
+                after=rows._after.ifelse(1, 0).sum(),
             )
             .mutate(side=ibis.literal(side.name))
         )
@@ -586,16 +969,19 @@ def count_rows(
     counts = []
     for side in sides:
         sums = side_sums[side.name]
-        flagged_rows = int(stats[f"{side.name[0]}_rows"].sum())
+        exception_rows = int(stats[f"{side.name[0]}_rows"].sum())
+        transit_rows = int(stats[f"{side.name[0]}_transit"].sum())
         counts.append(
             RowCounts(
                 side=side.name,
                 source=side.loaded.source,
                 rows=int(sums["rows"].sum()),
-                matched=int(sums["usable"].sum()) - flagged_rows,
-                exceptions=flagged_rows,
+                matched=int(sums["usable"].sum()) - exception_rows - transit_rows,
+                exceptions=exception_rows,
                 rejected=len(rejected[side.name]),
                 outside=int(sums["outside"].sum()),
+                in_transit=transit_rows,
+                after_cutoff=int(sums["after"].sum()),
             )
         )
     return counts[0], counts[1]
@@ -649,13 +1035,13 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def summarise(
     engine: Backend,
     keys: ir.Table,
+    flagged: ir.Table,
     sides: tuple[_Side, _Side],
     exceptions: pd.DataFrame,
     rejected: dict[str, pd.DataFrame],
     side_sums: dict[str, pd.DataFrame],
     matched: list[tuple[str, str, int, Decimal | None]],
     counts: tuple[RowCounts, RowCounts],
-    amount_tolerance: int,
 ) -> ReconciliationResult:
     """The result: exceptions with the rejected rows after them, the summary, totals, counts."""
     led, pro = sides
@@ -683,21 +1069,22 @@ def summarise(
         summary=summary,
         exceptions=table.reset_index(drop=True),
         matched_rows=LazyRows(
-            counts[0].matched, lambda: _matched_frame(engine, matched_keys(keys, sides, amount_tolerance))
+            counts[0].matched, lambda: _matched_frame(engine, matched_keys(keys, flagged, sides))
         ),
         rejected=pd.concat([side for _, side in rejected_parts], ignore_index=True),
         counts=counts,
-        amount_tolerance=Tolerance.of(amount_tolerance),
         sources=(led.loaded.source, pro.loaded.source),
         totals=totals,
     )
 
 
-def matched_keys(keys: ir.Table, sides: tuple[_Side, _Side], amount_tolerance: int) -> ir.Table:
-    """The keys on both sides without an exception (``MATCHED_COLUMNS``), in ledger order."""
-    flagged = classify(keys, amount_tolerance).select(_flagged_key=ibis._.key)
+def matched_keys(keys: ir.Table, flagged: ir.Table, sides: tuple[_Side, _Side]) -> ir.Table:
+    """The keys on both sides that are neither an exception nor in transit (``MATCHED_COLUMNS``),
+    in ledger order."""
+    exception, transit = _outcome(flagged)
+    unmatched = flagged.filter(exception | transit).select(_flagged_key=flagged.key)
     both = keys.filter(keys.l_n.notnull() & keys.p_n.notnull())
-    matched = both.anti_join(flagged, both.key == flagged._flagged_key)
+    matched = both.anti_join(unmatched, both.key == unmatched._flagged_key)
     matched = _named(_named(matched, "l", sides[0]), "p", sides[1])
     return (
         matched.select(
@@ -707,6 +1094,10 @@ def matched_keys(keys: ir.Table, sides: tuple[_Side, _Side], amount_tolerance: i
             status=matched.l_status,
             ledger_row=matched.l_row,
             processor_row=matched.p_row,
+            charged_amountMinor=matched.p_minor,
+            charged_currency=matched.p_currency,
+            pricing_amountMinor=matched.p_pminor,
+            _pcur=matched.p_pcur,
             _ord=matched.l_ord,
         )
         .order_by("_ord")
@@ -716,6 +1107,8 @@ def matched_keys(keys: ir.Table, sides: tuple[_Side, _Side], amount_tolerance: i
 
 def _matched_frame(engine: Backend, matched: ir.Table) -> pd.DataFrame:
     table = engine.arrow(matched)
+    codes = currency_codes()
+    pricing_minor = table.column("pricing_amountMinor")
     frame = pd.DataFrame(
         {
             "merchantReferenceId": pd.array(
@@ -728,6 +1121,13 @@ def _matched_frame(engine: Backend, matched: ir.Table) -> pd.DataFrame:
             ),
             "ledger_row": table.column("ledger_row").to_numpy().astype(np.int64),
             "processor_row": table.column("processor_row").to_numpy().astype(np.int64),
+            "charged_amountMinor": table.column("charged_amountMinor").to_numpy().astype(np.int64),
+            "charged_currency": pd.Categorical(table.column("charged_currency").to_pylist()),
+            "pricing_amountMinor": pd.array(pricing_minor.to_pylist(), dtype="Int64"),
+            "pricing_currency": pd.array(
+                [None if c is None else codes[int(c)] for c in table.column("_pcur").to_pylist()],
+                dtype=pd.ArrowDtype(pa.string()),
+            ),
         },
         columns=list(MATCHED_COLUMNS),
     )

@@ -85,6 +85,19 @@ class Period:
 
 
 @dataclass(frozen=True)
+class Dated:
+    """The column a side's rows are dated by for the cut-off, and the cut-off (epoch seconds)."""
+
+    column: str
+    cutoff: int
+
+
+#: Optional processor columns: what the payment was priced at, when it was charged in another
+#: currency (the sandbox's export and the journal's payments frame carry them).
+PRICING_COLUMNS: tuple[str, ...] = ("pricingAmount", "pricingCurrency")
+
+
+@dataclass(frozen=True)
 class LoadedInput:
     """One side of a reconciliation: where its rows are and how they are read and checked.
 
@@ -99,6 +112,7 @@ class LoadedInput:
     renames: tuple[tuple[str, str], ...] = ()
     carry: bool = True
     period: Period | None = None
+    dated: Dated | None = None
 
     @property
     def source(self) -> str:
@@ -135,6 +149,10 @@ class LoadedInput:
             canonical = set(REQUIRED_COLUMNS if self.kind == "payments" else SUBSCRIPTION_COLUMNS)
             if self.period is not None:
                 canonical.add(self.period.column)
+            if self.dated is not None:
+                canonical.add(self.dated.column)
+            if self.kind == "payments":
+                canonical.update(PRICING_COLUMNS)
             needed = frozenset(own.get(c, c) for c in canonical) & set(self.described.columns)
         table = sources.read(backend, self.described, needed)
         renamed = {canonical: column for column, canonical in self.renames if column in table.columns}
@@ -144,7 +162,13 @@ class LoadedInput:
         """The rows ``read`` gave, checked (see ``rows``)."""
         checked = _check_payments(table) if self.kind == "payments" else _check_subscriptions(table)
         checked = _in_period(checked, self.period, self.source)
+        checked = _dated(checked, self.dated)
         return checked.mutate(_rejected=checked._problem.notnull())
+
+    def columns(self) -> frozenset[str]:
+        """The canonical names of the columns the source has."""
+        own = {column for column, _ in self.renames}
+        return frozenset({canonical for _, canonical in self.renames} | (set(self.described.columns) - own))
 
     # -- as pandas, for a notebook -------------------------------------------------------------
 
@@ -259,10 +283,13 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
             "_date_text",
             *flags,
             *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
+            *(["_when_text"] if "_when_text" in rows.columns else []),
+            *[c for c in PRICING_COLUMNS if c in rows.columns],
         )
     )
     records = table.to_pylist()
     period = loaded.period.column if loaded.period else ""
+    dated = loaded.dated.column if loaded.dated else ""
     frame = pd.DataFrame(
         {
             "merchantReferenceId": [r["merchantReferenceId"] for r in records],
@@ -270,14 +297,14 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
             "currency": [r["currency"] for r in records],
             "status": [r[status] for r in records],
             "source_row": np.array([r["source_row"] for r in records], dtype=np.int64),
-            "detail": [_reasons(r, status, period) for r in records],
+            "detail": [_reasons(r, status, period, dated) for r in records],
         },
         columns=list(REJECTED_COLUMNS),
     )
     return frame
 
 
-def _reasons(row: dict[str, Any], status: str, period: str) -> str:
+def _reasons(row: dict[str, Any], status: str, period: str, dated: str = "") -> str:
     """Every reason a row cannot be used, in words (few rows: Python is fine)."""
     parts: list[str] = []
     if row.get("_bad_subscription"):
@@ -297,6 +324,17 @@ def _reasons(row: dict[str, Any], status: str, period: str) -> str:
         parts.append(f"quantity {row['quantity'].strip(_SPACE)!r} is not a whole number")
     if row.get("_bad_state"):
         parts.append(f"state {row[status].strip(_SPACE)!r} is not active or canceled")
+    if row.get("_bad_pricing"):
+        parts.append(
+            f"price {str(row.get('pricingAmount') or '').strip(_SPACE)!r} "
+            f"{str(row.get('pricingCurrency') or '').strip(_SPACE)!r} "
+            "is not an amount in an ISO 4217 currency"
+        )
+    if row.get("_bad_when"):
+        parts.append(
+            f"{dated} {str(row['_when_text']).strip(_SPACE)!r} is not a date or time (e.g. 2024-05-31, or "
+            "epoch milliseconds)"
+        )
     if row.get("_bad_date"):
         text = str(row["_date_text"]).strip(_SPACE)
         parts.append(
@@ -363,7 +401,9 @@ def _trimmed(value: ir.StringValue) -> ir.StringValue:
     return padded.ifelse(value.re_replace("^[ \t\n\r]+|[ \t\n\r]+$", ""), value)
 
 
-def parse_amounts(table: ir.Table, text: str, digits: str) -> ir.Table:
+def parse_amounts(
+    table: ir.Table, text: str, digits: str, *, minor: str = "_minor", problem: str = "_amount_problem"
+) -> ir.Table:
     """``table`` with ``_minor`` (exact integer minor units of the amount in column ``text``, or
     null) and ``_amount_problem`` (0 ok, 1 not a number, 2 more decimals than the currency's
     ``digits`` allow, 3 too many digits for exact integers).
@@ -389,7 +429,7 @@ def parse_amounts(table: ir.Table, text: str, digits: str) -> ir.Table:
     d = t[digits]
     cut = t._w.substr(t._w.length() - (t._fraction_len - d)).replace("0", "")
     t = t.mutate(
-        _amount_problem=ibis.cases(
+        _problem_code=ibis.cases(
             (~t._is_number, _NOT_A_NUMBER),
             (t._whole_len + ibis.greatest(t._fraction_len, d) > MAX_DIGITS, _TOO_MANY_DIGITS),
             (t._fraction_len <= d, 0),
@@ -406,13 +446,19 @@ def parse_amounts(table: ir.Table, text: str, digits: str) -> ir.Table:
         )
         for n in range(_MOST_DIGITS + 1)
     ]
-    return t.mutate(
-        _minor=ibis.cases(
-            (t._amount_problem != 0, ibis.null("int64")),
-            *by_decimal,
-            else_=_minor_by_text(t._w, d, t._amount_problem == 0),
+    return (
+        t.mutate(
+            **{
+                minor: ibis.cases(
+                    (t._problem_code != 0, ibis.null("int64")),
+                    *by_decimal,
+                    else_=_minor_by_text(t._w, d, t._problem_code == 0),
+                )
+            }
         )
-    ).drop("_w", "_is_number", "_dot", "_signed", "_whole_len", "_fraction_len")
+        .rename(**{problem: "_problem_code"})
+        .drop("_w", "_is_number", "_dot", "_signed", "_whole_len", "_fraction_len")
+    )
 
 
 def _minor_by_text(
@@ -466,7 +512,8 @@ def _check_payments(table: ir.Table) -> ir.Table:
     statuses = ibis.memtable(_status_table())
     table = _join_status(table.mutate(_written=_trimmed(table.status).lower()), statuses)
     table = parse_amounts(table.mutate(_places=table._digits.fill_null(0)), "amount", "_places")
-    table = table.drop("_places").mutate(
+    table = _with_pricing(table.drop("_places"))
+    table = table.mutate(
         _bad_key=table._key.length() == 0,
         _bad_currency=table._digits.isnull(),
         _bad_status=table._status.isnull(),
@@ -474,11 +521,48 @@ def _check_payments(table: ir.Table) -> ir.Table:
         .ifelse((table._amount_problem == _NOT_A_NUMBER).ifelse(_NOT_A_NUMBER, 0), table._amount_problem)
         .cast("int8"),
     )
-    bad = table._bad_key | table._bad_currency | table._bad_status | (table._amount_error != 0)
+    bad = (
+        table._bad_key
+        | table._bad_currency
+        | table._bad_status
+        | (table._amount_error != 0)
+        | table._bad_pricing
+    )
     return table.mutate(
         _problem=bad.ifelse(ibis.literal("rejected"), ibis.null("string")),
         _minor=bad.ifelse(ibis.null("int64"), table._minor),
+        _pminor=bad.ifelse(ibis.null("int64"), table._pminor),
     ).drop("_amount_problem")
+
+
+def _with_pricing(table: ir.Table) -> ir.Table:
+    """``_pminor`` and ``_pcur``: the price of a payment charged in another currency, from the
+    optional ``pricingAmount`` and ``pricingCurrency`` (null when absent, empty, or the same
+    currency as the charge, which adds nothing to compare). A price that is given but cannot be
+    read rejects the row (``_bad_pricing``): a wrong price must not make a match."""
+    if not set(PRICING_COLUMNS) <= set(table.columns):
+        return table.mutate(
+            _pminor=ibis.null("int64"), _pcur=ibis.null("int16"), _bad_pricing=ibis.literal(False)
+        )
+    currency = _trimmed(table.pricingCurrency).upper()
+    written = _trimmed(table.pricingAmount)
+    present = (currency.length() > 0) & (written.length() > 0) & (currency != table._currency)
+    priced = table.mutate(
+        _pcurrency=present.ifelse(currency, ibis.null("string")),
+        _ptext=present.ifelse(written, ibis.null("string")),
+    ).view()
+    iso = ibis.memtable(currency_table()).rename(
+        _p_iso="_iso", _p_iso_code="_iso_code", _p_digits="_iso_digits"
+    )
+    joined = priced.left_join(iso, priced._pcurrency == iso._p_iso).drop("_p_iso")
+    joined = joined.mutate(_pplaces=joined._p_digits.fill_null(0))
+    parsed = parse_amounts(joined, "_ptext", "_pplaces", minor="_pminor", problem="_p_problem")
+    bad = parsed._pcurrency.notnull() & (parsed._p_digits.isnull() | (parsed._p_problem != 0))
+    return parsed.mutate(
+        _pcur=bad.ifelse(ibis.null("int16"), parsed._p_iso_code),
+        _pminor=bad.ifelse(ibis.null("int64"), parsed._pminor),
+        _bad_pricing=bad.fill_null(False),
+    ).drop("_pcurrency", "_ptext", "_p_iso_code", "_p_digits", "_pplaces", "_p_problem")
 
 
 def _join_status(table: ir.Table, statuses: ir.Table) -> ir.Table:
@@ -520,14 +604,16 @@ def _check_subscriptions(table: ir.Table) -> ir.Table:
     ).drop("_amount_problem")
 
 
-def _moment(text: ir.StringValue) -> ir.TimestampValue:
-    """ISO dates or times, or epoch milliseconds -> a UTC timestamp (null when unreadable)."""
+def epoch_seconds(text: ir.StringValue) -> ir.IntegerValue:
+    """ISO dates or times, or epoch milliseconds -> seconds since the epoch, UTC (null when
+    unreadable). Seconds, not a timestamp: Spark has no timestamp from milliseconds, and whole
+    seconds compare and subtract alike everywhere (the division is exact below 2**53)."""
     written = _trimmed(text)
     epoch = written.re_search(r"^[0-9]{11,18}$")
     millis = epoch.ifelse(written, ibis.literal("0")).cast("int64")
     iso = written.re_search(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
     parsed = iso.ifelse(written, ibis.null("string")).try_cast("timestamp('UTC')")
-    return epoch.ifelse(millis.as_timestamp("ms").cast("timestamp('UTC')"), parsed)
+    return epoch.ifelse((millis - millis % 1000) / 1000, parsed.epoch_seconds()).cast("int64")
 
 
 def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
@@ -535,7 +621,10 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
     placed in or out of the period: it is rejected)."""
     if period is None:
         return table.mutate(
-            _outside=ibis.literal(False), _bad_date=ibis.literal(False), _date_text=ibis.literal("")
+            _outside=ibis.literal(False),
+            _bad_date=ibis.literal(False),
+            _date_text=ibis.literal(""),
+            _day=ibis.null("int64"),
         )
     if period.column not in table.columns:
         raise InputError(
@@ -543,19 +632,51 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
             f"{period.start or '...'} to {period.end or '...'} by"
         )
     lower, upper = _period_bounds(period.start, period.end)
-    when = _moment(table[period.column])
+    when = epoch_seconds(table[period.column])
     usable = table._problem.isnull()
     inside = ibis.literal(True)
     if lower is not None:
-        inside &= when >= lower
+        inside &= when >= int(lower.timestamp())
     if upper is not None:
-        inside &= when < upper
+        inside &= when < int(upper.timestamp())
     unreadable = usable & when.isnull()
     return table.mutate(
         _bad_date=unreadable,
         _date_text=table[period.column],
         _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
         _outside=(usable & when.notnull() & ~inside).fill_null(False),
+        _day=when,
+    )
+
+
+def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
+    """``_when`` (epoch seconds, null when the row has no date), ``_after`` (usable and dated
+    after the cut-off) and ``_bad_when``: a date that is written but cannot be read rejects the
+    row (it cannot be placed before or after the cut-off); an empty one leaves it undated, so
+    that the timing rules leave it as it was (an unknown payment has no processor time)."""
+    if dated is None:
+        return table.mutate(
+            _when=ibis.null("int64"), _after=ibis.literal(False), _bad_when=ibis.literal(False)
+        )
+    written = _trimmed(table[dated.column])
+    when = epoch_seconds(table[dated.column])
+    usable = table._problem.isnull() & ~table._outside
+    unreadable = usable & (written.length() > 0) & when.isnull()
+    return table.mutate(
+        _when=unreadable.ifelse(ibis.null("int64"), when),
+        _bad_when=unreadable.fill_null(False),
+        _when_text=table[dated.column],
+        _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
+        _after=(usable & ~unreadable & (when > dated.cutoff)).fill_null(False),
+    )
+
+
+def period_seconds(period: Period) -> tuple[int | None, int | None]:
+    """The period as [lower, upper) in epoch seconds (None: open on that side)."""
+    lower, upper = _period_bounds(period.start, period.end)
+    return (
+        None if lower is None else int(lower.timestamp()),
+        None if upper is None else int(upper.timestamp()),
     )
 
 

@@ -57,6 +57,7 @@ def severity_of(category: str) -> str:
     """``info`` for the informational categories, else ``exception``."""
     return "info" if category in INFO_CATEGORIES else "exception"
 
+
 #: Columns of ``ReconciliationResult.exceptions`` and of exceptions.csv, in order.
 EXCEPTION_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
@@ -134,7 +135,12 @@ class RowCounts:
     def adds_up(self) -> bool:
         """True when every row is accounted for (it always should be)."""
         return self.rows == (
-            self.matched + self.exceptions + self.in_transit + self.rejected + self.outside + self.after_cutoff
+            self.matched
+            + self.exceptions
+            + self.in_transit
+            + self.rejected
+            + self.outside
+            + self.after_cutoff
         )
 
 
@@ -219,7 +225,11 @@ class ReconciliationResult:
     @property
     def exception_count(self) -> int:
         """Number of exceptions (rejected rows included; informational rows not)."""
-        return int((self.exceptions["severity"] != "info").sum()) if "severity" in self.exceptions else len(self.exceptions)
+        return (
+            int((self.exceptions["severity"] != "info").sum())
+            if "severity" in self.exceptions
+            else len(self.exceptions)
+        )
 
     @property
     def info_count(self) -> int:

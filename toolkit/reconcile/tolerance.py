@@ -20,7 +20,9 @@ from decimal import Decimal, InvalidOperation
 from toolkit.errors import InputError
 from toolkit.money import is_currency
 
-_VALUE = re.compile(r"^(?:(?P<minor>[0-9]{1,18})|(?P<percent>[0-9]{1,6}(?:[.][0-9]{1,6})?)%(?::(?P<floor>[0-9]{1,18}))?)$")
+_VALUE = re.compile(
+    r"^(?:(?P<minor>[0-9]{1,18})|(?P<percent>[0-9]{1,6}(?:[.][0-9]{1,6})?)%(?::(?P<floor>[0-9]{1,18}))?)$"
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class Allowance:
 
     def ratio(self) -> tuple[int, int]:
         """``percent / 100`` as an exact fraction of integers ``(numerator, denominator)``."""
-        sign, digits, exponent = self.percent.as_tuple()
+        _sign, digits, exponent = self.percent.as_tuple()
         numerator = int("".join(map(str, digits)) or "0")
         places = max(0, -int(exponent))
         numerator *= 10 ** max(0, int(exponent))
@@ -86,7 +88,9 @@ class Tolerance:
         per_currency: dict[str, Allowance] = {}
         terms = [t.strip() for t in str(text).split(",")]
         if not any(terms):
-            raise InputError("amount tolerance is empty; give minor units (5), a percentage (0.5%) or both (0.5%:5)")
+            raise InputError(
+                "amount tolerance is empty; give minor units (5), a percentage (0.5%) or both (0.5%:5)"
+            )
         for term in terms:
             currency, equals, value = term.rpartition("=")
             allowance = _allowance(value.strip(), term)
@@ -97,7 +101,9 @@ class Tolerance:
                 continue
             code = currency.strip().upper()
             if not is_currency(code):
-                raise InputError(f"amount tolerance term {term!r}: {currency.strip()!r} is not an ISO 4217 currency")
+                raise InputError(
+                    f"amount tolerance term {term!r}: {currency.strip()!r} is not an ISO 4217 currency"
+                )
             if code in per_currency:
                 raise InputError(f"amount tolerance {text!r}: {code} is given twice")
             per_currency[code] = allowance

@@ -7,13 +7,15 @@ exactly what the engine returns.
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from toolkit.reconcile import engine
 from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.fx import Rates
 from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import ReconciliationResult
+from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracking import check_can_run, track_result
 
 
@@ -21,27 +23,30 @@ def reconcile(
     ledger: LoadedInput,
     processor: LoadedInput,
     *,
-    amount_tolerance: int = 0,
+    amount_tolerance: int | str | Tolerance = 0,
+    as_of: str | date | datetime | None = None,
+    grace: str | timedelta | None = None,
+    fx_rates: str | Path | Rates | None = None,
     backend: str | Backend = "duckdb",
     memory_limit: str | int | None = None,
     spill_dir: str | Path | None = None,
     track: str | None = None,
-    as_of: str | date | datetime | None = None,
 ) -> ReconciliationResult:
     """Reconcile the ledger against the processor (``engine.reconcile``, whose docstring gives the
     rules); with ``track``, record the run in that track's history and return the result with the
     state, ``firstSeen`` and ``ageDays`` of each exception (``result.tracking``). ``as_of`` is the
-    run's cut-off for ages (default: now). A track that cannot take the run (a bad name, a store
-    that fails verification, a cut-off before its last run) raises ``TrackError`` before the
-    engine runs."""
+    cut-off (None: none, or with a track now) and, with a track, the run's date for ages. A track
+    that cannot take the run (a bad name, a store that fails verification, a cut-off before its
+    last run) raises ``TrackError`` before the engine runs."""
     if track is not None:
         check_can_run(track, as_of)
-    elif as_of is not None:
-        raise ValueError("as_of needs a track")
     result = engine.reconcile(
         ledger,
         processor,
         amount_tolerance=amount_tolerance,
+        as_of=as_of if as_of is not None or track is None else datetime.now(UTC),
+        grace=grace,
+        fx_rates=fx_rates,
         backend=backend,
         memory_limit=memory_limit,
         spill_dir=spill_dir,
