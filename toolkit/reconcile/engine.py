@@ -370,7 +370,7 @@ def classify(keys: ir.Table, rules: Rules) -> ir.Table:
     cross = both & ~(charged | priced)
     unknown = keys.p_st == _UNKNOWN
     status_differs = both & (keys.l_st != keys.p_st) & ~unknown
-    transit = _in_transit(keys, rules, has_l, has_p, unknown)
+    transit = _in_transit(keys, rules)
     status_transit = status_differs & transit["status"]
     only_l_transit = has_l & ~has_p & transit["ledger"]
     only_p_transit = has_p & ~has_l & transit["processor"]
@@ -417,12 +417,11 @@ def _within(
     return ibis.cases((difference == 0, True), *by_currency, else_=allowed(tolerance.default))
 
 
-def _in_transit(
-    keys: ir.Table, rules: Rules, has_l: ir.BooleanValue, has_p: ir.BooleanValue, unknown: ir.BooleanValue
-) -> dict[str, ir.BooleanValue]:
-    """Inside the settlement window: ``status`` (the processor's payment is unsettled and dated
-    in the window), ``ledger`` (a ledger row dated in the window), ``processor`` (a processor
-    row dated in the window, whose outcome is known)."""
+def _in_transit(keys: ir.Table, rules: Rules) -> dict[str, ir.BooleanValue]:
+    """Inside the settlement window: ``status`` (the processor's payment is unsettled, pending or
+    waiting for the customer, and dated in the window), ``ledger`` (a ledger row dated in the
+    window), ``processor`` (an unsettled processor payment dated in the window: the books may
+    wait for its outcome; a settled one missing from the books is an exception at once)."""
     no = ibis.literal(False)
     if rules.timing is None:
         return {"status": no, "ledger": no, "processor": no}
@@ -430,7 +429,7 @@ def _in_transit(
     recent_p = (keys.p_when >= start).fill_null(False) if rules.processor_dated else no
     recent_l = (keys.l_when >= start).fill_null(False) if rules.ledger_dated else no
     unsettled = keys.p_st.isin(list(_UNSETTLED))
-    return {"status": unsettled & recent_p, "ledger": recent_l, "processor": recent_p & ~unknown}
+    return {"status": unsettled & recent_p, "ledger": recent_l, "processor": unsettled & recent_p}
 
 
 @dataclass(frozen=True)
