@@ -578,7 +578,7 @@ def _summary_amounts(result: ReconciliationResult, code: str, *, signed: bool) -
 
 def _info_cells(record: dict[str, Any], *, variance: bool) -> tuple[Cell, ...]:
     """An informational row: payment, both sides, where it is (or its variance), age, detail."""
-    age = record.get("age_days")
+    age = record.get("age_days")  # nullable: NA, None or NaN for a row without a date
     fifth = (
         Cell(_variance_text(record))
         if variance
@@ -589,7 +589,7 @@ def _info_cells(record: dict[str, Any], *, variance: bool) -> tuple[Cell, ...]:
         _side_cell(record, "ledger", -1),
         _side_cell(record, "processor", -1),
         fifth,
-        Cell("" if age is None or age is pd.NA else f"{int(age):,}"),
+        Cell("" if plain(age) == "" else f"{int(age):,}"),
         Cell(plain(record["detail"])),
     )
 
