@@ -259,3 +259,14 @@ def test_summary_text_says_what_is_only_for_information() -> None:
     assert lines[1].endswith("+ 1 in transit + 2 after the cut-off")
     assert lines[-1] == "15 exceptions; for information, not exceptions: 2 in transit, 3 within tolerance"
     assert re.search(r"within_tolerance +USD +2 +-0\.01\n", text)  # the summary rows, signed
+
+
+def test_notebook_view_shows_information_apart_and_the_new_accounting() -> None:
+    html = with_information()._repr_html_()
+    assert "15 exceptions (amount tolerance 0.5% (at least 2 minor units))" in html
+    assert "<p>For information, not exceptions: 2 in transit, 3 within tolerance</p>" in html
+    header = re.search(r"<thead><tr><th>side</th>.*?</tr>", html)
+    assert header is not None and header.group(0).endswith("<th>in transit</th><th>after cut-off</th></tr>")
+    assert "<td>24</td><td>7</td><td>10</td><td>4</td><td>2</td><td>1</td></tr>" in html
+    plain = run(PLANTED_LEDGER, PLANTED_PROCESSOR)._repr_html_()
+    assert "For information" not in plain and "in transit" not in plain
