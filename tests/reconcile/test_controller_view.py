@@ -200,6 +200,8 @@ def test_information_is_never_counted_as_exceptions_nor_at_risk() -> None:
     assert currency_lines(result) == currency_lines(plain)
     table, _ = exception_rows(result, 20)
     assert {row.category for row in table} & set(INFO_CATEGORIES) == set()
+    # What the findings table and the charts count (``toolkit.charts.category_chart``).
+    assert result.category_counts == plain.category_counts
 
 
 def test_informational_sections_total_per_currency_and_show_the_oldest_first() -> None:
