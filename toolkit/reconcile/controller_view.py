@@ -545,10 +545,10 @@ def info_sections(result: ReconciliationResult, rows: int) -> list[InfoSection]:
             continue
         label, action = CATEGORY_WORDS[code]
         part = result.exceptions[result.exceptions["category"] == code]
-        oldest = part.assign(_age=pd.array(part["age_days"], dtype="Int64")).sort_values(
+        oldest = part.assign(_age=part["age_days"].astype("Int64")).sort_values(
             "_age", ascending=False, kind="stable", na_position="last"
         )
-        records = oldest.head(rows).to_dict(orient="records")
+        records = _records(oldest.head(rows))
         variance = code == "within_tolerance"
         sections.append(
             InfoSection(
@@ -589,9 +589,20 @@ def _info_cells(record: dict[str, Any], *, variance: bool) -> tuple[Cell, ...]:
         _side_cell(record, "ledger", -1),
         _side_cell(record, "processor", -1),
         fifth,
-        Cell("" if plain(age) == "" else f"{int(age):,}"),
+        Cell(_age_text(age)),
         Cell(plain(record["detail"])),
     )
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of a frame as dicts keyed by column name."""
+    columns = [str(c) for c in frame.columns]
+    return [dict(zip(columns, row, strict=True)) for row in frame.itertuples(index=False)]
+
+
+def _age_text(age: Any) -> str:
+    """Whole days ('' for a row without a date: NA, None or NaN)."""
+    return "" if plain(age) == "" else f"{int(age):,}"
 
 
 def _variance_text(record: dict[str, Any]) -> str:
@@ -622,7 +633,7 @@ def fx_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | None:
     ]
     return {
         "pairs": pairs,
-        "rows": [_fx_cells(r) for r in fx.head(rows).to_dict(orient="records")],
+        "rows": [_fx_cells(r) for r in _records(fx.head(rows))],
         "count": len(fx),
         "cut": len(fx) > rows,
         "missing": list(result.missing_rates[:rows]),

@@ -752,7 +752,7 @@ def _track(
         exceptionId=_spread(ids, tracked),
         state=pd.Categorical(_spread(states, tracked), categories=list(STATES)),
         firstSeen=_spread(first_seen, tracked),
-        ageDays=pd.array(_spread(ages, tracked), dtype="Int64"),
+        ageDays=pd.array(_spread(ages, tracked).tolist(), dtype="Int64"),
         stateReason=_spread(reasons, tracked),
     )
     tracking = Tracking(
