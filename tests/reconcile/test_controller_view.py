@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.reconcile.information import CUTOFF, GRACE, MISSING_RATE, with_information
 from tests.reconcile.test_engine import COLUMNS, PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.reconcile import (
     CATEGORIES,
@@ -28,9 +29,16 @@ from toolkit.reconcile.controller_view import (
     Period,
     currency_lines,
     exception_rows,
+    fx_view,
+    info_sections,
+    information_line,
     period_text,
     source_words,
+    timing_text,
+    verdict,
 )
+from toolkit.reconcile.result import INFO_CATEGORIES
+from toolkit.reconcile.timing import duration_text
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -173,3 +181,116 @@ def test_text_is_escaped_and_the_script_is_allowed_by_hash(tmp_path: Path) -> No
     assert policy is not None
     assert f"script-src 'sha256-{digest}'" in policy.group(1)  # the browser runs only this script
     assert "default-src 'none'" in policy.group(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Informational rows, cut-off, reference rates (issue 11)
+
+
+def test_information_is_never_counted_as_exceptions_nor_at_risk() -> None:
+    plain = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    result = with_information(plain)
+    assert result.info_count == 5 and result.exception_count == plain.exception_count
+    assert verdict(result) == verdict(plain)  # the headline counts exceptions only
+    assert information_line(result) == (
+        "For information, not exceptions: 2 payments in transit and 3 matched within tolerance."
+    )
+    assert information_line(plain) == ""
+    # At risk per currency is unchanged although the summary has in-transit and variance rows.
+    assert currency_lines(result) == currency_lines(plain)
+    table, _ = exception_rows(result, 20)
+    assert {row.category for row in table} & set(INFO_CATEGORIES) == set()
+    # What the findings table and the charts count (``toolkit.charts.category_chart``).
+    assert result.category_counts == plain.category_counts
+
+
+def test_informational_sections_total_per_currency_and_show_the_oldest_first() -> None:
+    sections = {s.code: s for s in info_sections(with_information(), 20)}
+    assert list(sections) == ["in_transit", "within_tolerance"]
+    transit, tolerance = sections["in_transit"], sections["within_tolerance"]
+    assert (transit.heading, transit.count, transit.amounts) == (
+        "For information: in transit",
+        2,
+        "€40.00 · $25.00",
+    )
+    assert [r[0].text for r in transit.rows] == ["transit-old", "transit-new"]  # 2 days, then 0
+    assert [r[4].text for r in transit.rows] == ["2", "0"]
+    assert (tolerance.heading, tolerance.count) == ("Matched within tolerance", 3)
+    assert tolerance.amounts == "+¥1 · -$0.01"  # the net variance, signed, from the summary
+    # Each row's variance, ledger minus processor, exact; the one without an age is last.
+    assert [(r[0].text, r[3].text, r[4].text) for r in tolerance.rows] == [
+        ("tol-usd-1", "-$0.02", "5"),
+        ("tol-usd-2", "+$0.01", "1"),
+        ("tol-jpy", "+¥1", ""),
+    ]
+    assert info_sections(with_information(), 1)[0].rows[0][0].text == "transit-old"
+
+
+def test_fx_pairs_are_exact_and_missing_rates_listed() -> None:
+    view = fx_view(with_information(), 2)
+    assert view is not None
+    assert view["pairs"] == [("CHF → USD", 1, "$0.00"), ("EUR → USD", 2, "-$0.02")]  # +0.01 - 0.03
+    assert view["rows"][0] == (
+        "fx-1",
+        "2026-11-18",
+        "€10.00",
+        "1.0842",
+        "$10.84",
+        "$10.85",
+        "+$0.01",
+        "Matched within tolerance",
+    )
+    assert (view["count"], view["cut"], len(view["rows"])) == (3, True, 2)
+    assert view["missing"] == [MISSING_RATE]
+    assert fx_view(run(PLANTED_LEDGER, PLANTED_PROCESSOR), 20) is None
+
+
+def test_cut_off_and_settlement_window_in_words() -> None:
+    assert duration_text(timedelta(days=3)) == "3 days"
+    assert duration_text(timedelta(days=1, hours=12)) == "1 day 12 hours"
+    assert duration_text(timedelta(minutes=90)) == "1 hour 30 minutes"
+    assert timing_text(None, None) == ""
+    assert (
+        timing_text(CUTOFF, None)
+        == "20 November 2026, 00:00 UTC; rows dated after it are left for the next run"
+    )
+    assert "payments dated from 17 November 2026, 00:00 UTC that have not settled yet are in transit" in (
+        timing_text(CUTOFF, GRACE)
+    )
+
+
+def test_page_with_information_cut_off_and_rates(tmp_path: Path) -> None:
+    result = with_information()
+    html = render_html(result, title="Nov", environment="live", generated_at=WHEN)
+    head, details = html.split('<section class="details">')
+    assert (
+        "<strong>Cut-off:</strong> 20 November 2026, 00:00 UTC" in head and "settlement window 3 days" in head
+    )
+    assert "differences of up to 0.5% (at least 2 minor units) count as matching" in head
+    assert "15 exceptions to review, 4 of them rows that could not be read" in head
+    # The row accounting gains the in-transit and after-cut-off columns, and still adds up.
+    assert '<th class="num">in transit</th>' in head and '<th class="num">after cut-off</th>' in head
+    assert "rows = matched + in exceptions + in transit + rejected + after the cut-off." in head
+    ledger_row = re.search(r"<tr><td>Ledger \(the books\)</td>.*?</tr>", head)
+    assert ledger_row is not None
+    numbers = [int(n) for n in re.findall(r'<td class="num">(\d+)</td>', ledger_row.group(0))]
+    assert numbers == [24, 7, 10, 2, 4, 1] and numbers[0] == sum(numbers[1:])
+    assert "For information (not exceptions)" in head and "€40.00 · $25.00" in head
+    assert '<td>EUR → USD</td><td class="num">2</td><td class="num">-$0.02</td>' in head
+    assert f"<li>{MISSING_RATE}</li>" in head
+    # The details: the exceptions table holds no informational row; each has its own table.
+    exceptions = details.split('<table id="exceptions"', 1)[1].split("</table>", 1)[0]
+    assert "transit-" not in exceptions and "tol-" not in exceptions
+    assert '<option value="in_transit">' not in html  # the finding filter lists exceptions only
+    transit = details.split('<table class="info" id="in_transit">', 1)[1].split("</table>", 1)[0]
+    assert transit.index("transit-old") < transit.index("transit-new")
+    assert "For information: in transit" in details and "Matched within tolerance" in details
+    assert '<table class="fx" id="fx-payments">' in details and "Exact at the rate" in details
+
+
+def test_page_without_the_new_parts_says_nothing_of_them() -> None:
+    html = render_html(
+        run(PLANTED_LEDGER, PLANTED_PROCESSOR), title="t", environment="live", generated_at=WHEN
+    )
+    for absent in ("Cut-off:", "in transit", "For information", "reference rates", "after cut-off"):
+        assert absent not in html, absent

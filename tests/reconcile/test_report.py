@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.reconcile.conftest import FillDisk
+from tests.reconcile.information import FX_ROWS, with_information
 from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.errors import OutputError
 from toolkit.reconcile import (
@@ -22,8 +24,10 @@ from toolkit.reconcile import (
     load_processor,
     reconcile,
     render_html,
+    summary_text,
     write_report,
 )
+from toolkit.reconcile.result import FX_COLUMNS
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -198,3 +202,71 @@ def test_report_files_get_the_usual_permissions(tmp_path: Path) -> None:
     assert {name: oct(path.stat().st_mode & 0o777) for name, path in paths.items()} == {
         name: "0o644" for name in paths
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Informational rows, ages, reference rates (issue 11)
+
+
+def test_fx_csv_is_exact_and_written_only_with_rates(tmp_path: Path) -> None:
+    paths = write_report(with_information(), tmp_path / "fx", environment=ENVIRONMENT, generated_at=WHEN)
+    assert sorted(paths) == ["exceptions.csv", "fx.csv", "report.html", "report.xlsx", "summary.csv"]
+    with paths["fx.csv"].open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == list(FX_COLUMNS)
+    assert rows[1:] == [[str(v) for v in row] for row in FX_ROWS]  # exact text: 1.0842, 0.00
+    plain = write_report(run(PLANTED_LEDGER, PLANTED_PROCESSOR), tmp_path / "no-fx", environment=ENVIRONMENT)
+    assert "fx.csv" not in plain and not (tmp_path / "no-fx" / "fx.csv").exists()
+
+
+def test_exceptions_csv_has_severity_and_whole_day_ages(tmp_path: Path) -> None:
+    result = with_information()
+    # Ages as a concatenation may leave them: floats with NaN, objects with None.
+    for ages in (
+        result.exceptions["age_days"].astype("float64"),
+        result.exceptions["age_days"].astype(object),
+    ):
+        paths = write_report(
+            replace(result, exceptions=result.exceptions.assign(age_days=ages)),
+            tmp_path / str(ages.dtype),
+            environment=ENVIRONMENT,
+            generated_at=WHEN,
+        )
+        frame = pd.read_csv(paths["exceptions.csv"], dtype=str, keep_default_na=False)
+        assert list(frame.columns) == list(EXCEPTION_COLUMNS)
+        info = frame[frame["severity"] == "info"].set_index("merchantReferenceId")
+        assert info["age_days"].to_dict() == {
+            "transit-new": "0",
+            "transit-old": "2",
+            "tol-usd-1": "5",
+            "tol-usd-2": "1",
+            "tol-jpy": "",
+        }
+        assert set(frame.loc[frame["severity"] == "exception", "age_days"]) == {""}
+        assert (frame["severity"] == "exception").sum() == result.exception_count
+        assert info.loc["tol-usd-1", "processor_amount"] == "10.02"  # Decimals exactly
+
+
+def test_summary_text_says_what_is_only_for_information() -> None:
+    plain = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    assert "in transit" not in summary_text(plain) and "cut-off" not in summary_text(plain)
+    text = summary_text(with_information())
+    lines = text.splitlines()
+    assert lines[0] == (
+        "ledger: <ledger frame>: 24 rows = 7 matched + 10 in exceptions + 4 rejected + 2 in transit"
+        " + 1 after the cut-off"
+    )
+    assert lines[1].endswith("+ 1 in transit + 2 after the cut-off")
+    assert lines[-1] == "15 exceptions; for information, not exceptions: 2 in transit, 3 within tolerance"
+    assert re.search(r"within_tolerance +USD +2 +-0\.01\n", text)  # the summary rows, signed
+
+
+def test_notebook_view_shows_information_apart_and_the_new_accounting() -> None:
+    html = with_information()._repr_html_()
+    assert "15 exceptions (amount tolerance 0.5% (at least 2 minor units))" in html
+    assert "<p>For information, not exceptions: 2 in transit, 3 within tolerance</p>" in html
+    header = re.search(r"<thead><tr><th>side</th>.*?</tr>", html)
+    assert header is not None and header.group(0).endswith("<th>in transit</th><th>after cut-off</th></tr>")
+    assert "<td>24</td><td>7</td><td>10</td><td>4</td><td>2</td><td>1</td></tr>" in html
+    plain = run(PLANTED_LEDGER, PLANTED_PROCESSOR)._repr_html_()
+    assert "For information" not in plain and "in transit" not in plain

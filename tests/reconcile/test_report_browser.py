@@ -229,3 +229,53 @@ def test_a_tracked_report_fits_a_laptop_and_a4_and_sorts_by_state(
     assert sizes["scroll"] <= sizes["inner"], sizes
     context.close()
     assert problems == []
+
+
+@pytest.fixture(scope="module")
+def information_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The planted discrepancies with informational rows (one with a very long key), a cut-off,
+    payments compared at reference rates and a missing rate: every section of the page."""
+    from dataclasses import replace
+
+    from tests.reconcile.information import with_information
+
+    result = with_information()
+    keys = result.exceptions["merchantReferenceId"].replace({"transit-new": LONG_KEY})
+    folder = tmp_path_factory.mktemp("information")
+    paths = write_report(
+        replace(result, exceptions=result.exceptions.assign(merchantReferenceId=keys)),
+        folder,
+        title="Daily reconciliation",
+        environment="embedded sandbox",
+        generated_at=datetime(2026, 11, 20, tzinfo=UTC),
+    )
+    return paths["report.html"]
+
+
+def test_a_report_with_information_and_rates_fits_a_laptop_and_a4(
+    browser: Browser, information_report: Path
+) -> None:
+    context = browser.new_context(viewport=LAPTOP)  # type: ignore[arg-type]
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    opened.on("pageerror", lambda e: problems.append(str(e)))
+    opened.goto(information_report.as_uri())
+    sizes = overflow(opened)
+    assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
+    for table in ("#information", "#fx-pairs", "#in_transit", "#within_tolerance", "#fx-payments"):
+        assert opened.is_visible(table), table
+    right = opened.eval_on_selector(
+        f'#in_transit td:text-is("{LONG_KEY}")', "td => td.getBoundingClientRect().right"
+    )
+    assert right <= LAPTOP["width"]  # the long key wraps inside its column
+    # The exceptions table still filters, and holds no informational row.
+    total = len(column(opened, 0))
+    opened.fill("#filter-text", "transit")
+    assert column(opened, 0) == [] and opened.text_content("#filter-count") == f"0 of {total} rows shown"
+    opened.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
+    opened.emulate_media(media="print")
+    sizes = overflow(opened)
+    assert sizes["scroll"] <= sizes["inner"], sizes
+    context.close()
+    assert problems == []

@@ -6,9 +6,11 @@ import sqlite3
 from datetime import date, timedelta
 from pathlib import Path
 
+import openpyxl
 import pandas as pd
 import pytest
 
+from tests.reconcile.information import with_information
 from toolkit.errors import TrackError, TrackIntegrityError
 from toolkit.reconcile import (
     EXCEPTION_COLUMNS,
@@ -20,9 +22,11 @@ from toolkit.reconcile import (
     reconcile,
     reopen,
     track_history,
+    track_result,
     verify_track,
+    write_report,
 )
-from toolkit.reconcile.tracking import store_path
+from toolkit.reconcile.tracking import findings, store_path
 
 HEADER = "merchantReferenceId,amount,currency,status\n"
 
@@ -261,3 +265,66 @@ def test_any_single_edit_of_any_entry_is_caught(tmp_path: Path) -> None:
         named = int(str(caught.value).split("entry ")[1].split(" ")[0])
         assert named <= number, (sql, str(caught.value))
     assert len(edits) > 50
+
+
+# ---------------------------------------------------------------------------------------------
+# Informational rows (in transit, within tolerance) are reported, never tracked
+
+
+def informational_run(folder: Path, ledger: dict[str, str], day: str) -> ReconciliationResult:
+    """A run of track ``t`` whose result also has the informational rows of ``with_information``."""
+    led, pro = sides(folder / day, ledger, {"a": PAID})
+    return track_result(with_information(reconcile(load_ledger(led), load_processor(pro))), "t", as_of=day)
+
+
+def test_informational_rows_get_no_state_and_count_towards_no_threshold(tmp_path: Path) -> None:
+    first = informational_run(tmp_path, {"a": PAID, "gone": "5.00 USD success"}, "2026-11-01")
+    second = informational_run(tmp_path, {"a": PAID, "late": "6.00 USD success"}, "2026-11-20")
+    assert second.tracking is not None and first.tracking is not None
+    assert (second.exception_count, second.info_count) == (1, 5)
+    # The track follows the exception only: one new, the earlier one resolved, no info row.
+    assert second.tracking.state_counts() == {"new": 1, "open": 0, "acknowledged": 0, "resolved": 1}
+    assert list(second.tracking.exceptions["merchantReferenceId"]) == ["late"]
+    assert list(second.tracking.states()["category"]) == ["missing_in_processor"]
+    assert list(second.tracking.resolved["merchantReferenceId"]) == ["gone"]  # not the info rows
+    # They stay in the result, with a blank state.
+    info = second.exceptions[second.exceptions["severity"] == "info"]
+    assert len(info) == 5 and info["exceptionId"].isna().all() and info["state"].isna().all()
+    assert info["ageDays"].isna().all() and info["age_days"].notna().sum() == 4
+    # Thresholds: one exception, however many informational rows, and none of them aged.
+    assert findings(second, max_exceptions=1, max_age=0) is None
+    assert findings(second, max_exceptions=0) == "1 new or open exceptions, more than max-exceptions 0"
+    # The audit log holds the exceptions only, in the same format, and verifies.
+    history = track_history("t")
+    assert list(history["exceptions"]) == [1, 1] and verify_track("t") == 3
+    with sqlite3.connect(store_path(None)) as connection:
+        payload = connection.execute(
+            "SELECT payload FROM entries WHERE kind = 'run' ORDER BY seq DESC"
+        ).fetchone()[0]
+    assert "transit-" not in payload and "tol-" not in payload
+
+
+def test_a_tracked_report_lists_informational_rows_without_a_state(tmp_path: Path) -> None:
+    informational_run(tmp_path, {"a": PAID, "gone": "5.00 USD success"}, "2026-11-01")
+    second = informational_run(tmp_path, {"a": PAID, "late": "6.00 USD success"}, "2026-11-20")
+    paths = write_report(second, tmp_path / "out", environment="test")
+    frame = pd.read_csv(paths["exceptions.csv"], dtype=str, keep_default_na=False).set_index(
+        "merchantReferenceId"
+    )
+    assert frame.loc["late", "state"] == "new" and frame.loc["late", "ageDays"] == "0"
+    info = frame[frame["severity"] == "info"]
+    assert len(info) == 5
+    assert set(info["state"]) == set(info["exceptionId"]) == set(info["ageDays"]) == {""}  # not "nan"
+    states = pd.read_csv(paths["states.csv"], dtype=str)
+    assert list(states["category"]) == ["missing_in_processor"]
+    workbook = openpyxl.load_workbook(paths["report.xlsx"], read_only=True)
+    assert workbook.sheetnames == [
+        "Summary",
+        "missing_in_processor",
+        "resolved",
+        "in_transit",
+        "within_tolerance",
+        "FX",
+    ]
+    html = paths["report.html"].read_text(encoding="utf-8")
+    assert "<strong>1 new, 0 open, 0 acknowledged</strong>" in html

@@ -15,10 +15,12 @@ import pyarrow.compute as pc
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.reconcile.information import FX_ROWS, MISSING_RATE, with_information
 from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.money import minor_digits
 from toolkit.reconcile import EXCEPTION_COLUMNS, ReconciliationResult, write_report
 from toolkit.reconcile.report import exceptions_text_table
+from toolkit.reconcile.result import FX_COLUMNS
 from toolkit.reconcile.workbook import (
     AMOUNT_COLUMNS,
     EXCEL_DIGITS,
@@ -29,7 +31,8 @@ from toolkit.reconcile.workbook import (
 )
 
 ENVIRONMENT = "embedded sandbox (.toolkit/sandbox.sqlite)"
-LAST_COLUMN = "K"  # eleven exception columns
+LAST_COLUMN = "M"  # thirteen exception columns
+DETAIL = EXCEPTION_COLUMNS.index("detail")
 
 
 def report(tmp_path: Path, result: ReconciliationResult) -> dict[str, Path]:
@@ -149,12 +152,12 @@ def test_headers_are_frozen_filtered_and_columns_sized(tmp_path: Path) -> None:
         assert len(widths) == len(EXCEPTION_COLUMNS)
         assert all(len("source") < w <= MAX_COLUMN_WIDTH for w in widths.values())
         assert widths["A"] >= len("merchantReferenceId")
-    assert workbook["rejected_row"].column_dimensions["K"].width == MAX_COLUMN_WIDTH  # long details
+    assert workbook["rejected_row"].column_dimensions["K"].width == MAX_COLUMN_WIDTH  # long details (K)
     # Excel's hidden name of each filter range.
     with zipfile.ZipFile(paths["report.xlsx"]) as archive:
         book = archive.read("xl/workbook.xml").decode()
         assert archive.namelist()[0] == "[Content_Types].xml"  # what file-type sniffers read
-    assert "'amount_mismatch'!$A$1:$K$4" in book
+    assert "'amount_mismatch'!$A$1:$M$4" in book
     # The summary comes first; its filter covers the table of counts and amounts.
     summary = workbook["Summary"]
     assert workbook.sheetnames[0] == "Summary" and workbook.active.title == "Summary"
@@ -186,5 +189,96 @@ def test_cells_are_cut_at_excels_limit_and_escaped(tmp_path: Path) -> None:
     path = tmp_path / "report.xlsx"
     write_xlsx(result, path, title="t", environment=ENVIRONMENT, generated_at="now", table=table)
     sheet = openpyxl.load_workbook(path)["amount_mismatch"]
-    cell = next(r[-1] for r in sheet.iter_rows(min_row=2, values_only=True) if r[0] == "amount")
+    cell = next(r[DETAIL] for r in sheet.iter_rows(min_row=2, values_only=True) if r[0] == "amount")
     assert len(cell) == MAX_CELL_CHARS and cell.startswith("<&> xxx")
+
+
+# ---------------------------------------------------------------------------------------------
+# Informational rows, cut-off, reference rates (issue 11)
+
+
+def test_information_and_fx_sheets_come_after_the_exceptions(tmp_path: Path) -> None:
+    result = with_information()
+    workbook = openpyxl.load_workbook(report(tmp_path, result)["report.xlsx"])
+    exceptions = [c for c, n in result.category_counts.items() if n]
+    assert workbook.sheetnames == ["Summary", *exceptions, "in_transit", "within_tolerance", "FX"]
+    sheet = workbook["in_transit"]
+    assert [c.value for c in sheet[1]] == list(EXCEPTION_COLUMNS)
+    rows = {
+        r[0]: dict(zip(EXCEPTION_COLUMNS, r, strict=True))
+        for r in sheet.iter_rows(min_row=2, values_only=True)
+    }
+    assert {k: (r["severity"], r["age_days"]) for k, r in rows.items()} == {
+        "transit-new": ("info", 0),
+        "transit-old": ("info", 2),
+    }
+    assert type(rows["transit-old"]["age_days"]) is int  # a number cell, not text
+    tolerance = {r[0]: r for r in workbook["within_tolerance"].iter_rows(min_row=2, values_only=True)}
+    assert tolerance["tol-jpy"][EXCEPTION_COLUMNS.index("age_days")] is None  # no age: empty
+    assert Decimal(repr(tolerance["tol-usd-1"][EXCEPTION_COLUMNS.index("processor_amount")])) == Decimal(
+        "10.02"
+    )
+
+
+def test_fx_sheet_holds_exact_numbers_in_their_currencies(tmp_path: Path) -> None:
+    workbook = openpyxl.load_workbook(report(tmp_path, with_information())["report.xlsx"])
+    sheet = workbook["FX"]
+    assert [c.value for c in sheet[1]] == list(FX_COLUMNS)
+    assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref == f"A1:J{len(FX_ROWS) + 1}"
+    column = {name: i for i, name in enumerate(FX_COLUMNS)}
+    for expected, row in zip(FX_ROWS, sheet.iter_rows(min_row=2), strict=True):
+        assert row[0].value == expected[0] and row[1].value == str(expected[1])
+        for name in ("ledger_amount", "rate", "expected_amount", "charged_amount", "variance"):
+            cell = row[column[name]]
+            assert cell.data_type == "n", (name, cell.value)
+            assert Decimal(repr(cell.value)) == Decimal(expected[column[name]]), name
+        assert row[column["ledger_amount"]].number_format == f'#,##0.00 "{expected[3]}"'
+        assert row[column["variance"]].number_format == '#,##0.00 "USD"'
+    variances = [Decimal(repr(r[column["variance"]])) for r in sheet.iter_rows(min_row=2, values_only=True)]
+    assert sum(variances) == Decimal("-0.02")  # a controller's SUM of the column
+
+
+def test_summary_sheet_states_the_settings_accounting_pairs_and_missing_rates(tmp_path: Path) -> None:
+    result = with_information()
+    workbook = openpyxl.load_workbook(report(tmp_path, result)["report.xlsx"])
+    rows = [r for r in workbook["Summary"].iter_rows(values_only=True)]
+    texts = [str(r[0]) for r in rows if r[0] is not None]
+    assert (
+        "Amount tolerance: differences of up to 0.5% (at least 2 minor units) count as matching" in texts[3]
+    )
+    assert texts[4].startswith("Cut-off: 20 November 2026, 00:00 UTC")
+    assert texts[5].startswith("Settlement window: 3 days (payments dated from 17 November 2026, 00:00 UTC")
+    header = next(r for r in rows if r[0] == "side")
+    assert [h for h in header if h is not None] == [
+        "side",
+        "source",
+        "rows",
+        "matched",
+        "in exceptions",
+        "in transit",
+        "rejected",
+        "after cut-off",
+    ]
+    for side in rows[rows.index(header) + 1 : rows.index(header) + 3]:
+        assert side[2] == sum(side[3:8])  # the accounting adds up, in numbers
+    pair = next(r for r in rows if r[:2] == ("EUR", "USD"))
+    assert pair[2] == 2 and Decimal(repr(pair[3])) == Decimal("-0.02")
+    assert MISSING_RATE in texts
+    # The informational summary rows sit in the summary table with the others, as numbers.
+    info = {(r[0], r[1]): r[3] for r in rows if r[0] in ("in_transit", "within_tolerance")}
+    assert {k: Decimal(repr(v)) for k, v in info.items()} == {
+        ("in_transit", "EUR"): Decimal("40.00"),
+        ("in_transit", "USD"): Decimal("25.00"),
+        ("within_tolerance", "JPY"): Decimal("1"),
+        ("within_tolerance", "USD"): Decimal("-0.01"),
+    }
+
+
+def test_no_settings_lines_nor_fx_without_them(tmp_path: Path) -> None:
+    workbook = openpyxl.load_workbook(report(tmp_path, run(PLANTED_LEDGER, PLANTED_PROCESSOR))["report.xlsx"])
+    assert "FX" not in workbook.sheetnames and "in_transit" not in workbook.sheetnames
+    texts = [str(r[0]) for r in workbook["Summary"].iter_rows(values_only=True) if r[0] is not None]
+    assert texts[3] == "Amount tolerance: amounts must match exactly"
+    assert not any(t.startswith(("Cut-off", "Settlement window", "Rates missing")) for t in texts)
+    header = next(r for r in workbook["Summary"].iter_rows(values_only=True) if r[0] == "side")
+    assert "in transit" not in header and "after cut-off" not in header

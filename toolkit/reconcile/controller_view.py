@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from importlib import resources
 from typing import Any
@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 
 from toolkit.money import format_money, is_currency
-from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, RowCounts
+from toolkit.reconcile.result import CATEGORIES, INFO_CATEGORIES, ReconciliationResult, RowCounts
+from toolkit.reconcile.timing import duration_text
 from toolkit.reconcile.tolerance import Tolerance
 
 #: Sort order of the states in the exceptions table (then oldest first).
@@ -108,6 +109,24 @@ CATEGORY_WORDS: dict[str, tuple[str, str]] = {
         "For example active in the ledger but cancelled at the processor: confirm the state "
         "and update the side that is wrong.",
     ),
+    "in_transit": (
+        "In transit, not yet a break",
+        "Pending or waiting for the customer at the processor, or booked with no processor row "
+        "yet, and dated inside the settlement window before the cut-off: nothing to do yet; it "
+        "becomes an exception if it is still open once the window has passed.",
+    ),
+    "within_tolerance": (
+        "Matched within tolerance",
+        "Both sides have the payment and the amounts differ by no more than the tolerance "
+        "allows: nothing to correct per payment, but post the net variance per currency as a "
+        "rounding or exchange difference, and look into it if it grows.",
+    ),
+}
+
+#: The heading of each informational category's own section of the page.
+INFO_HEADINGS: dict[str, str] = {
+    "in_transit": "For information: in transit",
+    "within_tolerance": "Matched within tolerance",
 }
 
 SIDE_WORDS = {
@@ -123,6 +142,11 @@ FOOTNOTE = (
     "problems counts in both). Net difference: all usable ledger rows minus all usable "
     "processor rows in that currency (duplicates count in full; rows that could not be read "
     "and rows outside the period count on neither side)."
+)
+#: Added to the footnote when the page has informational rows.
+INFO_FOOTNOTE = (
+    "Payments in transit and matches within tolerance are not exceptions and not at risk: they "
+    "are listed apart, for information."
 )
 
 
@@ -210,6 +234,27 @@ def tolerance_text(tolerance: Tolerance) -> str:
     return f"differences of up to {tolerance.text()} count as matching, and are listed with their variance"
 
 
+def moment_text(moment: datetime) -> str:
+    """A cut-off in words, in UTC (``20 November 2026, 00:00 UTC``); a naive time is UTC."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return f"{_day(moment.date())}, {moment:%H:%M} UTC"
+
+
+def timing_text(cutoff: datetime | None, grace: timedelta | None) -> str:
+    """The cut-off and the settlement window in words ('' when the run had neither), so that a
+    controller knows which rows were left for a later run and which are in transit."""
+    if cutoff is None:
+        return f"settlement window {duration_text(grace)} before the cut-off" if grace else ""
+    text = f"{moment_text(cutoff)}; rows dated after it are left for the next run"
+    if grace:
+        text += (
+            f"; settlement window {duration_text(grace)}: payments dated from "
+            f"{moment_text(cutoff - grace)} that have not settled yet are in transit, not breaks"
+        )
+    return text
+
+
 def category_label(category: str) -> str:
     """The short plain name of a category (the code itself for one this module does not know)."""
     return CATEGORY_WORDS.get(category, (category, ""))[0]
@@ -267,7 +312,9 @@ def _sum(values: Iterable[Any]) -> Decimal | None:
 
 
 def currency_lines(result: ReconciliationResult) -> list[CurrencyLine]:
-    """Matched, at risk and net difference per currency (see ``FOOTNOTE`` for the definitions)."""
+    """Matched, at risk and net difference per currency (see ``FOOTNOTE`` for the definitions);
+    informational rows (in transit, within tolerance) are never at risk: they have their own
+    sections (``info_sections``)."""
     summary = result.summary
     codes = {str(c) for c in summary["currency"] if is_currency(str(c))}
     codes |= {t.currency for t in result.totals}
@@ -280,7 +327,7 @@ def currency_lines(result: ReconciliationResult) -> list[CurrencyLine]:
     for code in sorted(codes):
         rows = summary[summary["currency"].astype(str) == code]
         matched = rows[rows["category"] == "matched"]
-        risky = rows[rows["category"] != "matched"]
+        risky = rows[~rows["category"].isin(("matched", *INFO_CATEGORIES))]  # info is not at risk
         matched_amount, risk_amount = _sum(matched["amount"]), _sum(risky["amount"])
         lines.append(
             CurrencyLine(
@@ -336,6 +383,19 @@ def verdict(result: ReconciliationResult) -> str:
     unreadable = f", {rejected:,} of them rows that could not be read" if rejected else ""
     exceptions = "exception" if result.exception_count == 1 else "exceptions"
     return f"{result.exception_count:,} {exceptions} to review{unreadable}; {matched:,} {noun} matched."
+
+
+def information_line(result: ReconciliationResult) -> str:
+    """The line under the verdict on the informational rows ('' when none): said apart, so that
+    they are never read as exceptions."""
+    counts = result.info_counts
+    transit, tolerance = counts["in_transit"], counts["within_tolerance"]
+    parts = [
+        f"{transit:,} payment{'s' if transit != 1 else ''} in transit" if transit else "",
+        f"{tolerance:,} matched within tolerance" if tolerance else "",
+    ]
+    found = [p for p in parts if p]
+    return f"For information, not exceptions: {' and '.join(found)}." if found else ""
 
 
 def _ranks(keys: list[tuple[Any, ...] | None]) -> list[int]:
@@ -444,6 +504,157 @@ def tracking_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | N
     }
 
 
+@dataclass(frozen=True)
+class InfoSection:
+    """One informational category: its summary line (count, amounts per currency from the
+    summary) and its first rows, oldest first (``cells``: payment, ledger, processor, where or
+    variance, age in days, detail)."""
+
+    code: str
+    heading: str
+    label: str
+    action: str
+    count: int
+    amounts: str
+    amount_label: str
+    fifth_column: str
+    rows: list[tuple[Cell, ...]]
+
+
+#: What the summary's amount of each informational category is, in the page's words.
+INFO_AMOUNTS = {"in_transit": "amount at stake", "within_tolerance": "net variance (ledger \u2212 processor)"}
+
+
+def info_sections(result: ReconciliationResult, rows: int) -> list[InfoSection]:
+    """The informational categories that have rows, each with its first ``rows`` rows, oldest
+    first (an in-transit payment near the end of the window is the next break)."""
+    sections = []
+    counts = result.info_counts
+    for code in INFO_CATEGORIES:
+        if not counts.get(code):
+            continue
+        label, action = CATEGORY_WORDS[code]
+        part = result.exceptions[result.exceptions["category"] == code]
+        oldest = part.assign(_age=part["age_days"].astype("Int64")).sort_values(
+            "_age", ascending=False, kind="stable", na_position="last"
+        )
+        records = _records(oldest.head(rows))
+        variance = code == "within_tolerance"
+        sections.append(
+            InfoSection(
+                code=code,
+                heading=INFO_HEADINGS[code],
+                label=label,
+                action=action,
+                count=counts[code],
+                amounts=_summary_amounts(result, code, signed=variance),
+                amount_label=INFO_AMOUNTS[code],
+                fifth_column="variance (ledger \u2212 processor)" if variance else "where",
+                rows=[_info_cells(r, variance=variance) for r in records],
+            )
+        )
+    return sections
+
+
+def _summary_amounts(result: ReconciliationResult, code: str, *, signed: bool) -> str:
+    """A category's amounts per currency from the summary (``€5.00 · $1.00``)."""
+    rows = result.summary[result.summary["category"] == code].sort_values("currency")
+    return " · ".join(
+        money_text(amount, currency, signed=signed)
+        for currency, amount in zip(rows["currency"], rows["amount"], strict=True)
+        if amount is not None and amount is not pd.NA
+    )
+
+
+def _info_cells(record: dict[str, Any], *, variance: bool) -> tuple[Cell, ...]:
+    """An informational row: payment, both sides, where it is (or its variance), age, detail."""
+    age = record.get("age_days")  # nullable: NA, None or NaN for a row without a date
+    fifth = (
+        Cell(_variance_text(record))
+        if variance
+        else Cell(source_words(plain(record["source"]), short=True), f"row {record['source_row']}")
+    )
+    return (
+        Cell(plain(record["merchantReferenceId"])),
+        _side_cell(record, "ledger", -1),
+        _side_cell(record, "processor", -1),
+        fifth,
+        Cell(_age_text(age)),
+        Cell(plain(record["detail"])),
+    )
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of a frame as dicts keyed by column name."""
+    columns = [str(c) for c in frame.columns]
+    return [dict(zip(columns, row, strict=True)) for row in frame.itertuples(index=False)]
+
+
+def _age_text(age: Any) -> str:
+    """Whole days ('' for a row without a date: NA, None or NaN)."""
+    return "" if plain(age) == "" else f"{int(age):,}"
+
+
+def _variance_text(record: dict[str, Any]) -> str:
+    """Ledger minus processor, exact, where both are amounts of one currency ('' otherwise: an
+    amount compared at a reference rate has its variance in the FX section)."""
+    ledger, processor = record["ledger_amount"], record["processor_amount"]
+    currency = plain(record["ledger_currency"])
+    if ledger is None or processor is None or ledger is pd.NA or processor is pd.NA:
+        return ""
+    if currency != plain(record["processor_currency"]):
+        return ""
+    return money_text(Decimal(ledger) - Decimal(processor), currency, signed=True)
+
+
+def fx_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | None:
+    """Payments compared at a reference rate: the total variance per currency pair (exact), the
+    first ``rows`` payments, and the rates that were missing; None when there is none of these."""
+    fx = result.fx
+    if fx.empty and not result.missing_rates:
+        return None
+    pairs = [
+        (
+            f"{base} → {quote}",
+            int(payments),
+            money_text(variance, quote, signed=True),
+        )
+        for base, quote, payments, variance in result.fx_pairs.itertuples(index=False, name=None)
+    ]
+    return {
+        "pairs": pairs,
+        "rows": [_fx_cells(r) for r in _records(fx.head(rows))],
+        "count": len(fx),
+        "cut": len(fx) > rows,
+        "missing": list(result.missing_rates[:rows]),
+        "missing_count": len(result.missing_rates),
+    }
+
+
+def _fx_cells(record: dict[str, Any]) -> tuple[str, ...]:
+    """Payment, date, ledger amount, rate, expected, charged, variance, outcome: as text."""
+    charged = record["charged_currency"]
+    return (
+        plain(record["merchantReferenceId"]),
+        _date_text(record["date"]),
+        money_text(record["ledger_amount"], record["ledger_currency"]),
+        plain(record["rate"]),
+        money_text(record["expected_amount"], charged),
+        money_text(record["charged_amount"], charged),
+        money_text(record["variance"], charged, signed=True),
+        category_label(str(record["category"])) if record["category"] != "matched" else "Exact at the rate",
+    )
+
+
+def _date_text(value: Any) -> str:
+    """A day as ISO text (``2026-11-18``), whether it came as a date, a timestamp or text."""
+    if isinstance(value, datetime | pd.Timestamp):
+        return value.strftime("%Y-%m-%d")
+    if isinstance(value, date):
+        return value.isoformat()
+    return plain(value)
+
+
 def _side_cell(record: dict[str, Any], side: str, rank: int) -> Cell:
     """Amount with its currency, status below; a currency alone where there is no amount."""
     amount, currency = record[f"{side}_amount"], plain(record[f"{side}_currency"])
@@ -474,6 +685,7 @@ def page(
     """Everything the template shows, as plain values."""
     found, clear = category_lines(result)
     table, cut = exception_rows(result, rows)
+    information = info_sections(result, rows)
     code, script_hash = script()
     return {
         "title": title,
@@ -481,12 +693,16 @@ def page(
         "generated_at": generated_at,
         "period": period_text(period),
         "tolerance": tolerance_text(result.amount_tolerance),
+        "timing": timing_text(result.cutoff, result.grace),
         "verdict": verdict(result),
+        "information": information_line(result),
         "sources": source_lines(result),
         "outside": any(c.outside for c in result.counts),
+        "in_transit": any(c.in_transit for c in result.counts),
+        "after_cutoff": any(c.after_cutoff for c in result.counts),
         "adds_up": all(c.adds_up for c in result.counts),
         "currencies": currency_lines(result),
-        "footnote": FOOTNOTE,
+        "footnote": FOOTNOTE + (f" {INFO_FOOTNOTE}" if information else ""),
         "unreadable": result.category_counts.get("rejected_row", 0),
         "found": found,
         "clear": clear,
@@ -497,4 +713,6 @@ def page(
         "script": code,
         "script_hash": script_hash,
         "tracking": tracking_view(result, rows),
+        "info": information,
+        "fx": fx_view(result, rows),
     }

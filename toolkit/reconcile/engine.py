@@ -1123,8 +1123,8 @@ def _matched_frame(engine: Backend, matched: ir.Table) -> pd.DataFrame:
             "charged_amountMinor": table.column("charged_amountMinor").to_numpy().astype(np.int64),
             "charged_currency": pd.Categorical(table.column("charged_currency").to_pylist()),
             "pricing_amountMinor": pd.array(pricing_minor.to_pylist(), dtype="Int64"),
-            "pricing_currency": pd.array(
-                [None if c is None else codes[int(c)] for c in table.column("_pcur").to_pylist()],
+            "pricing_currency": pd.Series(
+                pa.array([None if c is None else codes[int(c)] for c in table.column("_pcur").to_pylist()]),
                 dtype=pd.ArrowDtype(pa.string()),
             ),
         },

@@ -1,4 +1,5 @@
-"""Rendering a ``ReconciliationResult``: report.html, report.xlsx, exceptions.csv, summary.csv.
+"""Rendering a ``ReconciliationResult``: report.html, report.xlsx, exceptions.csv, summary.csv,
+and fx.csv when payments were compared at reference rates.
 
 The result is data; this module only renders it. Amounts are written as their exact text
 (``12.30``), never as floats: the CSV files and the workbook hold every exception; the HTML page is
@@ -30,11 +31,21 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from toolkit.errors import OutputError
 from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells
 from toolkit.reconcile.controller_view import HTML_ROWS, Period, page
-from toolkit.reconcile.result import EXCEPTION_COLUMNS, SUMMARY_COLUMNS, ReconciliationResult
+from toolkit.reconcile.result import (
+    EXCEPTION_COLUMNS,
+    FX_COLUMNS,
+    INFO_CATEGORIES,
+    SUMMARY_COLUMNS,
+    ReconciliationResult,
+    RowCounts,
+)
 from toolkit.reconcile.tracking import TRACKING_COLUMNS
 from toolkit.reconcile.workbook import write_xlsx
 
+#: Written by every run.
 REPORT_FILES: tuple[str, ...] = ("report.html", "report.xlsx", "exceptions.csv", "summary.csv")
+#: Written besides when ``result.fx`` has rows: each payment compared at a reference rate.
+FX_FILE = "fx.csv"
 #: Written besides for a tracked run: states per category, exceptions by age, the resolved ones.
 TRACKED_FILES: tuple[str, ...] = ("states.csv", "ages.csv", "resolved.csv")
 
@@ -49,13 +60,25 @@ def _text_array(values: pd.Series) -> pa.Array:
     """A column as exact text ('' for missing), converted in C wherever the values allow."""
     if isinstance(values.dtype, pd.CategoricalDtype):
         values = values.astype(str)
-    if pd.api.types.is_integer_dtype(values.dtype) and not values.hasnans:
-        return pc.cast(pa.array(values.to_numpy()), pa.string())
+    if pd.api.types.is_integer_dtype(values.dtype):  # numpy or nullable: '' for a missing one
+        return pc.fill_null(pc.cast(pa.array(values), pa.string()), "")
     try:
         array = pa.array(values.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
     except (pa.ArrowTypeError, pa.ArrowInvalid):  # Decimals and other objects
         array = pa.array([_text(v) for v in values.tolist()], type=pa.string())
     return pc.fill_null(array, "")
+
+
+#: Whole-number columns of exceptions.csv: written as integers or '', never ``3.0``, ``nan`` or
+#: ``<NA>``, whatever dtype a concatenation left them in.
+INTEGER_COLUMNS: tuple[str, ...] = ("source_row", "age_days", "ageDays")
+
+
+def _integers(values: pd.Series) -> pd.Series:
+    """A whole-number column as nullable integers (a fractional value raises: it is no count)."""
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return values
+    return pd.to_numeric(values.astype(object).where(values.notna(), None)).astype("Int64")
 
 
 def exception_columns(result: ReconciliationResult) -> tuple[str, ...]:
@@ -67,7 +90,18 @@ def exception_columns(result: ReconciliationResult) -> tuple[str, ...]:
 def exceptions_text_table(result: ReconciliationResult) -> pa.Table:
     """The exceptions as exceptions.csv and the workbook hold them: exact text, '' for missing."""
     frame = result.exceptions
-    return pa.table({column: _text_array(frame[column]) for column in exception_columns(result)})
+    return pa.table(
+        {
+            column: _text_array(_integers(frame[column]) if column in INTEGER_COLUMNS else frame[column])
+            for column in exception_columns(result)
+        }
+    )
+
+
+def fx_text_table(result: ReconciliationResult) -> pa.Table:
+    """``result.fx`` as fx.csv holds it: amounts, rates and variances as exact text."""
+    frame = result.fx.reindex(columns=list(FX_COLUMNS))
+    return pa.table({column: _text_array(frame[column]) for column in FX_COLUMNS})
 
 
 def _frame_table(frame: pd.DataFrame) -> pa.Table:
@@ -143,20 +177,22 @@ def write_report(
     generated_at: datetime | None = None,
     period: Period = None,
 ) -> dict[str, Path]:
-    """Write the four report files into ``output_dir`` (created); returns them by name. A tracked
-    result (``result.tracking``) adds its columns to exceptions.csv and the workbook, a section
-    to the page, and ``TRACKED_FILES``.
+    """Write the report files (``REPORT_FILES``) into ``output_dir`` (created); returns them by
+    name. A tracked result (``result.tracking``) adds its columns to exceptions.csv and the
+    workbook, a section to the page, and ``TRACKED_FILES``; a result with payments compared at
+    reference rates (``result.fx``) adds ``FX_FILE``.
 
     ``period`` is said on the HTML page: ``(start, end)`` dates (either may be empty) or text;
     None says that no period was selected.
 
-    All four are written to temporary names and moved into place only when all are written; on
+    All are written to temporary names and moved into place only when all are written; on
     failure none is, and ``OutputError`` names the path and the reason.
     """
     directory = ensure_directory(output_dir)
     when = generated_at or datetime.now(UTC)
     tracking = result.tracking
-    names = REPORT_FILES + (TRACKED_FILES if tracking is not None else ())
+    with_fx = not result.fx.empty
+    names = REPORT_FILES + (TRACKED_FILES if tracking is not None else ()) + ((FX_FILE,) if with_fx else ())
     paths = {name: directory / name for name in names}
     table = exceptions_text_table(result)
     with contextlib.ExitStack() as stack:
@@ -184,6 +220,9 @@ def write_report(
             summary = summary_csv_frame(result)
             summary_table = pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS})
             _written(paths["summary.csv"], lambda: _write_csv(summary_table, temporary["summary.csv"]))
+            if with_fx:
+                fx = fx_text_table(result)
+                _written(paths[FX_FILE], lambda: _write_csv(fx, temporary[FX_FILE]))
             if tracking is not None:
                 for name, frame in (
                     ("states.csv", tracking.states()),
@@ -205,16 +244,33 @@ def _written(target: Path, write: Callable[[], object]) -> None:
 
 
 def summary_text(result: ReconciliationResult, categories: Sequence[str] | None = None) -> str:
-    """Plain-text summary for the terminal: row accounting, then counts and amounts."""
-    lines = [
-        f"{c.side}: {c.source}: {c.rows:,} rows = {c.matched:,} matched + "
-        f"{c.exceptions:,} in exceptions + {c.rejected:,} rejected"
-        + (f" + {c.outside:,} outside the period" if c.outside else "")
-        for c in result.counts
-    ]
+    """Plain-text summary for the terminal: row accounting, then counts and amounts, then the
+    exceptions and, apart, what is only for information (in transit, within tolerance)."""
+    lines = [_accounting_line(c) for c in result.counts]
     frame = summary_csv_frame(result)
     if categories is not None:
         frame = frame[frame["category"].isin(categories)]
     lines.append(frame.to_string(index=False) if len(frame) else "(no rows)")
-    lines.append(f"{result.exception_count:,} exceptions")
+    lines.append(f"{result.exception_count:,} exceptions" + _information_text(result))
     return "\n".join(lines)
+
+
+def _accounting_line(counts: RowCounts) -> str:
+    """``ledger: file: rows = matched + in exceptions + ...``, each optional part when non-zero."""
+    optional = (
+        (counts.in_transit, "in transit"),
+        (counts.outside, "outside the period"),
+        (counts.after_cutoff, "after the cut-off"),
+    )
+    return (
+        f"{counts.side}: {counts.source}: {counts.rows:,} rows = {counts.matched:,} matched + "
+        f"{counts.exceptions:,} in exceptions + {counts.rejected:,} rejected"
+        + "".join(f" + {n:,} {words}" for n, words in optional if n)
+    )
+
+
+def _information_text(result: ReconciliationResult) -> str:
+    """``; for information: 2 in transit, 3 within tolerance`` ('' when there is none)."""
+    counts = result.info_counts
+    parts = [f"{counts[c]:,} {c.replace('_', ' ')}" for c in INFO_CATEGORIES if counts[c]]
+    return f"; for information, not exceptions: {', '.join(parts)}" if parts else ""

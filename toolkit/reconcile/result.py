@@ -295,18 +295,29 @@ class ReconciliationResult:
         )
 
     def _repr_html_(self) -> str:
-        """A readable summary in a notebook: row accounting, then counts and amounts."""
-        period = any(c.outside for c in self.counts)  # the column only when a period left rows out
+        """A readable summary in a notebook: row accounting, then counts and amounts; the
+        informational rows on a line of their own, never among the exceptions."""
+        extra = [  # optional accounting columns, each only when some row is there
+            (name, label)
+            for name, label in (
+                ("in_transit", "in transit"),
+                ("outside", "outside period"),
+                ("after_cutoff", "after cut-off"),
+            )
+            if any(getattr(c, name) for c in self.counts)
+        ]
         rows = "".join(
             f"<tr><td>{html.escape(c.side)}</td><td>{html.escape(c.source)}</td>"
             f"<td>{c.rows:,}</td><td>{c.matched:,}</td><td>{c.exceptions:,}</td>"
-            f"<td>{c.rejected:,}</td>" + (f"<td>{c.outside:,}</td>" if period else "") + "</tr>"
+            f"<td>{c.rejected:,}</td>"
+            + "".join(f"<td>{getattr(c, name):,}</td>" for name, _ in extra)
+            + "</tr>"
             for c in self.counts
         )
         accounting = (
             "<table><thead><tr><th>side</th><th>source</th><th>rows</th><th>matched</th>"
             "<th>in exceptions</th><th>rejected</th>"
-            + ("<th>outside period</th>" if period else "")
+            + "".join(f"<th>{label}</th>" for _, label in extra)
             + f"</tr></thead><tbody>{rows}</tbody></table>"
         )
         summary = self.summary.assign(
@@ -315,10 +326,12 @@ class ReconciliationResult:
         tracked = ""
         if self.tracking is not None:
             tracked = f"<p>{html.escape(self.tracking.summary_text().splitlines()[0])}</p>"
+        info = ", ".join(f"{n:,} {name.replace('_', ' ')}" for name, n in self.info_counts.items() if n)
+        information = f"<p>For information, not exceptions: {info}</p>" if info else ""
         return (
             f"<div><strong>Reconciliation</strong>: {self.matched_count:,} matched, "
             f"{self.exception_count:,} exceptions (amount tolerance {self.amount_tolerance.text()})"
-            f"{tracked}{accounting}{summary}</div>"
+            f"{information}{tracked}{accounting}{summary}</div>"
         )
 
 

@@ -87,11 +87,12 @@ def parse_grace(value: timedelta | str) -> timedelta:
     return timedelta(days=int(found["d"] or 0), hours=int(found["h"] or 0), minutes=int(found["m"] or 0))
 
 
-def duration_text(value: timedelta) -> str:
-    """``3 days``, ``36 hours``, ``90 minutes``: the largest unit that is exact."""
-    seconds = int(value.total_seconds())
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds % size == 0 and seconds:
-            n = seconds // size
-            return f"{n} {unit}{'s' if n != 1 else ''}"
-    return f"{seconds} seconds"
+def duration_text(window: timedelta) -> str:
+    """A settlement window in words: whole days and hours (``3 days``, ``1 day 12 hours``)."""
+    days, rest = divmod(int(window.total_seconds()), 86_400)
+    hours, rest = divmod(rest, 3_600)
+    parts = [f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in ((days, "day"), (hours, "hour")) if n]
+    if rest or not parts:
+        minutes = rest // 60
+        parts.append(f"{minutes} minute{'s' if minutes != 1 else ''}")
+    return " ".join(parts)

@@ -52,6 +52,10 @@ Rules where the issue leaves the choice:
 * An acknowledgement is of the facts of the latest run; it holds while the exception stays and its
   facts stay the same. An exception that is resolved and comes back later is ``new`` again, with
   a new ``firstSeen``, and its old acknowledgement does not hold.
+* Informational rows (``severity`` info: in transit, within tolerance) are not exceptions and
+  are not tracked: they get no id, state or ``ageDays``, are not in the audit log, the states or
+  the thresholds, and stay in the result and the reports with those columns blank. A payment in
+  transit that becomes a break later is ``new`` then.
 * The age buckets (0-1, 2-7, 8-30, over 30 days) count the unacknowledged exceptions (``new`` and
   ``open``), those ``--max-exceptions`` counts and ``--max-age`` checks; acknowledged ones are
   counted beside them.
@@ -77,6 +81,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from toolkit.errors import TrackError, TrackIntegrityError
@@ -683,6 +688,21 @@ def recording(
         yield tracked
 
 
+def tracked_rows(exceptions: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """The rows a track follows: the exceptions, not the informational rows (``severity`` info:
+    in transit, within tolerance), which get no id nor state and count towards no threshold."""
+    if "severity" not in exceptions.columns:
+        return np.ones(len(exceptions), dtype=bool)
+    return (exceptions["severity"].astype(str) != "info").to_numpy(dtype=bool)
+
+
+def _spread(values: list[Any], tracked: npt.NDArray[np.bool_]) -> npt.NDArray[np.object_]:
+    """Values of the tracked rows put at their places among all rows (None for the others)."""
+    out = np.full(len(tracked), None, dtype=object)
+    out[tracked] = values
+    return out
+
+
 def _track(
     result: ReconciliationResult,
     track: str,
@@ -694,7 +714,8 @@ def _track(
     started: datetime | None,
     rerun_of: int | None,
 ) -> tuple[ReconciliationResult, dict[str, Any]]:
-    exceptions = result.exceptions
+    tracked = tracked_rows(result.exceptions)
+    exceptions = result.exceptions[tracked]
     sides = {c.source: c.side for c in result.counts}
     ids = exception_ids(track, exceptions, sides)
     facts = _facts(exceptions)
@@ -727,19 +748,19 @@ def _track(
     resolved = resolved.sort_values(
         "category", key=lambda c: c.map(order).fillna(len(order)), kind="stable"
     ).reset_index(drop=True)
-    with_states = exceptions.assign(
-        exceptionId=np.array(ids, dtype=object),
-        state=pd.Categorical(states, categories=list(STATES)),
-        firstSeen=np.array(first_seen, dtype=object),
-        ageDays=np.array(ages, dtype=np.int64),
-        stateReason=np.array(reasons, dtype=object),
+    with_states = result.exceptions.assign(
+        exceptionId=_spread(ids, tracked),
+        state=pd.Categorical(_spread(states, tracked), categories=list(STATES)),
+        firstSeen=_spread(first_seen, tracked),
+        ageDays=pd.array(_spread(ages, tracked).tolist(), dtype="Int64"),
+        stateReason=_spread(reasons, tracked),
     )
     tracking = Tracking(
         track=track,
         run=number,
         as_of=as_of,
         previous_run=previous.payload["run"] if previous is not None else None,
-        exceptions=with_states,
+        exceptions=with_states[tracked].reset_index(drop=True),
         resolved=resolved,
         inputs=tuple(hashes),
         rerun_of=rerun_of,

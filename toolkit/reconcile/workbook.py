@@ -6,7 +6,9 @@ What the controller gets:
   category and currency (with an autofilter), then a note on how amounts are stored.
 * A sheet per category that has exceptions (none for a category without), continued on numbered
   sheets past Excel's 1,048,576 rows; the header row is bold and frozen, an autofilter covers the
-  table, and column widths follow the header and the longest value (capped).
+  table, and column widths follow the header and the longest value (capped). The exception
+  categories come first (and a tracked run's ``resolved``), then the informational ones
+  (``in_transit``, ``within_tolerance``), then ``FX``: the payments compared at reference rates.
 * Amounts are number cells in their currency's number format (``#,##0.00 "USD"``, JPY without
   decimals, KWD with three), so they can be summed. The ``<v>`` of such a cell is the amount's
   exact decimal text (``<v>12.30</v>``): no float ever holds it. A number is written only where it
@@ -34,18 +36,29 @@ cell, and cells are inline strings, which a spreadsheet never executes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.money import is_currency, minor_digits
-from toolkit.reconcile.result import CATEGORIES, SUMMARY_COLUMNS, ReconciliationResult
+from toolkit.reconcile.controller_view import moment_text, tolerance_text
+from toolkit.reconcile.result import (
+    CATEGORIES,
+    FX_COLUMNS,
+    SUMMARY_COLUMNS,
+    ReconciliationResult,
+    severity_of,
+)
+from toolkit.reconcile.timing import duration_text
 
 #: Excel's limits: rows per sheet (one is the header) and characters per cell.
 MAX_SHEET_ROWS = 1_048_576
@@ -58,7 +71,16 @@ _XML_ILLEGAL = "[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]"
 _DECIMAL = r"^-?[0-9]+(\.[0-9]+)?$"
 #: Amount columns of the exceptions and the currency column each is in.
 AMOUNT_COLUMNS = {"ledger_amount": "ledger_currency", "processor_amount": "processor_currency"}
-_INTEGER_COLUMNS = frozenset({"source_row", "ageDays"})
+#: Amount columns of the FX sheet: the ledger's amount in its currency, the rest in the charged one.
+FX_AMOUNT_COLUMNS = {
+    "ledger_amount": "ledger_currency",
+    "expected_amount": "charged_currency",
+    "charged_amount": "charged_currency",
+    "variance": "charged_currency",
+}
+_INTEGER_COLUMNS = frozenset({"source_row", "ageDays", "age_days"})
+#: Decimal columns that are no amount (a rate): numbers where Excel holds them exactly.
+_DECIMAL_COLUMNS = frozenset({"rate"})
 _NOTE = (
     "Amounts are numbers in their currency's format wherever Excel holds them exactly (at most "
     f"{EXCEL_DIGITS} significant digits at the currency's decimals); longer amounts are exact text."
@@ -162,6 +184,19 @@ def _number_cells(text: pa.Array | pa.ChunkedArray, style: int = 0) -> pa.Array 
     attribute = f' s="{style}"' if style else ""
     filled = _join(f"<c{attribute}><v>", text, "</v></c>")
     return pc.if_else(pc.equal(text, ""), pa.scalar("<c/>", type=filled.type), filled)
+
+
+def _decimal_cells(text: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Number cells of plain decimals of at most ``EXCEL_DIGITS`` significant digits (a rate:
+    Excel shows it in full and keeps it exactly); anything else stays exact text."""
+    digits = pc.replace_substring_regex(pc.replace_substring(text, ".", ""), "^-?0*", "")
+    fits = pc.fill_null(
+        pc.and_(
+            pc.match_substring_regex(text, _DECIMAL), pc.less_equal(pc.utf8_length(digits), EXCEL_DIGITS)
+        ),
+        False,
+    )
+    return pc.if_else(fits, _number_cells(text), _text_cells(text))
 
 
 def fits_excel(
@@ -287,29 +322,31 @@ def _category_sheets(table: pa.Table, category: str, currencies: _Currencies) ->
     return _table_sheets(table.filter(pc.equal(table.column("category"), category)), category, currencies)
 
 
-def _table_sheets(part: pa.Table, category: str, currencies: _Currencies) -> tuple[list[_Sheet], int]:
-    """The sheet(s) named ``category`` holding the rows of ``part`` (text columns, in order)."""
+def _table_sheets(
+    part: pa.Table, category: str, currencies: _Currencies, amounts: dict[str, str] = AMOUNT_COLUMNS
+) -> tuple[list[_Sheet], int]:
+    """The sheet(s) named ``category`` holding the rows of ``part`` (text columns, in order);
+    ``amounts`` maps each amount column to the column of its currency."""
     columns = tuple(part.column_names)
     # Large strings (64-bit offsets): the rows of a full sheet may pass 2 GiB of XML.
     part = part.cast(pa.schema([(c, pa.large_string()) for c in part.column_names]))
     as_text = 0
     cells = []
     for column in columns:
-        if column in AMOUNT_COLUMNS:
-            amount_cells, count = currencies.amount_cells(
-                part.column(column), part.column(AMOUNT_COLUMNS[column])
-            )
+        if column in amounts:
+            amount_cells, count = currencies.amount_cells(part.column(column), part.column(amounts[column]))
             cells.append(amount_cells)
             as_text += count
         elif column in _INTEGER_COLUMNS:
             cells.append(_number_cells(part.column(column)))
+        elif column in _DECIMAL_COLUMNS:
+            cells.append(_decimal_cells(part.column(column)))
         else:
             cells.append(_text_cells(part.column(column)))
     rows = _rows(cells)
     del cells
     widths = [
-        _width(c, pc.max(pc.utf8_length(part.column(c))).as_py() or 0, amount=c in AMOUNT_COLUMNS)
-        for c in columns
+        _width(c, pc.max(pc.utf8_length(part.column(c))).as_py() or 0, amount=c in amounts) for c in columns
     ]
     per_sheet = MAX_SHEET_ROWS - 1
     sheets = []
@@ -338,18 +375,11 @@ def _summary_sheet(
     currencies: _Currencies,
     as_text: int,
 ) -> _Sheet:
-    """Environment, row accounting, counts and amounts by category and currency (the table under
-    the autofilter), then the note on amounts with the count of those kept as text."""
-    accounting = {
-        "side": [c.side for c in result.counts],
-        "source": [c.source for c in result.counts],
-        "rows": [str(c.rows) for c in result.counts],
-        "matched": [str(c.matched) for c in result.counts],
-        "in exceptions": [str(c.exceptions) for c in result.counts],
-        "rejected": [str(c.rejected) for c in result.counts],
-    }
-    if any(c.outside for c in result.counts):  # the column only when a period left rows out
-        accounting["outside period"] = [str(c.outside) for c in result.counts]
+    """Environment, the run's settings (tolerance, cut-off, settlement window), row accounting,
+    counts and amounts by category and currency (the table under the autofilter), the variance
+    per currency pair and the missing rates, then the note on amounts with the count of those
+    kept as text."""
+    accounting = _accounting(result)
     frame = result.summary
     summary = {
         "category": [str(c) for c in frame["category"]],
@@ -359,11 +389,12 @@ def _summary_sheet(
     }
     text = {k: pa.array(v, type=pa.string()) for k, v in summary.items()}
     amounts, summary_as_text = currencies.amount_cells(text["amount"], text["currency"])
-    as_text += summary_as_text
+    fx_lines, fx_as_text = _fx_lines(result, currencies)
+    as_text += summary_as_text + fx_as_text
     note = _NOTE + (f" {as_text:,} amount(s) in this workbook are text." if as_text else "")
     lines = [
         _header([f"Data from: {environment}"]),
-        *_rows([_text_cells(pa.array([title, f"Generated {generated_at}"]))]).to_pylist(),
+        *_text_rows([title, f"Generated {generated_at}", *_settings(result)]),
         "<row/>",
         _header(list(accounting)),
         *_rows(
@@ -388,8 +419,9 @@ def _summary_sheet(
             ]
         ).to_pylist(),
         "<row/>",
+        *fx_lines,
         *_tracking_lines(result),
-        *_rows([_text_cells(pa.array([note]))]).to_pylist(),
+        *_text_rows([note]),
     ]
     widths = [
         max(pair)
@@ -398,6 +430,80 @@ def _summary_sheet(
     return _Sheet(
         "Summary", "", "".join(lines), widths, table=(first, first + len(frame), len(SUMMARY_COLUMNS))
     )
+
+
+def _text_rows(texts: list[str]) -> list[str]:
+    """One row of one text cell per text."""
+    rows: list[str] = _rows([_text_cells(pa.array(texts, type=pa.string()))]).to_pylist()
+    return rows
+
+
+def _accounting(result: ReconciliationResult) -> dict[str, list[str]]:
+    """The row accounting of each input, as the page shows it: the in-transit, outside-period
+    and after-cut-off columns only when some row is there."""
+    counts = result.counts
+    accounting = {
+        "side": [c.side for c in counts],
+        "source": [c.source for c in counts],
+        "rows": [str(c.rows) for c in counts],
+        "matched": [str(c.matched) for c in counts],
+        "in exceptions": [str(c.exceptions) for c in counts],
+    }
+    if any(c.in_transit for c in counts):
+        accounting["in transit"] = [str(c.in_transit) for c in counts]
+    accounting["rejected"] = [str(c.rejected) for c in counts]
+    if any(c.outside for c in counts):
+        accounting["outside period"] = [str(c.outside) for c in counts]
+    if any(c.after_cutoff for c in counts):
+        accounting["after cut-off"] = [str(c.after_cutoff) for c in counts]
+    return accounting
+
+
+def _settings(result: ReconciliationResult) -> list[str]:
+    """The run's amount tolerance, and its cut-off and settlement window where it had them."""
+    lines = [f"Amount tolerance: {tolerance_text(result.amount_tolerance)}"]
+    cutoff, grace = result.cutoff, result.grace
+    if cutoff is not None:
+        lines.append(f"Cut-off: {moment_text(cutoff)} (rows dated after it are left for the next run)")
+    if grace:
+        dated = f"dated from {moment_text(cutoff - grace)} " if cutoff is not None else ""
+        lines.append(
+            f"Settlement window: {duration_text(grace)} (payments {dated}that have not settled yet "
+            "are in transit, not breaks)"
+        )
+    return lines
+
+
+def _fx_lines(result: ReconciliationResult, currencies: _Currencies) -> tuple[list[str], int]:
+    """The total variance per currency pair (numbers in the charged currency) and the rates the
+    rate file lacked (none of it without reference rates), and the variances kept as text."""
+    lines: list[str] = []
+    pairs = result.fx_pairs
+    as_text = 0
+    if len(pairs):
+        charged = pa.array([str(c) for c in pairs["charged_currency"]], type=pa.string())
+        variance, as_text = currencies.amount_cells(
+            pa.array([str(v) for v in pairs["variance"]], type=pa.string()), charged
+        )
+        lines.append(_header(["booked", "charged", "payments at a reference rate", "total variance"]))
+        lines += _rows(
+            [
+                _text_cells(pa.array([str(c) for c in pairs["ledger_currency"]], type=pa.string())),
+                _text_cells(charged),
+                _number_cells(pa.array([str(int(n)) for n in pairs["payments"]], type=pa.string()), _COUNT),
+                variance,
+            ]
+        ).to_pylist()
+        lines += _text_rows(
+            ["Variance: charged - expected at the reference rate, in the charged currency (FX sheet)."]
+        )
+        lines.append("<row/>")
+    if result.missing_rates:
+        lines.append(
+            _header(["Rates missing from the rate file: payments that needed them were not compared"])
+        )
+        lines += [*_text_rows(list(result.missing_rates)), "<row/>"]
+    return lines, as_text
 
 
 def _tracking_lines(result: ReconciliationResult) -> list[str]:
@@ -540,18 +646,10 @@ def write_xlsx(
     file-type sniffers look for ``[Content_Types].xml`` first).
     """
     table = table.combine_chunks()  # filters then give arrays, whose buffers are the sheet XML
-    codes: set[str] = set()
-    for column in AMOUNT_COLUMNS.values():
-        codes.update(str(c) for c in pc.unique(table.column(column)).to_pylist() if c)
-    codes.update(str(c) for c in result.summary["currency"].unique() if c)
-    resolved = _resolved_table(result)
-    if resolved is not None:
-        for column in AMOUNT_COLUMNS.values():
-            codes.update(str(c) for c in pc.unique(resolved.column(column)).to_pylist() if c)
-    currencies = _Currencies(codes)
-    categories = _categories(table)
-    count = 1 + sum(-(-n // (MAX_SHEET_ROWS - 1)) for n in categories.values())
-    count += -(-resolved.num_rows // (MAX_SHEET_ROWS - 1)) if resolved is not None else 0
+    resolved, fx = _resolved_table(result), _fx_table(result)
+    currencies = _Currencies(_currency_codes(result, table, resolved, fx))
+    sources = _sheet_sources(table, resolved, fx, currencies)
+    count = 1 + sum(_sheet_count(rows) for rows, _ in sources)
     overrides = "".join(
         f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="application/'
         'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
@@ -563,14 +661,8 @@ def write_xlsx(
         archive.writestr("[Content_Types].xml", _CONTENT_TYPES.format(sheets=overrides))
         archive.writestr("_rels/.rels", _ROOT_RELS)
         archive.writestr("xl/_rels/workbook.xml.rels", _workbook_rels(count))
-        for category in categories:
-            parts, text_amounts = _category_sheets(table, category, currencies)
-            as_text += text_amounts
-            for sheet in parts:
-                _write_sheet(archive, f"xl/worksheets/sheet{len(sheets) + 2}.xml", sheet, selected=False)
-                sheets.append(dataclasses.replace(sheet, rows=""))
-        if resolved is not None and resolved.num_rows:
-            parts, text_amounts = _table_sheets(resolved, "resolved", currencies)
+        for _, build in sources:
+            parts, text_amounts = build()
             as_text += text_amounts
             for sheet in parts:
                 _write_sheet(archive, f"xl/worksheets/sheet{len(sheets) + 2}.xml", sheet, selected=False)
@@ -588,6 +680,68 @@ def write_xlsx(
         assert len(sheets) == count, (len(sheets), count)
         archive.writestr("xl/styles.xml", currencies.styles_xml())
         archive.writestr("xl/workbook.xml", _workbook_xml(sheets))
+
+
+#: Rows of one table, and how to build its sheets (with the count of amounts kept as text).
+_Source = tuple[int, Callable[[], tuple[list[_Sheet], int]]]
+
+
+def _sheet_sources(
+    table: pa.Table, resolved: pa.Table | None, fx: pa.Table | None, currencies: _Currencies
+) -> list[_Source]:
+    """The tables after the summary, in workbook order: the exception categories, a tracked run's
+    resolved exceptions, the informational categories, then FX; only those with rows (no empty
+    sheet). Built one at a time when written, so only one table's cells are in memory."""
+    categories = _categories(table)
+
+    def category(name: str) -> _Source:
+        return categories[name], functools.partial(_category_sheets, table, name, currencies)
+
+    sources = [category(c) for c in categories if severity_of(c) == "exception"]
+    if resolved is not None and resolved.num_rows:
+        sources.append(
+            (resolved.num_rows, functools.partial(_table_sheets, resolved, "resolved", currencies))
+        )
+    sources += [category(c) for c in categories if severity_of(c) == "info"]
+    if fx is not None:
+        build = functools.partial(_table_sheets, fx, "FX", currencies, FX_AMOUNT_COLUMNS)
+        sources.append((fx.num_rows, build))
+    return sources
+
+
+def _sheet_count(rows: int) -> int:
+    """Sheets a table of ``rows`` rows takes (one header row on each)."""
+    return -(-rows // (MAX_SHEET_ROWS - 1))
+
+
+def _currency_codes(
+    result: ReconciliationResult, table: pa.Table, resolved: pa.Table | None, fx: pa.Table | None
+) -> set[str]:
+    """Every currency an amount of the workbook is in (each gets its number format)."""
+    codes: set[str] = {str(c) for c in result.summary["currency"].unique() if c}
+    for part, columns in ((table, AMOUNT_COLUMNS), (resolved, AMOUNT_COLUMNS), (fx, FX_AMOUNT_COLUMNS)):
+        if part is None:
+            continue
+        for column in set(columns.values()):
+            codes.update(str(c) for c in pc.unique(part.column(column)).to_pylist() if c)
+    return codes
+
+
+def _cell_text(value: Any) -> str:
+    """A value as exact text ('' for a missing one): Decimals as written, dates as ISO."""
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return ""
+    return str(value)
+
+
+def _fx_table(result: ReconciliationResult) -> pa.Table | None:
+    """The payments compared at reference rates as text (None when there is none)."""
+    if result.fx.empty:
+        return None
+    frame = result.fx.reindex(columns=list(FX_COLUMNS))
+    return pa.table(
+        {c: pa.array([_cell_text(v) for v in frame[c]], type=pa.string()) for c in FX_COLUMNS}
+    ).combine_chunks()
 
 
 def _resolved_table(result: ReconciliationResult) -> pa.Table | None:
