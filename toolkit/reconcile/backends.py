@@ -176,6 +176,7 @@ def _duckdb(limit: int, spill: Path | None) -> Backend:
     raw.execute(f"SET memory_limit = '{limit // (1 << 20)}MiB'")
     raw.execute(f"SET temp_directory = '{_sql_text(str(spill))}'")
     raw.execute("SET enable_progress_bar = false")  # its bar would go into the command's output
+    raw.execute("SET TimeZone = 'UTC'")  # dates without a zone are UTC, as on Spark
     # Results are ordered explicitly where order matters; keeping the order of every
     # intermediate result costs memory and time (``sources`` turns it on to number CSV rows).
     raw.execute("SET preserve_insertion_order = false")

@@ -192,7 +192,7 @@ def reconcile(
     window = DEFAULT_GRACE if grace is None else parse_grace(grace)
     clock = None if as_of is None else timing(as_of, window)
     rates = fx_rates if isinstance(fx_rates, Rates) or fx_rates is None else load_rates(fx_rates)
-    ledger, processor = dated(ledger, clock), dated(processor, clock)
+    ledger, processor = (dated(side, clock, rated=rates is not None) for side in (ledger, processor))
     rules = Rules(
         tolerance,
         clock,
@@ -239,17 +239,19 @@ def reconcile(
         )
 
 
-def dated(loaded: LoadedInput, clock: Timing | None) -> LoadedInput:
-    """``loaded`` dated for the cut-off: the ledger by ``date`` (else ``createTime``), the
-    processor by ``createTime``; as it is when there is no cut-off or no such column (its rows
-    then take part whatever their date, and none of them is in transit)."""
-    if clock is None or loaded.dated is not None:
+def dated(loaded: LoadedInput, clock: Timing | None, *, rated: bool = False) -> LoadedInput:
+    """``loaded`` dated for the cut-off (and for the rate of a payment's day when ``rated``): the
+    ledger by ``date`` (else ``createTime``), the processor by ``createTime``; as it is when
+    neither is asked for, or without such a column (its rows then take part whatever their
+    date, and none of them is in transit)."""
+    if (clock is None and not rated) or loaded.dated is not None:
         return loaded
     names = ("date", "createTime") if loaded.side == "ledger" else ("createTime",)
     column = next((name for name in names if name in loaded.columns()), None)
     if column is None:
         return loaded
-    return dataclasses.replace(loaded, dated=Dated(column, clock.cutoff_seconds))
+    cutoff = None if clock is None else clock.cutoff_seconds
+    return dataclasses.replace(loaded, dated=Dated(column, cutoff))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,21 +467,21 @@ def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Tab
     if not table.num_rows:
         return engine.keep(flagged.mutate(**nothing)), empty
     codes = currency_codes()
-    decided: list[tuple[str, int, int | None, str]] = []
+    decided: list[tuple[str, int, int, str]] = []
     lines: list[dict[str, Any]] = []
     missing: set[str] = set()
     for row in table.to_pylist():
         base, quote = codes[int(row["l_cur"])], codes[int(row["p_cur"])]
         seconds = row["p_when"] if row["p_when"] is not None else row["l_when"]
         if seconds is None:
-            decided.append((row["key"], _FX_NO_RATE, None, f"no date to take a {base}/{quote} rate for"))
+            decided.append((row["key"], _FX_NO_RATE, 0, f"no date to take a {base}/{quote} rate for"))
             continue
         day = datetime.fromtimestamp(int(seconds), UTC).date()
         conversion = rules.rates.convert(int(row["l_minor"]), base, quote, day)
         if conversion is None:
             text = rules.rates.missing_text(base, quote, day)
             missing.add(text)
-            decided.append((row["key"], _FX_NO_RATE, None, text))
+            decided.append((row["key"], _FX_NO_RATE, 0, text))
             continue
         variance = int(row["p_minor"]) - conversion.expected_minor
         if variance == 0:
@@ -508,6 +510,7 @@ def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Tab
             {
                 "_fx_key": [d[0] for d in decided],
                 "fx_state": pa.array([d[1] for d in decided], pa.int8()),
+                # 0 without a rate (never read then): Spark's tables from Arrow lose int64s beside nulls.
                 "fx_expected": pa.array([d[2] for d in decided], pa.int64()),
                 "fx_text": [d[3] for d in decided],
             }
@@ -685,7 +688,7 @@ def exception_rows(
     only_p = f.filter(f.missing_in_ledger)
     part("missing_in_ledger", only_p, True, ibis.literal("not found in the ledger"), only_p.p_minor)
     amount = f.filter(f.amount_mismatch)
-    fx = amount.fx_expected.notnull()
+    fx = amount.fx_state.notnull()
     fx_variance = amount.p_minor - amount.fx_expected
     part(
         "amount_mismatch",
@@ -742,7 +745,7 @@ def exception_rows(
             dated_by=transit.p_when.fill_null(transit.l_when),
         )
     within = f.filter(f.within_tolerance)
-    fx = within.fx_expected.notnull()
+    fx = within.fx_state.notnull()
     part(
         "within_tolerance",
         within,
@@ -849,7 +852,7 @@ def _transit_text(table: ir.Table, clock: Timing) -> ir.StringValue:
     """Why a payment is in transit, and since when, in words."""
     window = f"inside the settlement window ({duration_text(clock.grace)} before the cut-off)"
     since = table.p_when.fill_null(table.l_when)
-    day = since.as_timestamp("s").strftime("%Y-%m-%d %H:%M UTC")
+    day = since.as_timestamp("s").strftime("%Y-%m-%d %H:%M") + " UTC"
     status = table.l_n.notnull() & table.p_n.notnull()
     return ibis.cases(
         (

@@ -86,10 +86,11 @@ class Period:
 
 @dataclass(frozen=True)
 class Dated:
-    """The column a side's rows are dated by for the cut-off, and the cut-off (epoch seconds)."""
+    """The column a side's rows are dated by, and the cut-off (epoch seconds; None: dated for
+    the rate of a payment's day only)."""
 
     column: str
-    cutoff: int
+    cutoff: int | None
 
 
 #: Optional processor columns: what the payment was priced at, when it was charged in another
@@ -667,7 +668,9 @@ def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
         _bad_when=unreadable.fill_null(False),
         _when_text=table[dated.column],
         _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
-        _after=(usable & ~unreadable & (when > dated.cutoff)).fill_null(False),
+        _after=ibis.literal(False)
+        if dated.cutoff is None
+        else (usable & ~unreadable & (when > dated.cutoff)).fill_null(False),
     )
 
 

@@ -1,0 +1,538 @@
+"""Matching as payments really behave (issue 11): prices in another currency, the cut-off and the
+settlement window, tolerances with their variance, reference rates, periods across the boundary.
+
+Each planted set holds one row per rule, on both sides of each line; every planted case must be
+found, nothing else, and the rows must add up, on DuckDB and on Spark alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolkit.cli import main
+from toolkit.errors import InputError
+from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile, select_period
+from toolkit.reconcile.backends import Backend, connect
+
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+
+LEDGER_COLUMNS = ["merchantReferenceId", "date", "amount", "currency", "status"]
+PROCESSOR_COLUMNS = [
+    "merchantReferenceId",
+    "createTime",
+    "amount",
+    "currency",
+    "status",
+    "pricingAmount",
+    "pricingCurrency",
+]
+#: The cut-off of the planted set: the end of 19 November 2026 (UTC); the window starts 3 days before.
+AS_OF = "2026-11-19"
+
+#: key -> (ledger row, processor row, the categories the key must have). Dates as the books and an
+#: export write them; "" where a side has no row.
+PLANTED: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None, set[str]]] = {
+    # Prices in another currency
+    "FX-PRICE": (
+        ("2026-11-18", "10.00", "USD", "success"),
+        ("2026-11-18T10:00:00Z", "560.00", "PHP", "success", "10.00", "USD"),
+        set(),
+    ),
+    "FX-CHARGED": (
+        ("2026-11-18", "18.40", "EUR", "success"),
+        ("2026-11-18T10:00:00Z", "18.40", "EUR", "success", "20.00", "USD"),
+        set(),
+    ),
+    "FX-AMOUNT": (
+        ("2026-11-18", "10.50", "USD", "success"),
+        ("2026-11-18T10:00:00Z", "560.00", "PHP", "success", "10.00", "USD"),
+        {"amount_mismatch"},
+    ),
+    "FX-CURRENCY": (
+        ("2026-11-18", "10.00", "GBP", "success"),
+        ("2026-11-18T10:00:00Z", "560.00", "PHP", "success", "10.00", "USD"),
+        {"currency_mismatch"},
+    ),
+    # The settlement window
+    "PENDING-IN": (
+        ("2026-11-18", "5.00", "USD", "success"),
+        ("2026-11-18T12:00:00Z", "5.00", "USD", "pending", "", ""),
+        {"in_transit"},
+    ),
+    "PENDING-OUT": (
+        ("2026-11-10", "5.00", "USD", "success"),
+        ("2026-11-10T12:00:00Z", "5.00", "USD", "pending", "", ""),
+        {"status_mismatch"},
+    ),
+    "WAITING-IN": (None, ("1795075200000", "7.00", "USD", "next_action", "", ""), {"in_transit"}),
+    "SETTLED-ONLY": (None, ("2026-11-19T08:00:00Z", "7.00", "USD", "success", "", ""), {"missing_in_ledger"}),
+    "BOOKED-IN": (("2026-11-19", "3.00", "USD", "success"), None, {"in_transit"}),
+    "BOOKED-OUT": (("2026-11-01", "3.00", "USD", "success"), None, {"missing_in_processor"}),
+    # After the cut-off: the processor records it a day after the books
+    "RECORDED-LATE": (
+        ("2026-11-19", "4.00", "USD", "success"),
+        ("2026-11-20T09:00:00Z", "4.00", "USD", "success", "", ""),
+        {"in_transit"},
+    ),
+    "BOOKED-AFTER": (("2026-11-20", "4.00", "USD", "success"), None, set()),
+    # Tolerances: 0.5% of the ledger amount, at least 3 minor units; JPY 1 yen
+    "TOL-PERCENT": (
+        ("2026-11-15", "100.00", "USD", "success"),
+        ("2026-11-15T10:00:00Z", "100.40", "USD", "success", "", ""),
+        {"within_tolerance"},
+    ),
+    "TOL-FLOOR": (
+        ("2026-11-15", "1.00", "USD", "success"),
+        ("2026-11-15T10:00:00Z", "0.97", "USD", "success", "", ""),
+        {"within_tolerance"},
+    ),
+    "TOL-BEYOND": (
+        ("2026-11-15", "100.00", "USD", "success"),
+        ("2026-11-15T10:00:00Z", "100.51", "USD", "success", "", ""),
+        {"amount_mismatch"},
+    ),
+    "TOL-JPY-IN": (
+        ("2026-11-15", "1000", "JPY", "success"),
+        ("2026-11-15T10:00:00Z", "1001", "JPY", "success", "", ""),
+        {"within_tolerance"},
+    ),
+    "TOL-JPY-OUT": (
+        ("2026-11-15", "1000", "JPY", "success"),
+        ("2026-11-15T10:00:00Z", "1002", "JPY", "success", "", ""),
+        {"amount_mismatch"},
+    ),
+    # A date that cannot be read
+    "BAD-DATE": (("31/11/2026", "1.00", "USD", "success"), None, {"rejected_row"}),
+    "PLAIN": (
+        ("2026-11-12", "12.30", "USD", "success"),
+        ("2026-11-12T10:00:00Z", "12.3", "USD", "1", "", ""),
+        set(),
+    ),
+}
+TOLERANCE = "JPY=1,0.5%:3"
+
+
+def sides(
+    planted: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None, set[str]]],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ledger = [(key, *row) for key, (row, _, _) in planted.items() if row is not None]
+    processor = [(key, *row) for key, (_, row, _) in planted.items() if row is not None]
+    return pd.DataFrame(ledger, columns=LEDGER_COLUMNS), pd.DataFrame(processor, columns=PROCESSOR_COLUMNS)
+
+
+@pytest.fixture(scope="module", params=["duckdb", "pyspark"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each backend the engine supports (Spark: a local session, seconds to start)."""
+    return connect(request.param)
+
+
+def categories(result: ReconciliationResult) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for key, category in zip(
+        result.exceptions["merchantReferenceId"], result.exceptions["category"], strict=True
+    ):
+        found.setdefault(str(key), set()).add(str(category))
+    return found
+
+
+def rows(result: ReconciliationResult, key: str, category: str) -> pd.Series:
+    frame = result.exceptions
+    chosen = frame[(frame["merchantReferenceId"] == key) & (frame["category"] == category)]
+    assert len(chosen) == 1, (key, category, chosen)
+    return chosen.iloc[0]
+
+
+@pytest.fixture(scope="module")
+def planted(backend: Backend) -> ReconciliationResult:
+    ledger, processor = sides(PLANTED)
+    return reconcile(
+        load_ledger(ledger),
+        load_processor(processor),
+        amount_tolerance=TOLERANCE,
+        as_of=AS_OF,
+        grace="3d",
+        backend=backend,
+    )
+
+
+def test_every_planted_case_is_found_and_nothing_else(planted: ReconciliationResult) -> None:
+    wanted = {key: cats for key, (_, _, cats) in PLANTED.items() if cats}
+    assert categories(planted) == wanted
+
+
+def test_the_rows_add_up_with_in_transit_and_after_the_cutoff(planted: ReconciliationResult) -> None:
+    ledger, processor = planted.counts
+    assert all(c.adds_up for c in planted.counts)
+    # In transit: PENDING-IN, BOOKED-IN, RECORDED-LATE (ledger); PENDING-IN, WAITING-IN (processor).
+    assert (ledger.in_transit, processor.in_transit) == (3, 2)
+    assert (ledger.after_cutoff, processor.after_cutoff) == (1, 1)  # BOOKED-AFTER, RECORDED-LATE
+    assert ledger.rejected == 1  # BAD-DATE
+    # Matched: FX-PRICE, FX-CHARGED, PLAIN and the three within tolerance.
+    assert planted.matched_count == 6
+    assert ledger.exceptions == 6 and processor.exceptions == 6
+
+
+def test_information_is_shown_and_never_counted_as_an_exception(planted: ReconciliationResult) -> None:
+    info = planted.exceptions[planted.exceptions["severity"] == "info"]
+    assert set(info["category"]) == {"in_transit", "within_tolerance"}
+    assert planted.info_count == len(info) == 7  # 4 in transit, 3 within tolerance
+    assert planted.exception_count == len(planted.exceptions) - 7
+    assert planted.category_counts["status_mismatch"] == 1  # PENDING-OUT only
+
+
+def test_prices_in_the_ledgers_currency_match_and_the_matched_frame_shows_both(
+    planted: ReconciliationResult,
+) -> None:
+    matched = planted.matched.set_index("merchantReferenceId")
+    fx = matched.loc["FX-PRICE"]
+    assert (fx["amountMinor"], fx["currency"]) == (1000, "USD")
+    assert (fx["charged_amountMinor"], fx["charged_currency"]) == (56000, "PHP")
+    assert (fx["pricing_amountMinor"], fx["pricing_currency"]) == (1000, "USD")
+    charged = matched.loc["FX-CHARGED"]
+    assert (charged["charged_amountMinor"], charged["charged_currency"]) == (1840, "EUR")
+    assert pd.isna(matched.loc["PLAIN", "pricing_amountMinor"])
+
+
+def test_a_price_that_differs_is_an_amount_mismatch_in_the_pricing_currency(
+    planted: ReconciliationResult,
+) -> None:
+    row = rows(planted, "FX-AMOUNT", "amount_mismatch")
+    assert row["detail"] == (
+        "ledger 10.50 USD, processor priced 10.00 USD (charged 560.00 PHP) (difference 0.50); processor row 3"
+    )
+    summary = planted.summary.set_index(["category", "currency"])
+    assert summary.loc[("amount_mismatch", "USD"), "amount"] == Decimal("1.01")  # 0.50 + 0.51
+
+
+def test_in_transit_rows_say_why_with_their_age_at_the_cutoff(planted: ReconciliationResult) -> None:
+    pending = rows(planted, "PENDING-IN", "in_transit")
+    assert pending["detail"] == (
+        "ledger success, processor pending since 2026-11-18 12:00 UTC; "
+        "inside the settlement window (3 days before the cut-off)"
+    )
+    assert pending["age_days"] == 1 and pending["severity"] == "info"
+    booked = rows(planted, "BOOKED-IN", "in_transit")
+    assert booked["detail"].startswith("not at the processor yet; booked 2026-11-19 00:00 UTC")
+    assert booked["age_days"] == 0
+    waiting = rows(planted, "WAITING-IN", "in_transit")  # epoch milliseconds: 2026-11-19 08:00 UTC
+    assert waiting["detail"].startswith("not in the ledger yet; at the processor since 2026-11-19 08:00 UTC")
+    assert rows(planted, "BOOKED-OUT", "missing_in_processor")["age_days"] == 18
+    assert planted.cutoff is not None and planted.cutoff.isoformat() == "2026-11-19T23:59:59+00:00"
+
+
+def test_matches_within_tolerance_carry_their_variance_summed_per_currency(
+    planted: ReconciliationResult,
+) -> None:
+    row = rows(planted, "TOL-PERCENT", "within_tolerance")
+    assert row["detail"] == (
+        "ledger 100.00 USD, processor 100.40 USD (variance -0.40, within tolerance); processor row 10"
+    )
+    summary = planted.summary.set_index(["category", "currency"])
+    assert summary.loc[("within_tolerance", "USD"), "amount"] == Decimal("-0.37")  # -0.40 + 0.03
+    assert summary.loc[("within_tolerance", "USD"), "count"] == 2
+    assert summary.loc[("within_tolerance", "JPY"), "amount"] == Decimal("-1")
+    assert planted.amount_tolerance.text() == "0.5% (at least 3 minor units); JPY 1 minor unit"
+
+
+def test_an_unreadable_date_is_a_rejected_row_with_its_reason(planted: ReconciliationResult) -> None:
+    row = rows(planted, "BAD-DATE", "rejected_row")
+    assert "date '31/11/2026' is not a date or time" in row["detail"]
+
+
+def test_without_a_cutoff_nothing_is_in_transit_and_every_row_takes_part() -> None:
+    ledger, processor = sides(PLANTED)
+    result = reconcile(load_ledger(ledger), load_processor(processor), amount_tolerance=TOLERANCE)
+    found = categories(result)
+    assert "in_transit" not in {c for cats in found.values() for c in cats}
+    assert found["PENDING-IN"] == {"status_mismatch"} and found["BOOKED-IN"] == {"missing_in_processor"}
+    assert found["BAD-DATE"] == {"missing_in_processor"}  # the date is only read for a cut-off
+    assert all(c.after_cutoff == 0 for c in result.counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# A period's boundary: the books decide the period of a payment both sides have
+
+BOUNDARY: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None, set[str]]] = {
+    # Booked on the 31st, recorded by the processor on the 1st: October's, on both sides.
+    "LATE-RECORD": (
+        ("2026-10-31", "9.00", "USD", "success"),
+        ("2026-11-01T09:00:00Z", "9.00", "USD", "success", "", ""),
+        set(),
+    ),
+    # Recorded by the processor on the 31st, booked on the 1st: November's, on both sides.
+    "LATE-BOOKING": (
+        ("2026-11-01", "8.00", "USD", "success"),
+        ("2026-10-31T22:00:00Z", "8.00", "USD", "success", "", ""),
+        set(),
+    ),
+    "INSIDE": (
+        ("2026-10-15", "7.00", "USD", "success"),
+        ("2026-10-15T10:00:00Z", "7.00", "USD", "success", "", ""),
+        set(),
+    ),
+    "NOVEMBER-ONLY": (None, ("2026-11-02T10:00:00Z", "6.00", "USD", "success", "", ""), set()),
+    "OCTOBER-ONLY": (("2026-10-31", "5.00", "USD", "success"), None, {"missing_in_processor"}),
+    # A processor row far from the boundary keeps its own date even when the books differ.
+    "FAR-APART": (
+        ("2026-10-02", "4.00", "USD", "success"),
+        ("2026-11-20T10:00:00Z", "4.00", "USD", "success", "", ""),
+        {"missing_in_processor"},
+    ),
+}
+
+
+def period_run(start: str, end: str, backend: Backend) -> ReconciliationResult:
+    ledger, processor = sides(BOUNDARY)
+    return reconcile(
+        select_period(load_ledger(ledger), "date", start, end),
+        select_period(load_processor(processor), "createTime", start, end),
+        as_of="2026-12-10",
+        backend=backend,
+    )
+
+
+def test_a_payment_recorded_after_the_boundary_is_matched_in_the_books_period(backend: Backend) -> None:
+    october = period_run("2026-10-01", "2026-10-31", backend)
+    assert categories(october) == {
+        "OCTOBER-ONLY": {"missing_in_processor"},
+        "FAR-APART": {"missing_in_processor"},
+    }
+    matched = set(october.matched["merchantReferenceId"])
+    assert matched == {"LATE-RECORD", "INSIDE"}
+    ledger, processor = october.counts
+    assert ledger.adds_up and processor.adds_up
+    # Processor rows left out: LATE-BOOKING (November's), NOVEMBER-ONLY and FAR-APART.
+    assert processor.outside == 3 and processor.rows == 5 and processor.matched == 2
+
+
+def test_the_next_period_does_not_report_them_again(backend: Backend) -> None:
+    november = period_run("2026-11-01", "2026-11-30", backend)
+    found = categories(november)
+    assert "LATE-RECORD" not in found  # reconciled in October
+    assert found == {"NOVEMBER-ONLY": {"missing_in_ledger"}, "FAR-APART": {"missing_in_ledger"}}
+    assert "LATE-BOOKING" in set(november.matched["merchantReferenceId"])
+    assert all(c.adds_up for c in november.counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference rates
+
+RATES = (
+    "date,base,quote,rate\n"
+    "2026-11-18,USD,EUR,0.92\n"
+    "2026-11-18,PHP,USD,0.0178\n"  # USD -> PHP is its inverse: 1/0.0178
+)
+RATED: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None, set[str]]] = {
+    "R-EXACT": (
+        ("2026-11-18", "20.00", "USD", "success"),
+        ("2026-11-18T10:00:00Z", "18.40", "EUR", "success", "", ""),
+        set(),
+    ),
+    "R-WITHIN": (
+        ("2026-11-18", "20.00", "USD", "success"),
+        ("2026-11-18T10:00:00Z", "18.35", "EUR", "success", "", ""),
+        {"within_tolerance"},
+    ),
+    "R-BEYOND": (
+        ("2026-11-18", "20.00", "USD", "success"),
+        ("2026-11-18T10:00:00Z", "18.00", "EUR", "success", "", ""),
+        {"amount_mismatch"},
+    ),
+    "R-NO-RATE": (
+        ("2026-11-18", "10.00", "USD", "success"),
+        ("2026-11-18T10:00:00Z", "10.00", "GBP", "success", "", ""),
+        {"currency_mismatch"},
+    ),
+    "R-NO-DAY": (
+        ("2026-11-17", "10.00", "USD", "success"),
+        ("2026-11-17T10:00:00Z", "9.20", "EUR", "success", "", ""),
+        {"currency_mismatch"},
+    ),
+    "R-INVERSE": (
+        ("2026-11-18", "10.00", "USD", "success"),
+        ("2026-11-18T10:00:00Z", "562.00", "PHP", "success", "", ""),
+        {"within_tolerance"},
+    ),
+    "R-PRICED": (  # a price in the ledger's currency needs no rate
+        ("2026-11-18", "10.00", "USD", "success"),
+        ("2026-11-18T10:00:00Z", "560.00", "PHP", "success", "10.00", "USD"),
+        set(),
+    ),
+}
+
+
+@pytest.fixture
+def rates_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rates.csv"
+    path.write_text(RATES)
+    return path
+
+
+def test_amounts_in_two_currencies_are_compared_at_the_days_rate(backend: Backend, rates_file: Path) -> None:
+    ledger, processor = sides(RATED)
+    result = reconcile(
+        load_ledger(ledger),
+        load_processor(processor),
+        amount_tolerance="0.5%",
+        fx_rates=rates_file,
+        backend=backend,
+    )
+    assert categories(result) == {key: cats for key, (_, _, cats) in RATED.items() if cats}
+    assert result.missing_rates == ("no rate for USD/EUR on 2026-11-17", "no rate for USD/GBP on 2026-11-18")
+    assert "no rate for USD/GBP on 2026-11-18" in rows(result, "R-NO-RATE", "currency_mismatch")["detail"]
+    beyond = rows(result, "R-BEYOND", "amount_mismatch")
+    assert beyond["detail"] == (
+        "ledger 20.00 USD = 18.40 EUR at 1 USD = 0.92 EUR on 2026-11-18, processor 18.00 EUR "
+        "(variance -0.40 EUR, beyond tolerance); processor row 3"
+    )
+    fx = result.fx.set_index("merchantReferenceId")
+    assert list(fx.index) == ["R-BEYOND", "R-EXACT", "R-INVERSE", "R-WITHIN"]
+    inverse = fx.loc["R-INVERSE"]
+    # 10.00 USD / 0.0178 = 561.797... PHP: 561.80 (half away from zero), charged 562.00.
+    assert (inverse["expected_amount"], inverse["variance"]) == (Decimal("561.80"), Decimal("0.20"))
+    assert fx.loc["R-EXACT", "category"] == "matched" and fx.loc["R-EXACT", "variance"] == Decimal("0.00")
+    pairs = result.fx_pairs.set_index(["ledger_currency", "charged_currency"])
+    assert pairs.loc[("USD", "EUR"), "variance"] == Decimal("-0.45")  # 0 - 0.05 - 0.40
+    assert pairs.loc[("USD", "EUR"), "payments"] == 3
+    summary = result.summary.set_index(["category", "currency"])
+    assert summary.loc[("amount_mismatch", "EUR"), "amount"] == Decimal("0.40")
+    assert {"R-EXACT", "R-PRICED", "R-INVERSE", "R-WITHIN"} <= set(result.matched["merchantReferenceId"])
+    assert all(c.adds_up for c in result.counts)
+
+
+def test_without_rates_two_currencies_are_a_currency_mismatch() -> None:
+    ledger, processor = sides(RATED)
+    result = reconcile(load_ledger(ledger), load_processor(processor), amount_tolerance="0.5%")
+    found = categories(result)
+    assert {key for key, cats in found.items() if cats == {"currency_mismatch"}} == {
+        "R-EXACT",
+        "R-WITHIN",
+        "R-BEYOND",
+        "R-NO-RATE",
+        "R-NO-DAY",
+        "R-INVERSE",
+    }
+    assert result.fx.empty and result.missing_rates == ()
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def toolkit(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Done]:
+    """``toolkit reconcile ARGS`` in a folder, as a user runs it: the exit code and what it printed."""
+
+    def run(*args: str, cwd: Path) -> Done:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        code = main(["reconcile", *args])
+        out, err = capsys.readouterr()
+        return Done(code, out, err)
+
+    return run
+
+
+def test_the_command_names_each_missing_rate_once_and_keeps_information_out_of_the_threshold(
+    tmp_path: Path, rates_file: Path, toolkit: Callable[..., Done]
+) -> None:
+    ledger, processor = sides({**RATED, **{k: v for k, v in PLANTED.items() if k.startswith("TOL-")}})
+    ledger.to_csv(tmp_path / "ledger.csv", index=False)
+    processor.to_csv(tmp_path / "processor.csv", index=False)
+    done = toolkit(
+        "--ledger",
+        "ledger.csv",
+        "--processor",
+        "processor.csv",
+        "--fx-rates",
+        str(rates_file),
+        "--amount-tolerance",
+        TOLERANCE,
+        "--as-of",
+        "2026-11-19",
+        "--max-exceptions",
+        "4",  # R-BEYOND, R-NO-RATE, R-NO-DAY, TOL-BEYOND; TOL-JPY-OUT makes it 5
+        "--output-dir",
+        "out",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("no rate for USD/GBP on 2026-11-18") == 1
+    assert done.stderr.count("no rate for USD/EUR on 2026-11-17") == 1
+    assert "5 exceptions" in done.stderr.splitlines()[-1]
+    exceptions = pd.read_csv(tmp_path / "out" / "exceptions.csv", dtype=str, keep_default_na=False)
+    info = exceptions[exceptions["severity"] == "info"]
+    assert sorted(info["merchantReferenceId"]) == [
+        "R-INVERSE",
+        "R-WITHIN",
+        "TOL-FLOOR",
+        "TOL-JPY-IN",
+        "TOL-PERCENT",
+    ]
+    assert (tmp_path / "out" / "fx.csv").is_file()
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        ("date,base,quote,rate\n2026-11-18,USD,EUR,0.92\n2026-11-18,USD,ZZQ,1.5\n", "line 3"),
+        ("date,base,quote,rate\n2026-11-18,USD,EUR,1e3\n", "line 2"),
+        ("day,base,quote,rate\n2026-11-18,USD,EUR,0.92\n", "line 1"),
+    ],
+)
+def test_a_malformed_rate_file_exits_2_naming_the_file_and_line(
+    tmp_path: Path, content: str, where: str, toolkit: Callable[..., Done]
+) -> None:
+    ledger, processor = sides(RATED)
+    ledger.to_csv(tmp_path / "ledger.csv", index=False)
+    processor.to_csv(tmp_path / "processor.csv", index=False)
+    (tmp_path / "rates.csv").write_text(content)
+    done = toolkit(
+        "--ledger", "ledger.csv", "--processor", "processor.csv", "--fx-rates", "rates.csv", cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: rates.csv, " + where), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not any(tmp_path.glob("reports/**/report.html"))
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--grace", "3 days", "--grace '3 days': write a duration"),
+        ("--as-of", "yesterday", "--as-of 'yesterday': write a date"),
+        ("--amount-tolerance", "5 percent", "amount tolerance term '5 percent'"),
+        ("--amount-tolerance", "XYZ=5", "'XYZ' is not an ISO 4217 currency"),
+    ],
+)
+def test_bad_rules_exit_2_in_one_line(
+    tmp_path: Path, option: str, value: str, words: str, toolkit: Callable[..., Done]
+) -> None:
+    ledger, processor = sides(RATED)
+    ledger.to_csv(tmp_path / "ledger.csv", index=False)
+    processor.to_csv(tmp_path / "processor.csv", index=False)
+    done = toolkit("--ledger", "ledger.csv", "--processor", "processor.csv", option, value, cwd=tmp_path)
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_tolerance_given_twice_for_a_currency_is_refused() -> None:
+    with pytest.raises(InputError, match="USD is given twice"):
+        reconcile(*map(load_ledger, sides(PLANTED)), amount_tolerance="USD=1,USD=2")
