@@ -5,8 +5,9 @@ by the backend (DuckDB by default, Spark on request; ``backends.py``):
 
 1. ``checked_rows``: each side read and validated in the backend (``inputs.py``);
 2. ``pair_keys``: one row per key of each side (how many rows, the first row's values), the two
-   sides joined on the key;
-3. ``classify``: the categories of each key, and only the keys with an exception kept;
+   sides joined on the key (``align_period`` first places a period's boundary payments);
+3. ``classify``: the categories of each key, and only the keys with a flag kept; ``resolve_fx``
+   decides the keys in two currencies at reference rates;
 4. ``exception_rows``: one row per exception, with its detail, in report order;
 5. ``count_rows`` and ``summarise``: the row accounting, the totals, the summary.
 
@@ -18,15 +19,31 @@ Rules where the issue leaves a choice:
 * A key present on both sides is compared on its first row of each side; further rows of the same
   key are reported once, as ``duplicate_in_ledger`` / ``duplicate_in_processor`` (one exception per
   key, every row number in ``detail``).
-* Amounts are compared only in the same currency: a currency mismatch is reported as
-  ``currency_mismatch`` alone, since amounts in two currencies cannot be compared.
+* Amounts are compared in one currency: the ledger's amount against what the processor charged
+  when the currencies are the same, else against what it priced (``pricingAmount``,
+  ``pricingCurrency``) when that is the ledger's currency (a payment charged in another
+  currency). Neither: ``currency_mismatch``, unless reference rates are given (``fx.py``): then
+  the ledger's amount is converted at the rate of the payment's day (the processor's
+  ``createTime``, else the ledger's date) and compared with the charge; no rate for that day
+  leaves it a ``currency_mismatch`` that names the missing rate.
+* A difference within the amount tolerance (``tolerance.py``) is matched, and never silent: an
+  informational ``within_tolerance`` row carries its variance (ledger minus processor; at a
+  rate, expected minus charged in the charged currency), summed per currency in the summary.
+* With a cut-off (``as_of``) and a settlement window (``grace``, ``timing.py``): rows dated after
+  the cut-off take no part (``after_cutoff``); inside the window, a processor payment still
+  pending or waiting for the customer, a ledger row with no processor row yet, and an unsettled
+  processor payment not in the books yet are ``in_transit`` (informational) instead of
+  ``status_mismatch`` / ``missing_in_processor`` / ``missing_in_ledger``. With a period on both
+  sides, the books decide the period of a payment both sides have (``align_period``).
 * When the processor says ``unknown`` the key is ``unknown_outcome`` instead of ``status_mismatch``
   (the processor's status is not a fact yet); a processor-only key that is ``unknown`` is both
   ``missing_in_ledger`` and ``unknown_outcome``.
 * The amount of an exception (in the summary) is the ledger amount when the ledger has the key,
   else the processor amount; for ``amount_mismatch`` it is the absolute difference.
-* Each input row is counted once: ``matched`` when its key has no exception, else ``exception``,
-  or ``rejected`` when it could not be read, or ``outside`` when a period left it out.
+* Each input row is counted once: ``matched`` when its key has no exception (within tolerance
+  included), else ``exception``, or ``in_transit``, or ``rejected`` when it could not be read,
+  or ``outside`` when a period left it out, or ``after_cutoff``. Informational rows
+  (``severity`` ``info``) never count as exceptions.
 * ``totals`` adds up every usable row of each side per currency (duplicates included, rejected
   rows and rows outside the period not), so ledger minus processor is the books' net difference.
 """
