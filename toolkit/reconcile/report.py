@@ -58,8 +58,8 @@ def _text(value: Any) -> str:
 
 def _text_array(values: pd.Series) -> pa.Array:
     """A column as exact text ('' for missing), converted in C wherever the values allow."""
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        values = values.astype(str)
+    if isinstance(values.dtype, pd.CategoricalDtype):  # missing stays missing, never "nan"
+        values = values.astype(object).where(values.notna(), None)
     if pd.api.types.is_integer_dtype(values.dtype):  # numpy or nullable: '' for a missing one
         return pc.fill_null(pc.cast(pa.array(values), pa.string()), "")
     try:
