@@ -152,7 +152,7 @@ class LoadedInput:
                 canonical.add(self.period.column)
             if self.dated is not None:
                 canonical.add(self.dated.column)
-            if self.kind == "payments":
+            if self.side == "processor":
                 canonical.update(PRICING_COLUMNS)
             needed = frozenset(own.get(c, c) for c in canonical) & set(self.described.columns)
         table = sources.read(backend, self.described, needed)
@@ -161,7 +161,10 @@ class LoadedInput:
 
     def check(self, table: ir.Table) -> ir.Table:
         """The rows ``read`` gave, checked (see ``rows``)."""
-        checked = _check_payments(table) if self.kind == "payments" else _check_subscriptions(table)
+        if self.kind == "payments":
+            checked = _check_payments(table, priced=self.side == "processor")
+        else:
+            checked = _check_subscriptions(table)
         checked = _in_period(checked, self.period, self.source)
         checked = _dated(checked, self.dated)
         return checked.mutate(_rejected=checked._problem.notnull())
@@ -497,8 +500,9 @@ def _with_currency(table: ir.Table) -> ir.Table:
     )
 
 
-def _check_payments(table: ir.Table) -> ir.Table:
-    """Key, amount, currency and status of every row, each checked."""
+def _check_payments(table: ir.Table, *, priced: bool = False) -> ir.Table:
+    """Key, amount, currency and status of every row, each checked; with ``priced`` (the
+    processor's side) also its price, where it has one."""
     raw_key = table.merchantReferenceId
     # The toolkit's CSV files guard a cell a spreadsheet would run ('=1+1): read back the key.
     # Compared one by one behind the quote: a list (``isin``) becomes a join on DuckDB.
@@ -513,7 +517,7 @@ def _check_payments(table: ir.Table) -> ir.Table:
     statuses = ibis.memtable(_status_table())
     table = _join_status(table.mutate(_written=_trimmed(table.status).lower()), statuses)
     table = parse_amounts(table.mutate(_places=table._digits.fill_null(0)), "amount", "_places")
-    table = _with_pricing(table.drop("_places"))
+    table = _with_pricing(table.drop("_places"), priced=priced)
     table = table.mutate(
         _bad_key=table._key.length() == 0,
         _bad_currency=table._digits.isnull(),
@@ -536,12 +540,12 @@ def _check_payments(table: ir.Table) -> ir.Table:
     ).drop("_amount_problem")
 
 
-def _with_pricing(table: ir.Table) -> ir.Table:
+def _with_pricing(table: ir.Table, *, priced: bool) -> ir.Table:
     """``_pminor`` and ``_pcur``: the price of a payment charged in another currency, from the
     optional ``pricingAmount`` and ``pricingCurrency`` (null when absent, empty, or the same
     currency as the charge, which adds nothing to compare). A price that is given but cannot be
     read rejects the row (``_bad_pricing``): a wrong price must not make a match."""
-    if not set(PRICING_COLUMNS) <= set(table.columns):
+    if not priced or not set(PRICING_COLUMNS) <= set(table.columns):
         return table.mutate(
             _pminor=ibis.null("int64"), _pcur=ibis.null("int16"), _bad_pricing=ibis.literal(False)
         )
