@@ -274,21 +274,31 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     assert set(outcomes["actual"]) == {"success", "pending", "failure", "next_action"}
     assert len(set(outcomes["method"])) == 11
     assert images(runs["test_payments"] / "test_payments.ipynb") >= 10  # 9 wallet QR codes + chart
+    # One planted case of each exception, and the rows for information: SCN-002 (booked at its USD
+    # price, charged in EUR) is matched through its price, so it is in neither.
     exceptions = csv(runs["reconciliation_report"] / "exceptions.csv")
-    assert dict(zip(exceptions["merchantReferenceId"], exceptions["category"], strict=True)) == {
-        "MAN-0042": "missing_in_processor",
-        "SCN-019": "missing_in_ledger",
-        "SCN-012": "amount_mismatch",
-        "SCN-020": "amount_mismatch",
-        "SCN-002": "currency_mismatch",
-        "SCN-003": "status_mismatch",
-        "SCN-016": "duplicate_in_ledger",
-        "MAN-0043": "rejected_row",
+    found = zip(
+        exceptions["merchantReferenceId"], exceptions["category"], exceptions["severity"], strict=True
+    )
+    assert {key: (category, severity) for key, category, severity in found} == {
+        "MAN-0042": ("missing_in_processor", "exception"),
+        "SCN-008": ("missing_in_ledger", "exception"),
+        "SCN-012": ("amount_mismatch", "exception"),
+        "SCN-013": ("currency_mismatch", "exception"),
+        "SCN-014": ("status_mismatch", "exception"),
+        "SCN-016": ("duplicate_in_ledger", "exception"),
+        "MAN-0043": ("rejected_row", "exception"),
+        "SCN-003": ("in_transit", "info"),  # pending at the processor, created just now
+        "SCN-019": ("in_transit", "info"),  # waiting for the customer, not booked yet
+        "SCN-020": ("within_tolerance", "info"),  # 0.01 IDR, within amount_tolerance 1
     }
     for name in ("report.html", "report.xlsx", "summary.csv"):
         assert (runs["reconciliation_report"] / name).is_file()
-    assert "embedded sandbox" in (runs["reconciliation_report"] / "report.html").read_text()
-    assert "reconciliation_report: ok: 8 exceptions (1 rejected row(s)), no threshold set; report: " in out
+    page = (runs["reconciliation_report"] / "report.html").read_text()
+    assert "embedded sandbox" in page
+    assert 'id="in_transit-heading"' in page and 'id="within_tolerance-heading"' in page
+    assert "7 exceptions to review" in page and "2 payments in transit and 1 matched within tolerance" in page
+    assert "reconciliation_report: ok: 7 exceptions (1 rejected row(s)), no threshold set; report: " in out
     assert "catalog_setup: ok: 4 product(s) and 6 price(s) as the catalog says; report: " in out
     assert "test_payments: ok: all 22 outcomes as expected; report: " in out
     for name, folder in runs.items():  # the embedded sandbox is said once, in the banner, not on stderr
@@ -407,9 +417,9 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
     ledger.write_text(
         "merchantReferenceId,date,amount,currency,status\n"
         f"R-1,{today},10.00,USD,success\n"
-        f"R-2,{today},20.01,EUR,success\n"  # 1 minor unit: within amount_tolerance
+        f"R-2,{today},20.01,EUR,success\n"  # 1 minor unit: within_tolerance (amount_tolerance 1)
         f"R-3,{today},561.00,PHP,next_action\n"  # amount_mismatch
-        f"R-9,{today},5.00,USD,success\n"  # missing_in_processor
+        f"R-9,{today},5.00,USD,success\n"  # booked today, not at the processor yet: in_transit
         "OLD-1,2020-01-31,7.00,USD,success\n"  # outside the period: left out
     )
     subscriptions = tmp_path / "subscriptions.csv"
@@ -432,14 +442,18 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
     )
     assert code == 1, err
     last = err.strip().splitlines()[-1]  # the one line a scheduler forwards
-    assert last.startswith(
-        "reconciliation_report: findings: 3 exceptions, more than max_exceptions=0; report: "
+    assert last.startswith(  # the rows for information are not counted
+        "reconciliation_report: findings: 2 exceptions, more than max_exceptions=0; report: "
     )
     exceptions = csv(tmp_path / "rec" / "exceptions.csv")
-    assert sorted(zip(exceptions["merchantReferenceId"], exceptions["category"], strict=True)) == [
-        ("R-3", "amount_mismatch"),
-        ("R-9", "missing_in_processor"),
-        ("SUB-1", "subscription_quantity_mismatch"),
+    found = zip(
+        exceptions["merchantReferenceId"], exceptions["category"], exceptions["severity"], strict=True
+    )
+    assert sorted(found) == [
+        ("R-2", "within_tolerance", "info"),
+        ("R-3", "amount_mismatch", "exception"),
+        ("R-9", "in_transit", "info"),
+        ("SUB-1", "subscription_quantity_mismatch", "exception"),
     ]
     for name in ("report.html", "report.xlsx", "summary.csv"):
         assert (tmp_path / "rec" / name).is_file()

@@ -22,7 +22,8 @@ from decimal import Context, Decimal, localcontext
 #: One input row as text: (merchantReferenceId, amount, currency, status).
 Row = tuple[str, str, str, str]
 #: merchantReferenceId, category, ledger_amount, processor_amount, ledger_currency,
-#: processor_currency, ledger_status, processor_status, source, source_row, detail.
+#: processor_currency, ledger_status, processor_status, source, source_row, detail, severity,
+#: age_days (none here: the reference has no cut-off).
 ExceptionRow = tuple[
     str,
     str,
@@ -35,6 +36,8 @@ ExceptionRow = tuple[
     str,
     int,
     str,
+    str,
+    int | None,
 ]
 #: category, currency ("" for rejected rows), count, amount (None for rejected rows).
 SummaryRow = tuple[str, str, int, Decimal | None]
