@@ -85,6 +85,12 @@ PLANTED: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None, set[str
         {"in_transit"},
     ),
     "BOOKED-AFTER": (("2026-11-20", "4.00", "USD", "success"), None, set()),
+    # The cut-off's last second, to the second: a fraction is cut, never rounded up past it.
+    "LAST-SECOND": (
+        ("2026-11-19", "2.00", "USD", "success"),
+        ("2026-11-19T23:59:59.600Z", "2.00", "USD", "success", "", ""),
+        set(),
+    ),
     # Tolerances: 0.5% of the ledger amount, at least 3 minor units; JPY 1 yen
     "TOL-PERCENT": (
         ("2026-11-15", "100.00", "USD", "success"),
@@ -177,8 +183,8 @@ def test_the_rows_add_up_with_in_transit_and_after_the_cutoff(planted: Reconcili
     assert (ledger.in_transit, processor.in_transit) == (3, 2)
     assert (ledger.after_cutoff, processor.after_cutoff) == (1, 1)  # BOOKED-AFTER, RECORDED-LATE
     assert ledger.rejected == 1  # BAD-DATE
-    # Matched: FX-PRICE, FX-CHARGED, PLAIN and the three within tolerance.
-    assert planted.matched_count == 6
+    # Matched: FX-PRICE, FX-CHARGED, PLAIN, LAST-SECOND and the three within tolerance.
+    assert planted.matched_count == 7
     assert ledger.exceptions == 6 and processor.exceptions == 6
 
 
@@ -235,7 +241,7 @@ def test_matches_within_tolerance_carry_their_variance_summed_per_currency(
 ) -> None:
     row = rows(planted, "TOL-PERCENT", "within_tolerance")
     assert row["detail"] == (
-        "ledger 100.00 USD, processor 100.40 USD (variance -0.40, within tolerance); processor row 10"
+        "ledger 100.00 USD, processor 100.40 USD (variance -0.40, within tolerance); processor row 11"
     )
     summary = planted.summary.set_index(["category", "currency"])
     assert summary.loc[("within_tolerance", "USD"), "amount"] == Decimal("-0.37")  # -0.40 + 0.03

@@ -208,8 +208,8 @@ def test_command_refusals_exit_2_and_change_nothing(
     one_error(capsys, "a note is required")
     assert main(cli(tmp_path, "--track", "bad name!")) == 2
     one_error(capsys, "track name 'bad name!'")
-    assert main(cli(tmp_path, "--as-of", "2026-11-01")) == 2
-    one_error(capsys, "--as-of and --max-age need --track")
+    assert main(cli(tmp_path, "--max-age", "3")) == 2  # --as-of alone is a run's cut-off
+    one_error(capsys, "--max-age needs --track")
     assert main(cli(tmp_path, "--track", "one", "--as-of", "2026-13-01")) == 2
     one_error(capsys, "as-of '2026-13-01'")
     assert main(cli(tmp_path, "--track", "one", "--as-of", "2026-10-01")) == 2

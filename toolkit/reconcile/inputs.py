@@ -618,7 +618,8 @@ def epoch_seconds(text: ir.StringValue) -> ir.IntegerValue:
     millis = epoch.ifelse(written, ibis.literal("0")).cast("int64")
     iso = written.re_search(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
     parsed = iso.ifelse(written, ibis.null("string")).try_cast("timestamp('UTC')")
-    return epoch.ifelse((millis - millis % 1000) / 1000, parsed.epoch_seconds()).cast("int64")
+    whole = parsed.truncate("s").epoch_seconds()  # cut, never rounded, to the second
+    return epoch.ifelse((millis - millis % 1000) / 1000, whole).cast("int64")
 
 
 def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
