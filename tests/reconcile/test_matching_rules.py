@@ -206,7 +206,7 @@ def test_prices_in_the_ledgers_currency_match_and_the_matched_frame_shows_both(
     assert (fx["pricing_amountMinor"], fx["pricing_currency"]) == (1000, "USD")
     charged = matched.loc["FX-CHARGED"]
     assert (charged["charged_amountMinor"], charged["charged_currency"]) == (1840, "EUR")
-    assert pd.isna(matched.loc["PLAIN", "pricing_amountMinor"])
+    assert bool(matched["pricing_amountMinor"].isna().loc["PLAIN"])
 
 
 def test_a_price_that_differs_is_an_amount_mismatch_in_the_pricing_currency(

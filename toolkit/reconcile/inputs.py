@@ -552,14 +552,14 @@ def _with_pricing(table: ir.Table, *, priced: bool) -> ir.Table:
     currency = _trimmed(table.pricingCurrency).upper()
     written = _trimmed(table.pricingAmount)
     present = (currency.length() > 0) & (written.length() > 0) & (currency != table._currency)
-    priced = table.mutate(
+    with_price = table.mutate(
         _pcurrency=present.ifelse(currency, ibis.null("string")),
         _ptext=present.ifelse(written, ibis.null("string")),
     ).view()
     iso = ibis.memtable(currency_table()).rename(
         _p_iso="_iso", _p_iso_code="_iso_code", _p_digits="_iso_digits"
     )
-    joined = priced.left_join(iso, priced._pcurrency == iso._p_iso).drop("_p_iso")
+    joined = with_price.left_join(iso, with_price._pcurrency == iso._p_iso).drop("_p_iso")
     joined = joined.mutate(_pplaces=joined._p_digits.fill_null(0))
     parsed = parse_amounts(joined, "_ptext", "_pplaces", minor="_pminor", problem="_p_problem")
     bad = parsed._pcurrency.notnull() & (parsed._p_digits.isnull() | (parsed._p_problem != 0))
