@@ -542,3 +542,24 @@ def test_bad_rules_exit_2_in_one_line(
 def test_a_tolerance_given_twice_for_a_currency_is_refused() -> None:
     with pytest.raises(InputError, match="USD is given twice"):
         reconcile(*map(load_ledger, sides(PLANTED)), amount_tolerance="USD=1,USD=2")
+
+
+def test_the_journals_payments_are_dated_by_when_they_were_sent() -> None:
+    """The journal's payments frame has no ``createTime`` where the answer carried none: its
+    ``requestTime`` dates the payment, so a pending one is in transit, and one sent after the
+    cut-off (an unknown outcome too) takes no part."""
+    ledger = pd.DataFrame([("J-PENDING", "2026-11-19", "5.00", "USD", "success")], columns=LEDGER_COLUMNS)
+    journal = pd.DataFrame(
+        [
+            ("J-PENDING", "", "2026-11-19T09:00:00Z", "5.00", "USD", "pending"),
+            ("J-LATE", "", "2026-11-20T09:00:00Z", "6.00", "USD", "unknown"),
+            ("J-OLD", "", "2026-11-01T09:00:00Z", "6.00", "USD", "unknown"),
+        ],
+        columns=["merchantReferenceId", "createTime", "requestTime", "amount", "currency", "status"],
+    )
+    result = reconcile(load_ledger(ledger), load_processor(journal), as_of=AS_OF)
+    assert categories(result) == {
+        "J-PENDING": {"in_transit"},
+        "J-OLD": {"missing_in_ledger", "unknown_outcome"},
+    }
+    assert result.counts[1].after_cutoff == 1

@@ -258,7 +258,8 @@ def reconcile(
 
 def dated(loaded: LoadedInput, clock: Timing | None, *, rated: bool = False) -> LoadedInput:
     """``loaded`` dated for the cut-off (and for the rate of a payment's day when ``rated``): the
-    ledger by ``date`` (else ``createTime``), the processor by ``createTime``; as it is when
+    ledger by ``date`` (else ``createTime``), the processor by ``createTime`` (where empty, by
+    ``requestTime``: the journal's payments frame, whose answers carry no time); as it is when
     neither is asked for, or without such a column (its rows then take part whatever their
     date, and none of them is in transit)."""
     if (clock is None and not rated) or loaded.dated is not None:
@@ -268,7 +269,8 @@ def dated(loaded: LoadedInput, clock: Timing | None, *, rated: bool = False) -> 
     if column is None:
         return loaded
     cutoff = None if clock is None else clock.cutoff_seconds
-    return dataclasses.replace(loaded, dated=Dated(column, cutoff))
+    fallback = "requestTime" if loaded.side == "processor" and "requestTime" in loaded.columns() else None
+    return dataclasses.replace(loaded, dated=Dated(column, cutoff, fallback))
 
 
 # ---------------------------------------------------------------------------------------------

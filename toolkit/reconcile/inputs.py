@@ -91,6 +91,9 @@ class Dated:
 
     column: str
     cutoff: int | None
+    #: Read where ``column`` is empty: the journal's ``requestTime`` (when the payment was sent)
+    #: for its payments, whose answers carry no ``createTime``.
+    fallback: str | None = None
 
 
 #: Optional processor columns: what the payment was priced at, when it was charged in another
@@ -151,7 +154,7 @@ class LoadedInput:
             if self.period is not None:
                 canonical.add(self.period.column)
             if self.dated is not None:
-                canonical.add(self.dated.column)
+                canonical.update(c for c in (self.dated.column, self.dated.fallback) if c)
             if self.side == "processor":
                 canonical.update(PRICING_COLUMNS)
             needed = frozenset(own.get(c, c) for c in canonical) & set(self.described.columns)
@@ -666,12 +669,17 @@ def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
         )
     written = _trimmed(table[dated.column])
     when = epoch_seconds(table[dated.column])
+    if dated.fallback is not None and dated.fallback in table.columns:
+        sent = table[dated.fallback]
+        empty = written.isnull() | (written.length() == 0)
+        written = empty.ifelse(_trimmed(sent), written)
+        when = empty.ifelse(epoch_seconds(sent), when)
     usable = table._problem.isnull() & ~table._outside
     unreadable = usable & (written.length() > 0) & when.isnull()
     return table.mutate(
         _when=unreadable.ifelse(ibis.null("int64"), when),
         _bad_when=unreadable.fill_null(False),
-        _when_text=table[dated.column],
+        _when_text=written,
         _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
         _after=ibis.literal(False)
         if dated.cutoff is None
