@@ -204,6 +204,13 @@ def test_prices_in_the_ledgers_currency_match_and_the_matched_frame_shows_both(
     assert (fx["amountMinor"], fx["currency"]) == (1000, "USD")
     assert (fx["charged_amountMinor"], fx["charged_currency"]) == (56000, "PHP")
     assert (fx["pricing_amountMinor"], fx["pricing_currency"]) == (1000, "USD")
+    # The net difference per currency counts it in the currency of its price: PHP keeps only
+    # the two PHP charges that are exceptions (FX-AMOUNT, FX-CURRENCY).
+    assert [(m.side, m.currency, m.rows, m.amount) for m in planted.price_moves] == [
+        ("charged", "PHP", 1, Decimal("560.00")),
+        ("priced", "USD", 1, Decimal("10.00")),
+    ]
+    assert planted.net_by_currency()["PHP"] == Decimal("-1120.00")
     charged = matched.loc["FX-CHARGED"]
     assert (charged["charged_amountMinor"], charged["charged_currency"]) == (1840, "EUR")
     assert bool(matched["pricing_amountMinor"].isna().loc["PLAIN"])

@@ -163,6 +163,8 @@ def test_books_in_the_pricing_currency_match_the_settlement_export(tmp_path: Pat
     assert result.exceptions.empty, result.exceptions[["merchantReferenceId", "category", "detail"]]
     assert result.exception_count == 0 and result.matched_count == len(CHARGES)
     assert_matched_with_both_amounts(result.matched, list(CHARGES))
+    # Nothing is owed in any currency: the charges count in the currency of their price.
+    assert set(result.net_by_currency().values()) == {Decimal(0)}
 
 
 def test_books_in_the_pricing_currency_match_the_journal(tmp_path: Path, charged: Charged) -> None:

@@ -141,7 +141,8 @@ FOOTNOTE = (
     "(for 'Amounts differ' the difference, otherwise the payment's amount; a payment with two "
     "problems counts in both). Net difference: all usable ledger rows minus all usable "
     "processor rows in that currency (duplicates count in full; rows that could not be read "
-    "and rows outside the period count on neither side)."
+    "and rows outside the period count on neither side; a payment matched through its price "
+    "counts in the currency of its price)."
 )
 #: Added to the footnote when the page has informational rows.
 INFO_FOOTNOTE = (
@@ -318,11 +319,7 @@ def currency_lines(result: ReconciliationResult) -> list[CurrencyLine]:
     summary = result.summary
     codes = {str(c) for c in summary["currency"] if is_currency(str(c))}
     codes |= {t.currency for t in result.totals}
-    net_of: dict[str, Decimal] = {}
-    for total in result.totals:
-        sign = {"ledger": 1, "processor": -1}.get(total.side)
-        if sign is not None:
-            net_of[total.currency] = net_of.get(total.currency, Decimal(0)) + sign * total.amount
+    net_of = result.net_by_currency()
     lines = []
     for code in sorted(codes):
         rows = summary[summary["currency"].astype(str) == code]

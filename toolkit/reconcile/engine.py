@@ -248,6 +248,7 @@ def reconcile(
         )
         return dataclasses.replace(
             result,
+            price_moves=price_moves(engine, flagged) if rules.priced else (),
             amount_tolerance=tolerance,
             cutoff=None if clock is None else clock.as_of,
             grace=None if clock is None else clock.grace,
@@ -407,6 +408,7 @@ def classify(keys: ir.Table, rules: Rules) -> ir.Table:
         "in_transit": status_transit | only_l_transit | only_p_transit,
         "within_tolerance": comparable & within & (difference != 0),
         "fx_check": cross & ibis.literal(rules.rates is not None),
+        "price_match": comparable & priced,  # kept for ``price_moves``
     }
     flags = {name: flag.fill_null(False) for name, flag in flags.items()}
     any_flag = ibis.literal(False)
@@ -1096,6 +1098,26 @@ def summarise(
         counts=counts,
         sources=(led.loaded.source, pro.loaded.source),
         totals=totals,
+    )
+
+
+def price_moves(engine: Backend, flagged: ir.Table) -> tuple[SideTotal, ...]:
+    """Per currency, what the payments matched through their price were charged (``charged``)
+    and priced (``priced``): exact sums, for a net difference in the books' currencies."""
+    exception, transit = _outcome(flagged)
+    moved = flagged.filter(flagged.price_match & ~exception & ~transit)
+    parts = [
+        moved.group_by(currency=moved[cur].cast("int64"))
+        .aggregate(rows=moved.count(), total=moved[minor].cast(_SUM_TYPE).sum())
+        .mutate(side=ibis.literal(side))
+        for side, cur, minor in (("charged", "p_cur", "p_minor"), ("priced", "p_pcur", "p_pminor"))
+    ]
+    frame = _named_currencies(engine.arrow(parts[0].union(parts[1])).to_pandas())
+    return tuple(
+        SideTotal(side, currency, int(rows), from_minor(int(total), currency))
+        for side, currency, rows, total in sorted(
+            zip(*(frame[c].tolist() for c in ("side", "currency", "rows", "total")), strict=True)
+        )
     )
 
 

@@ -211,6 +211,20 @@ class ReconciliationResult:
     grace: timedelta | None = None
     fx: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({c: [] for c in FX_COLUMNS}))
     missing_rates: tuple[str, ...] = ()
+    #: The payments matched through their price, per currency: what the processor charged (side
+    #: ``charged``) and priced (side ``priced``), so that a net difference per currency counts
+    #: them in the books' currency (``net_by_currency``).
+    price_moves: tuple[SideTotal, ...] = ()
+
+    def net_by_currency(self) -> dict[str, Decimal]:
+        """Ledger minus processor per currency, over every usable row (``totals``), with the
+        payments matched through their price counted in the currency of their price."""
+        sign = {"ledger": 1, "processor": -1, "charged": 1, "priced": -1}
+        net: dict[str, Decimal] = {}
+        for total in (*self.totals, *self.price_moves):
+            if total.side in sign:
+                net[total.currency] = net.get(total.currency, Decimal(0)) + sign[total.side] * total.amount
+        return net
 
     @functools.cached_property
     def matched(self) -> pd.DataFrame:
@@ -285,6 +299,7 @@ class ReconciliationResult:
             grace=self.grace,
             fx=self.fx,
             missing_rates=self.missing_rates,
+            price_moves=self.price_moves + other.price_moves,
         )
 
     def __repr__(self) -> str:
