@@ -64,21 +64,28 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return paths["report.html"]
 
 
-@pytest.fixture
-def page(browser: Browser, report: Path) -> Iterator[Page]:
-    """The report opened from disk; fails the test on any script error, refused script (CSP)
-    or request other than the file itself."""
+@contextlib.contextmanager
+def opened_report(browser: Browser, path: Path) -> Iterator[Page]:
+    """A report opened from disk at a laptop's size; fails the test on any script error, refused
+    script (CSP) or request other than the file itself."""
     context = browser.new_context(viewport=LAPTOP)  # type: ignore[arg-type]
     opened = context.new_page()
     opened.set_default_timeout(5_000)  # a local file: anything slower is a failure
     problems: list[str] = []
     opened.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
     opened.on("pageerror", lambda e: problems.append(str(e)))
-    opened.on("request", lambda r: problems.append(f"request {r.url}") if r.url != report.as_uri() else None)
-    opened.goto(report.as_uri())
+    opened.on("request", lambda r: problems.append(f"request {r.url}") if r.url != path.as_uri() else None)
+    opened.goto(path.as_uri())
     yield opened
     context.close()
     assert problems == []
+
+
+@pytest.fixture
+def page(browser: Browser, report: Path) -> Iterator[Page]:
+    """The planted report, opened (``opened_report``)."""
+    with opened_report(browser, report) as opened:
+        yield opened
 
 
 def overflow(page: Page) -> dict[str, int]:
@@ -211,24 +218,17 @@ def tracked_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_tracked_report_fits_a_laptop_and_a4_and_sorts_by_state(
     browser: Browser, tracked_report: Path
 ) -> None:
-    context = browser.new_context(viewport=LAPTOP)  # type: ignore[arg-type]
-    opened = context.new_page()
-    problems: list[str] = []
-    opened.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
-    opened.on("pageerror", lambda e: problems.append(str(e)))
-    opened.goto(tracked_report.as_uri())
-    sizes = overflow(opened)
-    assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
-    assert opened.is_visible("#states") and opened.is_visible("#ages") and opened.is_visible("#resolved")
-    opened.click("#exceptions th:nth-child(6) button")  # state: new, open, acknowledged
-    states = column(opened, 5)
-    assert states[0] == "new" and states[-1] == "acknowledged" and "open" in states, states
-    opened.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
-    opened.emulate_media(media="print")
-    sizes = overflow(opened)
-    assert sizes["scroll"] <= sizes["inner"], sizes
-    context.close()
-    assert problems == []
+    with opened_report(browser, tracked_report) as opened:
+        sizes = overflow(opened)
+        assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
+        assert opened.is_visible("#states") and opened.is_visible("#ages") and opened.is_visible("#resolved")
+        opened.click("#exceptions th:nth-child(6) button")  # state: new, open, acknowledged
+        states = column(opened, 5)
+        assert states[0] == "new" and states[-1] == "acknowledged" and "open" in states, states
+        opened.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
+        opened.emulate_media(media="print")
+        sizes = overflow(opened)
+        assert sizes["scroll"] <= sizes["inner"], sizes
 
 
 @pytest.fixture(scope="module")
@@ -255,27 +255,20 @@ def information_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_report_with_information_and_rates_fits_a_laptop_and_a4(
     browser: Browser, information_report: Path
 ) -> None:
-    context = browser.new_context(viewport=LAPTOP)  # type: ignore[arg-type]
-    opened = context.new_page()
-    problems: list[str] = []
-    opened.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
-    opened.on("pageerror", lambda e: problems.append(str(e)))
-    opened.goto(information_report.as_uri())
-    sizes = overflow(opened)
-    assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
-    for table in ("#information", "#fx-pairs", "#in_transit", "#within_tolerance", "#fx-payments"):
-        assert opened.is_visible(table), table
-    right = opened.eval_on_selector(
-        f'#in_transit td:text-is("{LONG_KEY}")', "td => td.getBoundingClientRect().right"
-    )
-    assert right <= LAPTOP["width"]  # the long key wraps inside its column
-    # The exceptions table still filters, and holds no informational row.
-    total = len(column(opened, 0))
-    opened.fill("#filter-text", "transit")
-    assert column(opened, 0) == [] and opened.text_content("#filter-count") == f"0 of {total} rows shown"
-    opened.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
-    opened.emulate_media(media="print")
-    sizes = overflow(opened)
-    assert sizes["scroll"] <= sizes["inner"], sizes
-    context.close()
-    assert problems == []
+    with opened_report(browser, information_report) as opened:
+        sizes = overflow(opened)
+        assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
+        for table in ("#information", "#fx-pairs", "#in_transit", "#within_tolerance", "#fx-payments"):
+            assert opened.is_visible(table), table
+        right = opened.eval_on_selector(
+            f'#in_transit td:text-is("{LONG_KEY}")', "td => td.getBoundingClientRect().right"
+        )
+        assert right <= LAPTOP["width"]  # the long key wraps inside its column
+        # The exceptions table still filters, and holds no informational row.
+        total = len(column(opened, 0))
+        opened.fill("#filter-text", "transit")
+        assert column(opened, 0) == [] and opened.text_content("#filter-count") == f"0 of {total} rows shown"
+        opened.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
+        opened.emulate_media(media="print")
+        sizes = overflow(opened)
+        assert sizes["scroll"] <= sizes["inner"], sizes
