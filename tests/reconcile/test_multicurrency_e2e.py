@@ -168,15 +168,13 @@ def test_books_in_the_pricing_currency_match_the_settlement_export(tmp_path: Pat
 
 
 def test_books_in_the_pricing_currency_match_the_journal(tmp_path: Path, charged: Charged) -> None:
-    """The journal's payments frame as the processor side. It knows the price of a payment only
-    from its request, so a payment made by ``priceId`` (no amount asked) has none there and is
-    left out here: the settlement export is the side that has it."""
-    keys = ["MC-GCASH", "MC-CARD", "MC-USD"]
-    assert charged.journal.loc["MC-FIXED", "pricingAmount"] is None  # what the journal cannot know
-    journal = charged.journal.drop(index="MC-FIXED")
-    result = reconcile(load_ledger(priced_ledger(tmp_path, keys)), load_processor(journal))
+    """The journal's payments frame as the processor side (the live service's default). The
+    price of a payment made by ``priceId`` (no amount asked) is the journal's own product's."""
+    assert charged.journal.loc["MC-FIXED", "pricingAmount"] == Decimal("9.99")
+    assert charged.journal.loc["MC-FIXED", "pricingCurrency"] == "USD"
+    result = reconcile(load_ledger(priced_ledger(tmp_path)), load_processor(charged.journal))
     assert result.exceptions.empty, result.exceptions[["merchantReferenceId", "category", "detail"]]
-    assert_matched_with_both_amounts(result.matched, keys)
+    assert_matched_with_both_amounts(result.matched, list(CHARGES))
 
 
 def test_books_in_the_charged_currency_match_too(tmp_path: Path, charged: Charged) -> None:

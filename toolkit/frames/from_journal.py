@@ -52,8 +52,12 @@ def payments_frame(
 
     Calls the service refused or that never left created nothing at the processor, so they are
     left out unless ``include_failed_calls``; calls with an unknown outcome are always in, with
-    status ``unknown`` and the amount that was asked for.
+    status ``unknown`` and the amount that was asked for. ``pricingAmount`` and
+    ``pricingCurrency`` are what was asked for, or for a payment by ``priceId`` the price of the
+    journal's own product (``prices_frame``), so that books kept in the pricing currency match.
     """
+    source = source if isinstance(source, Journal) else list(source)  # read twice: payments, prices
+    catalog = _catalog_prices(source)
     records = [
         r
         for r in _records(source, "payment")
@@ -99,8 +103,14 @@ def payments_frame(
         "amount": col.objects(amounts),
         "amountMinor": col.minor_units(amounts, currencies, keys),
         "currency": col.strings(currencies),
-        "pricingAmount": col.objects(col.amounts(asked("amount"))),
-        "pricingCurrency": col.strings(asked("currency")),
+        "pricingAmount": col.objects(
+            col.amounts(
+                [req.get("amount", catalog.get(str(req.get("priceId")), (None, None))[0]) for req in requests]
+            )
+        ),
+        "pricingCurrency": col.strings(
+            [req.get("currency") or catalog.get(str(req.get("priceId")), (None, None))[1] for req in requests]
+        ),
         "actionType": col.strings([a.get("type") for a in actions]),
         "actionMethod": col.strings([a.get("method") for a in actions]),
         "redirectUrl": col.strings([a.get("redirectUrl") for a in actions]),
@@ -109,6 +119,18 @@ def payments_frame(
         **_journal_columns(records),
     }
     return PaymentsSchema.validate(col.keyed(columns, keys))
+
+
+def _catalog_prices(source: Journal | Iterable[JournalRecord]) -> dict[str, tuple[Any, str]]:
+    """``priceId`` -> (unit amount, currency) of the prices of the journal's own products."""
+    prices = prices_frame(source)
+    return {
+        str(price_id): (amount, str(currency))
+        for price_id, amount, currency in zip(
+            prices["priceId"], prices["unitAmount"], prices["currency"], strict=True
+        )
+        if isinstance(price_id, str) and isinstance(currency, str)
+    }
 
 
 def products_frame(source: Journal | Iterable[JournalRecord]) -> pd.DataFrame:
