@@ -192,3 +192,22 @@ def test_faults_errors_exit_2_naming_the_problem(
     assert main(["sandbox", "faults", *argv]) == 2
     assert problem in capsys.readouterr().err
     assert api.ok("GET", "/sandbox/faults")["faults"] == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--port", "99999", "99999 is not a port number (0-65535)"),
+        ("--port", "http", "'http' is not a port number"),
+        ("--workers", "0", "'0' is not a number of workers"),
+    ],
+)
+def test_a_port_or_workers_out_of_range_exit_2_in_one_line(
+    capsys: pytest.CaptureFixture[str], option: str, value: str, words: str
+) -> None:
+    """Regression: ``--port 99999`` reached uvicorn, which printed a traceback and exited 0."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["sandbox", option, value])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err

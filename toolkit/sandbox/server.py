@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = KEY_HELP
     parser.add_argument("--host", default=DEFAULT_HOST, help="interface to listen on (default %(default)s)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
+    parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help="port (default %(default)s)")
     parser.add_argument(
         "--db",
         type=Path,
@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="read the key from this file (one line)",
     )
-    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
+    parser.add_argument("--workers", type=_workers, default=1, help="uvicorn worker processes (default 1)")
     parser.add_argument(
         "--timestamp-tolerance",
         type=float,
@@ -84,6 +84,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             description="Fault rules of a running sandbox (see docs/sandbox.md, Faults on demand).",
         )
     )
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: any free port): refused by argparse, exit 2, never a traceback."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
+
+
+def _workers(text: str) -> int:
+    """At least one worker process."""
+    try:
+        workers = int(text)
+    except ValueError:
+        workers = 0
+    if workers < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers (1 or more)")
+    return workers
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,7 +139,7 @@ def serve(args: argparse.Namespace) -> int:
         factory=True,
         host=args.host,
         port=args.port,
-        workers=max(1, args.workers),
+        workers=args.workers,
         log_level="warning",
         access_log=False,
         lifespan="off",
