@@ -409,7 +409,10 @@ def test_amounts_in_two_currencies_are_compared_at_the_days_rate(backend: Backen
         "(variance -0.40 EUR, beyond tolerance); processor row 3"
     )
     fx = result.fx.set_index("merchantReferenceId")
-    assert list(fx.index) == ["R-BEYOND", "R-EXACT", "R-INVERSE", "R-WITHIN"]
+    assert list(fx.index) == ["R-BEYOND", "R-EXACT", "R-INVERSE", "R-PRICED", "R-WITHIN"]
+    # Matched through its price, and shown at the rate: 10.00 USD = 561.80 PHP, charged 560.00.
+    priced = fx.loc["R-PRICED"]
+    assert (priced["category"], priced["variance"]) == ("matched", Decimal("-1.80"))
     inverse = fx.loc["R-INVERSE"]
     # 10.00 USD / 0.0178 = 561.797... PHP: 561.80 (half away from zero), charged 562.00.
     assert (inverse["expected_amount"], inverse["variance"]) == (Decimal("561.80"), Decimal("0.20"))
@@ -417,6 +420,7 @@ def test_amounts_in_two_currencies_are_compared_at_the_days_rate(backend: Backen
     pairs = result.fx_pairs.set_index(["ledger_currency", "charged_currency"])
     assert pairs.loc[("USD", "EUR"), "variance"] == Decimal("-0.45")  # 0 - 0.05 - 0.40
     assert pairs.loc[("USD", "EUR"), "payments"] == 3
+    assert pairs.loc[("USD", "PHP"), "variance"] == Decimal("-1.60")  # 0.20 - 1.80
     summary = result.summary.set_index(["category", "currency"])
     assert summary.loc[("amount_mismatch", "EUR"), "amount"] == Decimal("0.40")
     assert {"R-EXACT", "R-PRICED", "R-INVERSE", "R-WITHIN"} <= set(result.matched["merchantReferenceId"])

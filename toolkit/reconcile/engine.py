@@ -468,50 +468,37 @@ class _Fx:
 _FX_EXACT, _FX_WITHIN, _FX_BEYOND, _FX_NO_RATE = 0, 1, 2, 3
 
 
-def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Table, _Fx]:
-    """Decide the keys in two currencies (``fx_check``) at the reference rate of the payment's
-    day (the processor's ``createTime``, else the ledger's date), exactly, in Python (``fx.py``;
-    few keys by nature): matched, ``within_tolerance``, ``amount_mismatch``, or
-    ``currency_mismatch`` when there is no rate. The decisions go back into the flags."""
-    empty = _Fx(pd.DataFrame({c: [] for c in FX_COLUMNS}))
-    nothing = {
-        "fx_state": ibis.null("int8"),
-        "fx_expected": ibis.null("int64"),
-        "fx_text": ibis.null("string"),
-    }
-    if rules.rates is None:
-        return engine.keep(flagged.mutate(**nothing)), empty
-    checks = flagged.filter(flagged.fx_check)
-    table = engine.arrow(
-        checks.select("key", "l_minor", "l_cur", "p_minor", "p_cur", "p_when", "l_when").order_by("key")
-    )
-    if not table.num_rows:
-        return engine.keep(flagged.mutate(**nothing)), empty
+def _at_rates(
+    rows: list[dict[str, Any]], rates: Rates, tolerance: Tolerance
+) -> tuple[list[tuple[str, int, int, str]], list[dict[str, Any]], set[str]]:
+    """Each key at the rate of its day: the decisions of the ``fx_check`` keys (key, state,
+    expected minor units, the rate or the missing one in words), the FX section's lines, and
+    the rates that were missing."""
     codes = currency_codes()
     decided: list[tuple[str, int, int, str]] = []
     lines: list[dict[str, Any]] = []
     missing: set[str] = set()
-    for row in table.to_pylist():
+    for row in rows:
         base, quote = codes[int(row["l_cur"])], codes[int(row["p_cur"])]
         seconds = row["p_when"] if row["p_when"] is not None else row["l_when"]
-        if seconds is None:
-            decided.append((row["key"], _FX_NO_RATE, 0, f"no date to take a {base}/{quote} rate for"))
-            continue
-        day = datetime.fromtimestamp(int(seconds), UTC).date()
-        conversion = rules.rates.convert(int(row["l_minor"]), base, quote, day)
-        if conversion is None:
-            text = rules.rates.missing_text(base, quote, day)
-            missing.add(text)
-            decided.append((row["key"], _FX_NO_RATE, 0, text))
+        day = None if seconds is None else datetime.fromtimestamp(int(seconds), UTC).date()
+        conversion = None if day is None else rates.convert(int(row["l_minor"]), base, quote, day)
+        if conversion is None or day is None:
+            if row["fx_check"]:  # a price match needs no rate: nothing is missing then
+                text = _no_rate_text(rates, base, quote, day)
+                missing.update([text] if day is not None else [])
+                decided.append((row["key"], _FX_NO_RATE, 0, text))
             continue
         variance = int(row["p_minor"]) - conversion.expected_minor
-        if variance == 0:
-            state = _FX_EXACT
-        elif rules.tolerance.allows(variance, conversion.expected_minor, quote):
-            state = _FX_WITHIN
-        else:
-            state = _FX_BEYOND
-        decided.append((row["key"], state, conversion.expected_minor, f"{conversion.rate_text()} on {day}"))
+        if row["fx_check"]:
+            state = _fx_state(tolerance, variance, conversion.expected_minor, quote)
+            decided.append(
+                (row["key"], state, conversion.expected_minor, f"{conversion.rate_text()} on {day}")
+            )
+            category = ("matched", "within_tolerance", "amount_mismatch")[state]
+        else:  # matched (or not) through its price: its outcome is the price's
+            flags = ("amount_mismatch", "within_tolerance")
+            category = next((name for name in flags if row[name]), "matched")
         lines.append(
             {
                 "merchantReferenceId": row["key"],
@@ -523,9 +510,49 @@ def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Tab
                 "charged_amount": from_minor(int(row["p_minor"]), quote),
                 "charged_currency": quote,
                 "variance": from_minor(variance, quote),
-                "category": ("matched", "within_tolerance", "amount_mismatch")[state],
+                "category": category,
             }
         )
+    return decided, lines, missing
+
+
+def _no_rate_text(rates: Rates, base: str, quote: str, day: date | None) -> str:
+    """Why a payment in two currencies could not be compared, in words."""
+    if day is None:
+        return f"no date to take a {base}/{quote} rate for"
+    return rates.missing_text(base, quote, day)
+
+
+def _fx_state(tolerance: Tolerance, variance: int, expected: int, currency: str) -> int:
+    """``_FX_EXACT``, ``_FX_WITHIN`` or ``_FX_BEYOND`` the tolerance of the expected amount."""
+    if variance == 0:
+        return _FX_EXACT
+    return _FX_WITHIN if tolerance.allows(variance, expected, currency) else _FX_BEYOND
+
+
+def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Table, _Fx]:
+    """Decide the keys in two currencies (``fx_check``) at the reference rate of the payment's
+    day (the processor's ``createTime``, else the ledger's date), exactly, in Python (``fx.py``;
+    few keys by nature): matched, ``within_tolerance``, ``amount_mismatch``, or
+    ``currency_mismatch`` when there is no rate. The decisions go back into the flags. The
+    payments matched through their price are compared at the rate too, for the FX section only
+    (what the conversion cost); their outcome stays the price's."""
+    empty = _Fx(pd.DataFrame({c: [] for c in FX_COLUMNS}))
+    nothing = {
+        "fx_state": ibis.null("int8"),
+        "fx_expected": ibis.null("int64"),
+        "fx_text": ibis.null("string"),
+    }
+    if rules.rates is None:
+        return engine.keep(flagged.mutate(**nothing)), empty
+    checks = flagged.filter(flagged.fx_check | flagged.price_match)
+    columns = ("key", "l_minor", "l_cur", "p_minor", "p_cur", "p_when", "l_when", "fx_check")
+    table = engine.arrow(checks.select(*columns, "amount_mismatch", "within_tolerance").order_by("key"))
+    if not table.num_rows:
+        return engine.keep(flagged.mutate(**nothing)), empty
+    decided, lines, missing = _at_rates(table.to_pylist(), rules.rates, rules.tolerance)
+    if not decided:
+        return engine.keep(flagged.mutate(**nothing)), _Fx(pd.DataFrame(lines, columns=list(FX_COLUMNS)))
     outcome = ibis.memtable(
         pa.table(
             {
