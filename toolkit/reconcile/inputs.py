@@ -411,8 +411,8 @@ def _trimmed(value: ir.StringValue) -> ir.StringValue:
 def parse_amounts(
     table: ir.Table, text: str, digits: str, *, minor: str = "_minor", problem: str = "_amount_problem"
 ) -> ir.Table:
-    """``table`` with ``_minor`` (exact integer minor units of the amount in column ``text``, or
-    null) and ``_amount_problem`` (0 ok, 1 not a number, 2 more decimals than the currency's
+    """``table`` with the columns ``minor`` (exact integer minor units of the amount in column
+    ``text``, or null) and ``problem`` (0 ok, 1 not a number, 2 more decimals than the currency's
     ``digits`` allow, 3 too many digits for exact integers).
 
     One regular expression says whether the text is a number. An amount with no more decimals
