@@ -92,10 +92,11 @@ MATCHED_COLUMNS: tuple[str, ...] = (
     "pricing_currency",
 )
 #: Columns of ``ReconciliationResult.fx``: one row per payment compared at a reference rate
-#: (``--fx-rates``): the ledger's amount, the rate of the payment's date (1 ledger currency =
-#: ``rate`` processor currency), the amount expected at that rate, what was charged, and
-#: ``variance`` = charged - expected, in the processor's currency; ``category`` is the outcome
-#: (``within_tolerance``, ``amount_mismatch``, or ``matched`` when exact).
+#: (``--fx-rates``): the ledger's amount, the rate of the payment's day as it was used
+#: (``1 USD = 0.92 EUR``; an inverse as ``1/rate``), the amount expected at that rate, what was
+#: charged, and ``variance`` = charged - expected, in the processor's currency; ``category`` is
+#: the payment's outcome (``within_tolerance``, ``amount_mismatch``, or ``matched``; for a
+#: payment matched through its price, the price's outcome).
 FX_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
     "date",
