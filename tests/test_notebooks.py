@@ -145,6 +145,8 @@ def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
             "period_start",
             "period_end",
             "amount_tolerance",
+            "grace",
+            "fx_rates_path",
             "max_exceptions",
             "track",
             "as_of",
