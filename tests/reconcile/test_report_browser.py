@@ -105,9 +105,22 @@ def column(page: Page, index: int) -> list[str]:
     return texts
 
 
-def test_fits_a_laptop_screen_with_the_detail_column_visible(page: Page) -> None:
+def assert_fits_laptop(page: Page) -> None:
+    """No horizontal overflow at a laptop's width."""
     sizes = overflow(page)
     assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
+
+
+def assert_fits_a4(page: Page) -> None:
+    """No horizontal overflow when printed on A4."""
+    page.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
+    page.emulate_media(media="print")
+    sizes = overflow(page)
+    assert sizes["scroll"] <= sizes["inner"], sizes
+
+
+def test_fits_a_laptop_screen_with_the_detail_column_visible(page: Page) -> None:
+    assert_fits_laptop(page)
     detail = page.eval_on_selector(
         "#exceptions thead th:last-child",
         "th => { const r = th.getBoundingClientRect(); return [r.left, r.right]; }",
@@ -120,10 +133,7 @@ def test_fits_a_laptop_screen_with_the_detail_column_visible(page: Page) -> None
 
 
 def test_fits_a4_paper_when_printed(page: Page) -> None:
-    page.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
-    page.emulate_media(media="print")
-    sizes = overflow(page)
-    assert sizes["scroll"] <= sizes["inner"], sizes
+    assert_fits_a4(page)
     assert page.is_hidden("#exception-controls")  # no filter box on paper
     assert page.eval_on_selector(".details", "s => getComputedStyle(s).breakBefore") == "page"
 
@@ -219,16 +229,12 @@ def test_a_tracked_report_fits_a_laptop_and_a4_and_sorts_by_state(
     browser: Browser, tracked_report: Path
 ) -> None:
     with opened_report(browser, tracked_report) as opened:
-        sizes = overflow(opened)
-        assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
+        assert_fits_laptop(opened)
         assert opened.is_visible("#states") and opened.is_visible("#ages") and opened.is_visible("#resolved")
         opened.click("#exceptions th:nth-child(6) button")  # state: new, open, acknowledged
         states = column(opened, 5)
         assert states[0] == "new" and states[-1] == "acknowledged" and "open" in states, states
-        opened.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
-        opened.emulate_media(media="print")
-        sizes = overflow(opened)
-        assert sizes["scroll"] <= sizes["inner"], sizes
+        assert_fits_a4(opened)
 
 
 @pytest.fixture(scope="module")
@@ -256,8 +262,7 @@ def test_a_report_with_information_and_rates_fits_a_laptop_and_a4(
     browser: Browser, information_report: Path
 ) -> None:
     with opened_report(browser, information_report) as opened:
-        sizes = overflow(opened)
-        assert sizes["scroll"] <= sizes["inner"] and sizes["body"] <= sizes["inner"], sizes
+        assert_fits_laptop(opened)
         for table in ("#information", "#fx-pairs", "#in_transit", "#within_tolerance", "#fx-payments"):
             assert opened.is_visible(table), table
         right = opened.eval_on_selector(
@@ -268,7 +273,4 @@ def test_a_report_with_information_and_rates_fits_a_laptop_and_a4(
         total = len(column(opened, 0))
         opened.fill("#filter-text", "transit")
         assert column(opened, 0) == [] and opened.text_content("#filter-count") == f"0 of {total} rows shown"
-        opened.set_viewport_size(A4_PRINTABLE)  # type: ignore[arg-type]
-        opened.emulate_media(media="print")
-        sizes = overflow(opened)
-        assert sizes["scroll"] <= sizes["inner"], sizes
+        assert_fits_a4(opened)

@@ -496,9 +496,15 @@ def _with_currency(table: ir.Table) -> ir.Table:
     """``_currency`` (trimmed, uppercase), its ``_cur`` code and ``_digits`` (both null for a code
     that is not ISO 4217)."""
     table = table.mutate(_currency=_trimmed(table.currency).upper()).view()
+    return _currency_codes(table, "_currency", code="_cur", digits="_digits")
+
+
+def _currency_codes(table: ir.Table, column: str, *, code: str, digits: str) -> ir.Table:
+    """``table`` with the ``_cur`` code and the minor digits of the ISO 4217 code in ``column``
+    (as ``code`` and ``digits``; both null for a code that is not ISO 4217)."""
     iso = ibis.memtable(currency_table())
-    joined = table.left_join(iso, table._currency == iso._iso)
-    return joined.mutate(_cur=joined._iso_code, _digits=joined._iso_digits).drop(
+    joined = table.left_join(iso, table[column] == iso._iso)
+    return joined.mutate(**{code: joined._iso_code, digits: joined._iso_digits}).drop(
         "_iso", "_iso_code", "_iso_digits"
     )
 
@@ -559,10 +565,7 @@ def _with_pricing(table: ir.Table, *, priced: bool) -> ir.Table:
         _pcurrency=present.ifelse(currency, ibis.null("string")),
         _ptext=present.ifelse(written, ibis.null("string")),
     ).view()
-    iso = ibis.memtable(currency_table()).rename(
-        _p_iso="_iso", _p_iso_code="_iso_code", _p_digits="_iso_digits"
-    )
-    joined = with_price.left_join(iso, with_price._pcurrency == iso._p_iso).drop("_p_iso")
+    joined = _currency_codes(with_price, "_pcurrency", code="_p_iso_code", digits="_p_digits")
     joined = joined.mutate(_pplaces=joined._p_digits.fill_null(0))
     parsed = parse_amounts(joined, "_ptext", "_pplaces", minor="_pminor", problem="_p_problem")
     bad = parsed._pcurrency.notnull() & (parsed._p_digits.isnull() | (parsed._p_problem != 0))
