@@ -68,6 +68,24 @@ def test_a_semicolon_utf16_export_with_a_title_identical_on_spark(spark: Backend
 
 
 @pytest.mark.slow
+def test_decimal_commas_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
+    """The decimal-comma reading (no-break spaces and apostrophes among its grouping marks)."""
+    ledger = tmp_path / "books.csv"
+    ledger.write_text(
+        "merchantReferenceId;amount;currency;status\n"
+        "m1;1.234,56;EUR;success\nm2;1\u00a0000,5;EUR;success\nm3;1'000;CHF;success\nm9;12.50;EUR;success\n",
+        encoding="utf-8",
+    )
+    processor = frame([("m1", "1234.56", "EUR", "success"), ("m2", "1000.50", "EUR", "success")])
+    left, right = load_ledger(ledger, decimal=","), load_processor(processor)
+    on_duckdb, on_spark = reconcile(left, right), reconcile(left, right, backend=spark)
+    same(on_duckdb, on_spark)
+    assert on_spark.rejected["source_row"].tolist() == [5]
+    assert on_spark.category_counts["missing_in_processor"] == 1  # m3, read as 1000.00 CHF
+    assert on_spark.category_counts["amount_mismatch"] == 0
+
+
+@pytest.mark.slow
 def test_files_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
     """CSV with blank lines and a value over two lines, and a folder of Parquet files."""
     csv_path = tmp_path / "export.csv"
@@ -123,6 +141,28 @@ def test_a_spill_dir_that_cannot_be_made_exits_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "--spill-dir" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_leaves_its_spill_dir_as_it_found_it(tmp_path: Path) -> None:
+    """The engine keeps its intermediate tables in a database file under the spill directory
+    (the buffer manager reads them back rather than spilling them); the file goes with the run."""
+    ledger, processor = _big_inputs(tmp_path, 1000)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    (spill / "mine.txt").write_text("the user's own file")
+    done = _cli(
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--spill-dir",
+        str(spill),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.name for path in spill.iterdir()) == ["mine.txt"]
 
 
 def test_memory_limits_are_read_like_duckdb_and_spark() -> None:

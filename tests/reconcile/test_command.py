@@ -271,7 +271,8 @@ def test_file_size_limit_in_a_real_process_exits_2(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2, proc.stderr
     assert_one_error_line(proc.stderr, "cannot write", "File too large")
-    assert list(output.iterdir()) == []
+    # The engine's own working files (its kept tables) are refused first: no report is begun.
+    assert not output.exists() or list(output.iterdir()) == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,3 +347,28 @@ def test_an_excel_export_reconciles_with_per_side_options_and_the_printed_map(
     assert fix == ["--ledger-map", "amount=COLUMN"]
     assert main([*args, "--ledger-map", "amount=Total", "--output-dir", str(tmp_path / "b")]) == 0
     assert "ok: " in capsys.readouterr().out
+
+
+def test_decimal_comma_books_reconcile_with_the_mark_detected_or_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """European books against the sandbox's export: the comma is detected, and ``--ledger-decimal``
+    reads a file whose first rows do not say (``1.234`` alone: a thousand, or 1.234 dinars)."""
+    processor = tmp_path / "export.csv"
+    processor.write_text(SANDBOX_EXPORT, encoding="utf-8")
+    books = "merchantReferenceId;amount;currency;status\nm1;12,30;USD;success\nm2;1.200;JPY;pending\n"
+    ledger = tmp_path / "books.csv"
+    ledger.write_bytes(books.encode("cp1252"))
+    assert main(["reconcile", "inspect", str(ledger)]) == 0
+    assert "decimal mark: comma ','" in capsys.readouterr().out
+    args = ["reconcile", "--ledger", str(ledger), "--processor", str(processor)]
+    assert main([*args, "--output-dir", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "2 rows = 2 matched + 0 in exceptions + 0 rejected" in out  # 12,30 USD and 1.200 JPY
+    ledger.write_bytes(books.replace("m1;12,30;USD;success\n", "").encode("cp1252"))  # only 1.200
+    assert main([*args, "--output-dir", str(tmp_path / "b")]) == 0
+    assert "1 rows = 0 matched + 0 in exceptions + 1 rejected" in capsys.readouterr().out  # JPY 1.200?
+    assert main([*args, "--ledger-decimal", ",", "--output-dir", str(tmp_path / "c")]) == 0
+    assert "1 rows = 1 matched + 0 in exceptions + 0 rejected" in capsys.readouterr().out
+    assert main([*args, "--decimal", ";", "--output-dir", str(tmp_path / "d")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "--decimal: ';' is not a decimal mark")

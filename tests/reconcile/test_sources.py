@@ -8,7 +8,7 @@ import openpyxl
 import pytest
 
 from toolkit.errors import InputError
-from toolkit.reconcile import load_ledger, load_processor
+from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger
 from toolkit.reconcile.sources import ReadOptions, describe
 
 # A European Excel export: semicolons, a rejected row (line 4), an accented column and value.
@@ -96,6 +96,7 @@ def test_options_where_detection_is_not_enough(tmp_path: Path) -> None:
         ({"sheet": 0}, "sheet: 0 must be"),
         ({"header_row": 0}, "header-row: 0 must be"),
         ({"header_row": "two"}, "header-row: 'two' must be"),
+        ({"decimal": ";"}, "decimal: ';' is not a decimal mark"),
     ],
 )
 def test_bad_option_values_are_refused(options: dict[str, object], message: str) -> None:
@@ -187,3 +188,61 @@ def test_xlsx_header_on_the_first_row_stays_there_beside_an_unnamed_column(tmp_p
         ("merchantReferenceId", "amount", "currency", "status"),
     )
     assert load_ledger(path).rejected["source_row"].tolist() == [3]
+
+
+# European Excel's own amounts: a decimal comma, thousands grouped by a point or a space.
+COMMA_ROWS = (
+    "merchantReferenceId;amount;currency;status\n"
+    "m1;1.234,56;EUR;success\n"
+    "m2;12,5;EUR;success\n"
+    "m3;1200;JPY;pending\n"
+    "m4;-0,07;EUR;failure\n"
+    "m5;1\u00a0000,00;EUR;success\n"
+    "m9;12,345;EUR;success\n"
+)
+
+
+def test_decimal_commas_are_detected_and_read_exactly(tmp_path: Path) -> None:
+    path = excel_file(tmp_path, "books.csv", COMMA_ROWS.encode("cp1252"))
+    assert describe(path, "ledger", frozenset({"amount"})).decimal == ","
+    loaded = load_ledger(path)
+    assert loaded.frame["amountMinor"].tolist() == [123456, 1250, 1200, -7, 100000]
+    assert loaded.frame["amount"].tolist()[0] == "1.234,56"  # as written
+    assert loaded.rejected["source_row"].tolist() == [7]
+    assert "more decimals than EUR allows" in loaded.rejected["detail"].iloc[0]
+
+
+def test_the_decimal_mark_by_option_where_the_sample_does_not_say(tmp_path: Path) -> None:
+    """``1.234`` alone is a thousand, or 1.234 dinars: the point is kept unless the option says."""
+    rows = "merchantReferenceId;amount;currency;status\nm1;1.234;EUR;success\nm2;12.50;EUR;success\n"
+    path = excel_file(tmp_path, "books.csv", rows.encode())
+    assert load_ledger(path).frame["amountMinor"].tolist() == [1250]  # 1.234 EUR: too many decimals
+    read = load_ledger(path, decimal=",")
+    assert read.frame["amountMinor"].tolist() == [123400]
+    assert read.rejected["detail"].tolist() == [
+        "amount '12.50' is not a number with a decimal comma (e.g. 1.234,56)"
+    ]
+
+
+def test_a_comma_amount_in_a_point_file_says_how_to_read_it(tmp_path: Path) -> None:
+    rows = 'merchantReferenceId,amount,currency,status\nm1,12.30,USD,success\nm2,"12,50",USD,success\n'
+    loaded = load_ledger(excel_file(tmp_path, "books.csv", rows.encode()))
+    assert loaded.rejected["source_row"].tolist() == [3]
+    assert (
+        "(a decimal comma? read the file with the decimal mark ',': --decimal ,)"
+        in loaded.rejected["detail"].iloc[0]
+    )
+
+
+def test_a_subscription_ledger_takes_the_same_reading_options(tmp_path: Path) -> None:
+    rows = (
+        "Subscriptions, May 2026\r\n\r\n"
+        "subscriptionId;merchantReferenceId;priceId;quantity;amount;currency;state\r\n"
+        "s1;m1;p1;2;1.234,50;EUR;active\r\n"
+    )
+    path = excel_file(tmp_path, "subscriptions.csv", rows.encode("utf-16"))
+    detected = load_subscription_ledger(path)
+    given = load_subscription_ledger(path, delimiter=";", encoding="utf-16", header_row=3, decimal=",")
+    for loaded in (detected, given):
+        assert loaded.frame["amountMinor"].tolist() == [123450]
+        assert loaded.frame["quantity"].tolist() == [2]

@@ -25,8 +25,8 @@ file named like a sub-command is never taken for one.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,11 +46,12 @@ from toolkit.reconcile.inputs import (
     load_processor,
     map_option,
     mapping_text,
+    parse_mapping,
     select_period,
 )
 from toolkit.reconcile.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
-from toolkit.reconcile.sources import Described, ReadOptions, describe, sample
+from toolkit.reconcile.sources import READ_OPTIONS, Described, ReadOptions, describe, detect_decimal, sample
 from toolkit.reconcile.timing import timing
 from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracking import (
@@ -212,8 +213,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: str = "") -> None:
-    """``--delimiter``, ``--encoding``, ``--sheet``, ``--header-row`` for both sides (``side`` is
-    empty), or for one (``ledger-``, ``processor-``: these win over the ones for both)."""
+    """``--delimiter``, ``--encoding``, ``--sheet``, ``--header-row``, ``--decimal`` for both sides
+    (``side`` is empty), or for one (``ledger-``, ``processor-``: these win over the ones for both)."""
     whose = f"the {side[:-1]} file" if side else "both files (--ledger-X, --processor-X: one)"
     helps = {
         "delimiter": f"CSV delimiter of {whose}, e.g. ';' or '\\t' (default: detected)",
@@ -221,6 +222,8 @@ def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: s
         "sheet": f"Excel sheet of {whose}, a name or 1-based number (default: the first with data)",
         "header-row": f"1-based line (CSV) or row (Excel) of the column names in {whose}, "
         "for a title above them (default: the first line; Excel: detected)",
+        "decimal": f"decimal mark of the amounts in {whose}, '.' or ',' for 1.234,56 "
+        "(default: detected in CSV, else '.')",
     }
     for option, words in helps.items():
         dest = dest_prefix + (side + option).replace("-", "_")
@@ -232,7 +235,7 @@ def _read_options(args: argparse.Namespace, side: str) -> dict[str, Any]:
     """The reading options of one side: its own, else those given for both; checked here, so that a
     bad value exits 2 naming the option before any file is read."""
     chosen: dict[str, Any] = {}
-    for name in ("delimiter", "encoding", "sheet", "header_row"):
+    for name in READ_OPTIONS:
         own = getattr(args, f"{side}_{name}", None)
         value = own if own is not None else getattr(args, name, None)
         option = f"--{side}-{name}" if own is not None else f"--{name}"
@@ -243,28 +246,6 @@ def _read_options(args: argparse.Namespace, side: str) -> dict[str, Any]:
             detail = str(exc).split(": ", 1)[-1]
             raise InputError(f"{option.replace('_', '-')}: {detail}") from None
     return chosen
-
-
-def _mapping(text: str | None, option: str) -> dict[str, str] | None:
-    if text is None:
-        return None
-    if not text.lstrip().startswith("{"):  # amount=Total,currency=Cur
-        pairs = [p.partition("=") for p in text.split(",") if p.strip()]
-        if pairs and all(sep and k.strip() and v.strip() for k, sep, v in pairs):
-            return {k.strip(): v.strip() for k, _, v in pairs}
-        raise InputError(
-            f"{option}: give required=file column pairs, e.g. amount=Total,currency=Cur, "
-            'or JSON, e.g. \'{"amount": "Total"}\''
-        )
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{option}: not valid JSON ({exc.msg})") from None
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise InputError(f'{option}: must be a JSON object of column names, e.g. {{"amount": "Total"}}')
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -289,8 +270,8 @@ def run(args: argparse.Namespace) -> int:
         tolerance = Tolerance.parse(args.amount_tolerance)
         clock = timing(args.as_of, args.grace)
         rates = None if args.fx_rates is None else load_rates(args.fx_rates)
-        ledger_map = _mapping(args.ledger_map, "--ledger-map")
-        processor_map = _mapping(args.processor_map, "--processor-map")
+        ledger_map = parse_mapping(args.ledger_map, "--ledger-map")
+        processor_map = parse_mapping(args.processor_map, "--processor-map")
         # The reports use only the canonical columns (and the dates, for a period): read nothing
         # else.
         period = (args.period_start, args.period_end)
@@ -443,7 +424,7 @@ def _manifest(
 
 def _inspect(args: argparse.Namespace) -> int:
     """``toolkit reconcile inspect FILE``: what was detected, a sample, a proposed mapping."""
-    values = {n: getattr(args, f"inspect_{n}") for n in ("delimiter", "encoding", "sheet", "header_row")}
+    values = {n: getattr(args, f"inspect_{n}") for n in READ_OPTIONS}
     try:
         try:
             options = ReadOptions(**values)
@@ -452,6 +433,10 @@ def _inspect(args: argparse.Namespace) -> int:
             raise InputError(f"--{option}: {detail}") from None
         described = describe(args.inspect_file, args.side, frozenset(), options)
         rows, count, exact = sample(described)
+        amount = closest_column("amount", described.columns)
+        if described.kind == "csv" and options.decimal is None and amount is not None:
+            column = described.columns.index(amount)
+            described = replace(described, decimal=detect_decimal([row[column] for row in rows]))
     except (InputError, OSError, UnicodeDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -471,6 +456,10 @@ def inspection_text(described: Described, rows: list[list[str]], count: int, exa
         lines.append(f"sheet: {described.sheet}")
     if described.kind in ("csv", "xlsx"):
         lines.append(f"header row: {described.header_line}")
+        mark = (
+            "comma ',' (amounts such as 1.234,56: --decimal ,)" if described.decimal == "," else "point '.'"
+        )
+        lines.append(f"decimal mark: {mark}")
     lines.append(f"columns ({len(described.columns)}): {', '.join(described.columns)}")
     lines.append(f"rows: {count}" if exact else f"rows: about {count} (estimated from the file size)")
     if rows:

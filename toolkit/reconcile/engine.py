@@ -146,15 +146,6 @@ _UNSETTLED = (PAYMENT_STATUS_NAMES.index("pending"), PAYMENT_STATUS_NAMES.index(
 _DAY = 86400
 #: The flags that are exceptions (the others, ``INFO_CATEGORIES``, are for information).
 _EXCEPTION_FLAGS = tuple(name for name in PAYMENT_CATEGORIES if name != "rejected_row")
-#: A currency's and a status's codes travel as one number, ``_cur * 8 + _st``.
-_STATUS_CODES = 8
-assert len(PAYMENT_STATUS_NAMES) <= _STATUS_CODES
-
-
-@ibis.udf.agg.builtin(name="min_by")  # type: ignore[untyped-decorator]
-def _first_by(value: int, order: int) -> int:  # type: ignore[empty-body]
-    """The ``value`` of the row with the smallest ``order``: ``arg_min`` on DuckDB, ``min_by`` on
-    Spark; a fixed-size state, where Ibis's ``argmin`` is an ordered ``FIRST`` on DuckDB."""
 
 
 @dataclass(frozen=True)
@@ -281,9 +272,27 @@ def dated(loaded: LoadedInput, clock: Timing | None, *, rated: bool = False) -> 
 def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
     """Read and check one side in the backend; keep the columns the next steps need."""
     written = loaded.read(engine)
-    rows = engine.keep(loaded.check(written).select(*_SLIM))
+    constant = _constant_columns(loaded)
+    # Only what the check reads goes through its stages (fewer columns to compile and move).
+    read = loaded.checked_columns() | {"source_row"}
+    narrow = written.select(*(c for c in written.columns if c in read or c.startswith("_")))
+    stored = engine.keep(loaded.check(narrow).select(*(c for c in _SLIM if c not in constant)))
+    rows = stored.mutate(**constant).select(*_SLIM)
     usable = rows.filter(~rows._rejected & ~rows._outside & ~rows._after)
     return _Side(name, loaded, written, rows, usable)
+
+
+def _constant_columns(loaded: LoadedInput) -> dict[str, ir.Value]:
+    """The slim columns a side cannot have (no period, no date, no price), as the constants the
+    check gives them: added when read instead of written out and read back for every row."""
+    constant: dict[str, ir.Value] = {}
+    if loaded.period is None:
+        constant |= {"_outside": ibis.literal(False), "_day": ibis.null("int64")}
+    if loaded.dated is None:
+        constant |= {"_after": ibis.literal(False), "_when": ibis.null("int64")}
+    if loaded.side != "processor" or not set(PRICING_COLUMNS) <= loaded.columns():
+        constant |= {"_pminor": ibis.null("int64"), "_pcur": ibis.null("int16")}
+    return constant
 
 
 def align_period(engine: Backend, led: _Side, pro: _Side, grace: timedelta) -> _Side:
@@ -326,36 +335,34 @@ def align_period(engine: Backend, led: _Side, pro: _Side, grace: timedelta) -> _
 
 
 def _per_key(side: _Side, *, when: bool, price: bool) -> ir.Table:
-    """How many usable rows each key has, and the values of its first row (file order): one
-    aggregate of fixed-size states, which the backend can spill. ``when`` and ``price`` add the
-    first row's date and price (only when the rules need them)."""
+    """How many usable rows each key has, and the values of its first row (file order).
+
+    Keys are almost always unique, so the first rows are found without an aggregate of values:
+    one count per key (a fixed-size state the backend can spill) names the few repeated keys,
+    and every row of an unrepeated key, or the first row of a repeated one, is its key's row.
+    ``when`` and ``price`` add the first row's date and price (only when the rules need them).
+    """
     rows = side.usable
     p = side.name[0]  # "l" or "p"
-    codes = rows._cur.cast("int64") * _STATUS_CODES + rows._st.cast("int64")
-    extra = {}
-    if when:
-        extra["_when"] = _first_by(rows._when, rows._ord)
-    if price:
-        extra["_pminor"] = _first_by(rows._pminor, rows._ord)
-        extra["_pcur"] = _first_by(rows._pcur, rows._ord)
-    keys = rows.group_by(_key=rows._key).aggregate(
-        _n=rows.count(),
-        _first=rows._ord.min(),
-        _minor=_first_by(rows._minor, rows._ord),
-        _codes=_first_by(codes, rows._ord),
-        **extra,
-    )
-    return keys.select(
-        _key=keys._key,
+    # Counted from the kept rows by a query of its own: a second use of ``usable`` would be a
+    # common table expression, which DuckDB writes out in full before reading it.
+    keyed = side.rows.select("_key", "_ord", "_rejected", "_outside", "_after")
+    keyed = keyed.filter(~keyed._rejected & ~keyed._outside & ~keyed._after)
+    counts = keyed.group_by(_rkey=keyed._key).aggregate(_n=keyed.count(), _first=keyed._ord.min())
+    repeated = counts.filter(counts._n > 1)
+    joined = rows.left_join(repeated, rows._key == repeated._rkey)
+    first = joined.filter(joined._rkey.isnull() | (joined._ord == joined._first))
+    return first.select(
+        _key=first._key,
         **{
-            f"{p}_n": keys._n,
-            f"{p}_ord": keys._first,
-            f"{p}_minor": keys._minor,
-            f"{p}_cur": keys._codes // _STATUS_CODES,  # exact: small integers
-            f"{p}_st": keys._codes % _STATUS_CODES,
-            f"{p}_when": keys._when if when else ibis.null("int64"),
-            f"{p}_pminor": keys._pminor if price else ibis.null("int64"),
-            f"{p}_pcur": keys._pcur.cast("int64") if price else ibis.null("int64"),
+            f"{p}_n": first._n.fill_null(1),
+            f"{p}_ord": first._ord,
+            f"{p}_minor": first._minor,
+            f"{p}_cur": first._cur.cast("int64"),
+            f"{p}_st": first._st.cast("int64"),
+            f"{p}_when": first._when if when else ibis.null("int64"),
+            f"{p}_pminor": first._pminor if price else ibis.null("int64"),
+            f"{p}_pcur": first._pcur.cast("int64") if price else ibis.null("int64"),
         },
     )
 

@@ -21,7 +21,7 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import ibis
 import ibis.expr.datatypes as dt
@@ -150,24 +150,28 @@ class LoadedInput:
         own = {canonical: column for column, canonical in self.renames}
         needed = None
         if not self.carry:
-            canonical = set(REQUIRED_COLUMNS if self.kind == "payments" else SUBSCRIPTION_COLUMNS)
-            if self.period is not None:
-                canonical.add(self.period.column)
-            if self.dated is not None:
-                canonical.update(c for c in (self.dated.column, self.dated.fallback) if c)
-            if self.side == "processor":
-                canonical.update(PRICING_COLUMNS)
-            needed = frozenset(own.get(c, c) for c in canonical) & set(self.described.columns)
+            needed = frozenset(own.get(c, c) for c in self.checked_columns()) & set(self.described.columns)
         table = sources.read(backend, self.described, needed)
         renamed = {canonical: column for column, canonical in self.renames if column in table.columns}
         return table.rename(renamed) if renamed else table
 
+    def checked_columns(self) -> frozenset[str]:
+        """The canonical columns the check reads (the others are only carried)."""
+        canonical = set(REQUIRED_COLUMNS if self.kind == "payments" else SUBSCRIPTION_COLUMNS)
+        if self.period is not None:
+            canonical.add(self.period.column)
+        if self.dated is not None:
+            canonical.update(c for c in (self.dated.column, self.dated.fallback) if c)
+        if self.side == "processor":
+            canonical.update(PRICING_COLUMNS)
+        return frozenset(canonical)
+
     def check(self, table: ir.Table) -> ir.Table:
         """The rows ``read`` gave, checked (see ``rows``)."""
         if self.kind == "payments":
-            checked = _check_payments(table, priced=self.side == "processor")
+            checked = _check_payments(table, priced=self.side == "processor", decimal=self.described.decimal)
         else:
-            checked = _check_subscriptions(table)
+            checked = _check_subscriptions(table, decimal=self.described.decimal)
         checked = _in_period(checked, self.period, self.source)
         checked = _dated(checked, self.dated)
         return checked.mutate(_rejected=checked._problem.notnull())
@@ -304,14 +308,26 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
             "currency": [r["currency"] for r in records],
             "status": [r[status] for r in records],
             "source_row": np.array([r["source_row"] for r in records], dtype=np.int64),
-            "detail": [_reasons(r, status, period, dated) for r in records],
+            "detail": [_reasons(r, status, period, dated, loaded.described.decimal) for r in records],
         },
         columns=list(REJECTED_COLUMNS),
     )
     return frame
 
 
-def _reasons(row: dict[str, Any], status: str, period: str, dated: str = "") -> str:
+def _amount_reason(row: dict[str, Any], code: int, decimal: str) -> str:
+    """Why an amount cannot be read, with the decimal mark the file was read with when it matters."""
+    currency = str(row["currency"] or "").strip(_SPACE).upper()
+    digits = minor_digits(currency) if code == _TOO_MANY_DECIMALS else None
+    reason = _AMOUNT_ERRORS[code].format(amount=row["amount"], currency=currency, digits=digits)
+    if code == _NOT_A_NUMBER and decimal == ",":
+        return f"{reason} with a decimal comma (e.g. 1.234,56)"
+    if code == _NOT_A_NUMBER and "," in str(row["amount"] or ""):
+        return f"{reason} (a decimal comma? read the file with the decimal mark ',': --decimal ,)"
+    return reason
+
+
+def _reasons(row: dict[str, Any], status: str, period: str, dated: str = "", decimal: str = ".") -> str:
     """Every reason a row cannot be used, in words (few rows: Python is fine)."""
     parts: list[str] = []
     if row.get("_bad_subscription"):
@@ -324,9 +340,7 @@ def _reasons(row: dict[str, Any], status: str, period: str, dated: str = "") -> 
         parts.append(f"status {row[status]!r} is not one of {', '.join(PAYMENT_STATUS_NAMES)} or 1/2/3/5")
     code = int(row.get("_amount_error") or 0)
     if code in _AMOUNT_ERRORS:
-        currency = str(row["currency"] or "").strip(_SPACE).upper()
-        digits = minor_digits(currency) if code == _TOO_MANY_DECIMALS else None
-        parts.append(_AMOUNT_ERRORS[code].format(amount=row["amount"], currency=currency, digits=digits))
+        parts.append(_amount_reason(row, code, decimal))
     if row.get("_bad_quantity"):
         parts.append(f"quantity {row['quantity'].strip(_SPACE)!r} is not a whole number")
     if row.get("_bad_state"):
@@ -409,7 +423,13 @@ def _trimmed(value: ir.StringValue) -> ir.StringValue:
 
 
 def parse_amounts(
-    table: ir.Table, text: str, digits: str, *, minor: str = "_minor", problem: str = "_amount_problem"
+    table: ir.Table,
+    text: str,
+    digits: str,
+    *,
+    minor: str = "_minor",
+    problem: str = "_amount_problem",
+    decimal: str = ".",
 ) -> ir.Table:
     """``table`` with the columns ``minor`` (exact integer minor units of the amount in column
     ``text``, or null) and ``problem`` (0 ok, 1 not a number, 2 more decimals than the currency's
@@ -423,7 +443,8 @@ def parse_amounts(
     rounding, either way. Built in stages (each a subquery: ``view``) so that every value is
     computed once.
     """
-    t = table.mutate(_w=_trimmed(table[text])).view()
+    written = _trimmed(table[text])
+    t = table.mutate(_w=written if decimal == "." else _point_decimal(written)).view()
     t = t.mutate(
         _is_number=t._w.re_search("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$"),
         _dot=t._w.find("."),
@@ -459,7 +480,7 @@ def parse_amounts(
                 minor: ibis.cases(
                     (t._problem_code != 0, ibis.null("int64")),
                     *by_decimal,
-                    else_=_minor_by_text(t._w, d, t._problem_code == 0),
+                    else_=_minor_by_text(t, d, t._problem_code == 0),
                 )
             }
         )
@@ -468,19 +489,27 @@ def parse_amounts(
     )
 
 
-def _minor_by_text(
-    written: ir.StringValue, digits: ir.IntegerValue, readable: ir.BooleanValue
-) -> ir.IntegerValue:
+def _point_decimal(written: ir.StringValue) -> ir.StringValue:
+    """A decimal-comma amount (``1.234,56``, ``1 234,5``, ``-12,50``) as the point-decimal text
+    the parser reads: its grouping checked and dropped, its comma a point. Any other text (a
+    ``12.50`` included: which mark is meant?) becomes one the parser refuses as not a number."""
+    grouping = ". \u00a0\u202f'"  # point, space, no-break spaces, apostrophe
+    pattern = f"^[+-]?([0-9]{{1,3}}([{grouping}][0-9]{{3}})+|[0-9]*)(,[0-9]*)?$"
+    plain = written.re_replace(f"[{grouping}]", "").replace(",", ".")
+    return written.re_search(pattern).ifelse(plain, ibis.literal("?"))
+
+
+def _minor_by_text(t: ir.Table, digits: ir.IntegerValue, readable: ir.BooleanValue) -> ir.IntegerValue:
     """Minor units of a number's text, by string operations (for the amounts the decimal path
-    does not take): the integer digits and the decimals padded to ``digits``, as one integer."""
-    negative = written.startswith("-")
-    body = (negative | written.startswith("+")).ifelse(written.substr(1), written)
-    point = body.find(".")
-    whole = (point >= 0).ifelse(body.substr(0, point), body)
-    kept = ((point >= 0).ifelse(body.substr(point + 1), "") + "0" * _MOST_DIGITS).substr(0, digits)
+    does not take): the integer digits and the decimals padded to ``digits``, as one integer.
+    ``t`` has ``parse_amounts``'s stages: ``_w`` (the text), ``_signed``, ``_whole_len`` (its
+    integer digits) and ``_fraction_len``."""
+    whole = t._w.substr(t._signed, t._whole_len)
+    decimals = t._w.substr(t._signed + t._whole_len + 1, t._fraction_len)
+    kept = (decimals + "0" * _MOST_DIGITS).substr(0, digits)
     # Cast only what is known to fit: a long text would fail the cast on some backends.
     units = readable.ifelse("0" + whole + kept, "0").cast("int64")
-    return negative.ifelse(-units, units)
+    return t._w.startswith("-").ifelse(-units, units)
 
 
 def minor_text(minor: ir.IntegerValue, digits: ir.IntegerValue) -> ir.StringValue:
@@ -509,7 +538,7 @@ def _currency_codes(table: ir.Table, column: str, *, code: str, digits: str) -> 
     )
 
 
-def _check_payments(table: ir.Table, *, priced: bool = False) -> ir.Table:
+def _check_payments(table: ir.Table, *, priced: bool = False, decimal: str = ".") -> ir.Table:
     """Key, amount, currency and status of every row, each checked; with ``priced`` (the
     processor's side) also its price, where it has one."""
     raw_key = table.merchantReferenceId
@@ -525,8 +554,10 @@ def _check_payments(table: ir.Table, *, priced: bool = False) -> ir.Table:
     table = _with_currency(table.mutate(_key=key).drop("_unguarded"))
     statuses = ibis.memtable(_status_table())
     table = _join_status(table.mutate(_written=_trimmed(table.status).lower()), statuses)
-    table = parse_amounts(table.mutate(_places=table._digits.fill_null(0)), "amount", "_places")
-    table = _with_pricing(table.drop("_places"), priced=priced)
+    table = parse_amounts(
+        table.mutate(_places=table._digits.fill_null(0)), "amount", "_places", decimal=decimal
+    )
+    table = _with_pricing(table.drop("_places"), priced=priced, decimal=decimal)
     table = table.mutate(
         _bad_key=table._key.length() == 0,
         _bad_currency=table._digits.isnull(),
@@ -549,7 +580,7 @@ def _check_payments(table: ir.Table, *, priced: bool = False) -> ir.Table:
     ).drop("_amount_problem")
 
 
-def _with_pricing(table: ir.Table, *, priced: bool) -> ir.Table:
+def _with_pricing(table: ir.Table, *, priced: bool, decimal: str = ".") -> ir.Table:
     """``_pminor`` and ``_pcur``: the price of a payment charged in another currency, from the
     optional ``pricingAmount`` and ``pricingCurrency`` (null when absent, empty, or the same
     currency as the charge, which adds nothing to compare). A price that is given but cannot be
@@ -558,8 +589,10 @@ def _with_pricing(table: ir.Table, *, priced: bool) -> ir.Table:
         return table.mutate(
             _pminor=ibis.null("int64"), _pcur=ibis.null("int16"), _bad_pricing=ibis.literal(False)
         )
-    currency = _trimmed(table.pricingCurrency).upper()
-    written = _trimmed(table.pricingAmount)
+    table = table.mutate(
+        _pcurrency=_trimmed(table.pricingCurrency).upper(), _ptext=_trimmed(table.pricingAmount)
+    ).view()
+    currency, written = table._pcurrency, table._ptext
     present = (currency.length() > 0) & (written.length() > 0) & (currency != table._currency)
     with_price = table.mutate(
         _pcurrency=present.ifelse(currency, ibis.null("string")),
@@ -567,7 +600,9 @@ def _with_pricing(table: ir.Table, *, priced: bool) -> ir.Table:
     ).view()
     joined = _currency_codes(with_price, "_pcurrency", code="_p_iso_code", digits="_p_digits")
     joined = joined.mutate(_pplaces=joined._p_digits.fill_null(0))
-    parsed = parse_amounts(joined, "_ptext", "_pplaces", minor="_pminor", problem="_p_problem")
+    parsed = parse_amounts(
+        joined, "_ptext", "_pplaces", minor="_pminor", problem="_p_problem", decimal=decimal
+    )
     bad = parsed._pcurrency.notnull() & (parsed._p_digits.isnull() | (parsed._p_problem != 0))
     return parsed.mutate(
         _pcur=bad.ifelse(ibis.null("int16"), parsed._p_iso_code),
@@ -583,10 +618,12 @@ def _join_status(table: ir.Table, statuses: ir.Table) -> ir.Table:
     )
 
 
-def _check_subscriptions(table: ir.Table) -> ir.Table:
+def _check_subscriptions(table: ir.Table, *, decimal: str = ".") -> ir.Table:
     """A subscription ledger's rows: id, amount, currency, quantity and state checked."""
     table = _with_currency(table)
-    table = parse_amounts(table.mutate(_places=table._digits.fill_null(0)), "amount", "_places")
+    table = parse_amounts(
+        table.mutate(_places=table._digits.fill_null(0)), "amount", "_places", decimal=decimal
+    )
     quantity = _trimmed(table.quantity)
     good_quantity = quantity.re_search(r"^[0-9]{1,18}$")
     table = table.drop("_places").mutate(
@@ -615,17 +652,21 @@ def _check_subscriptions(table: ir.Table) -> ir.Table:
     ).drop("_amount_problem")
 
 
-def epoch_seconds(text: ir.StringValue) -> ir.IntegerValue:
-    """ISO dates or times, or epoch milliseconds -> seconds since the epoch, UTC (null when
-    unreadable). Seconds, not a timestamp: Spark has no timestamp from milliseconds, and whole
-    seconds compare and subtract alike everywhere (the division is exact below 2**53)."""
-    written = _trimmed(text)
-    epoch = written.re_search(r"^[0-9]{11,18}$")
-    millis = epoch.ifelse(written, ibis.literal("0")).cast("int64")
-    iso = written.re_search(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
-    parsed = iso.ifelse(written, ibis.null("string")).try_cast("timestamp('UTC')")
-    whole = parsed.truncate("s").epoch_seconds()  # cut, never rounded, to the second
-    return epoch.ifelse((millis - millis % 1000) / 1000, whole).cast("int64")
+def with_epoch_seconds(table: ir.Table, column: str, out: str) -> ir.Table:
+    """``table`` with ``out``: the text of ``column`` (ISO dates or times, or epoch milliseconds)
+    as seconds since the epoch, UTC (null when unreadable). Seconds, not a timestamp: Spark has
+    no timestamp from milliseconds, and whole seconds compare and subtract alike everywhere.
+    Cut, never rounded, to the second (milliseconds lose their last three digits as text). Built
+    in stages (``view``) so that each value is computed once per row."""
+    t = table.mutate(_et=_trimmed(table[column])).view()
+    t = t.mutate(
+        _epoch=t._et.re_search(r"^[0-9]{11,18}$"),
+        _iso=t._et.re_search(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"),
+    ).view()
+    millis = t._epoch.ifelse(t._et.substr(0, t._et.length() - 3), ibis.null("string")).cast("int64")
+    parsed = t._iso.ifelse(t._et, ibis.null("string")).try_cast("timestamp('UTC')")
+    whole = parsed.truncate("s").epoch_seconds().cast("int64")
+    return t.mutate(**{out: t._epoch.ifelse(millis, whole)}).drop("_et", "_epoch", "_iso")
 
 
 def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
@@ -644,7 +685,8 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
             f"{period.start or '...'} to {period.end or '...'} by"
         )
     lower, upper = _period_bounds(period.start, period.end)
-    when = epoch_seconds(table[period.column])
+    table = with_epoch_seconds(table, period.column, "_period_when").view()
+    when = table._period_when
     usable = table._problem.isnull()
     inside = ibis.literal(True)
     if lower is not None:
@@ -658,7 +700,7 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
         _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
         _outside=(usable & when.notnull() & ~inside).fill_null(False),
         _day=when,
-    )
+    ).drop("_period_when")
 
 
 def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
@@ -670,24 +712,23 @@ def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
         return table.mutate(
             _when=ibis.null("int64"), _after=ibis.literal(False), _bad_when=ibis.literal(False)
         )
-    written = _trimmed(table[dated.column])
-    when = epoch_seconds(table[dated.column])
+    table = table.mutate(_when_text=_trimmed(table[dated.column])).view()
     if dated.fallback is not None and dated.fallback in table.columns:
-        sent = table[dated.fallback]
-        empty = written.isnull() | (written.length() == 0)
-        written = empty.ifelse(_trimmed(sent), written)
-        when = empty.ifelse(epoch_seconds(sent), when)
+        empty = table._when_text.isnull() | (table._when_text.length() == 0)
+        fallback = _trimmed(table[dated.fallback])
+        table = table.mutate(_when_text=empty.ifelse(fallback, table._when_text)).view()
+    table = with_epoch_seconds(table, "_when_text", "_when_read").view()
     usable = table._problem.isnull() & ~table._outside
-    unreadable = usable & (written.length() > 0) & when.isnull()
+    unreadable = usable & (table._when_text.length() > 0) & table._when_read.isnull()
+    table = table.mutate(_usable=usable, _bad_when=unreadable.fill_null(False)).view()
+    when, usable = table._when_read, table._usable
     return table.mutate(
-        _when=unreadable.ifelse(ibis.null("int64"), when),
-        _bad_when=unreadable.fill_null(False),
-        _when_text=written,
-        _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
+        _when=table._bad_when.ifelse(ibis.null("int64"), when),
+        _problem=table._bad_when.ifelse(ibis.literal("rejected"), table._problem),
         _after=ibis.literal(False)
         if dated.cutoff is None
-        else (usable & ~unreadable & (when > dated.cutoff)).fill_null(False),
-    )
+        else (usable & ~table._bad_when & (when > dated.cutoff)).fill_null(False),
+    ).drop("_when_read", "_usable")
 
 
 def period_seconds(period: Period) -> tuple[int | None, int | None]:
@@ -812,26 +853,57 @@ def _listed(names: Sequence[str]) -> str:
     return ", ".join(names) if names else "(none)"
 
 
+class Reading(TypedDict, total=False):
+    """How to read a file where detection is not enough (``sources.ReadOptions``): ``delimiter``,
+    ``encoding`` (CSV), ``sheet`` (Excel: name or 1-based number), ``header_row`` (1-based) and
+    ``decimal`` (the amounts' decimal mark, ``.`` or ``,``)."""
+
+    delimiter: str | None
+    encoding: str | None
+    sheet: str | int | None
+    header_row: int | None
+    decimal: str | None
+
+
+def parse_mapping(text: str | None, option: str) -> dict[str, str] | None:
+    """A mapping as the command and the notebook take it: ``amount=Total,currency=Cur`` or JSON
+    (``{"amount": "Total"}``); None or blank: no mapping. ``option`` names it in the error."""
+    if text is None or not text.strip():
+        return None
+    if not text.lstrip().startswith("{"):
+        pairs = [p.partition("=") for p in text.split(",") if p.strip()]
+        if pairs and all(sep and k.strip() and v.strip() for k, sep, v in pairs):
+            return {k.strip(): v.strip() for k, _, v in pairs}
+        raise InputError(
+            f"{option}: give required=file column pairs, e.g. amount=Total,currency=Cur, "
+            'or JSON, e.g. \'{"amount": "Total"}\''
+        )
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{option}: not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InputError(f'{option}: must be a JSON object of column names, e.g. {{"amount": "Total"}}')
+    return value
+
+
 def load_payments(
     source: Source,
     *,
     side: str,
     mapping: Mapping[str, str] | None = None,
     carry: bool = True,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    sheet: str | int | None = None,
-    header_row: int | None = None,
+    **reading: Unpack[Reading],
 ) -> LoadedInput:
     """One side of a payments reconciliation (``side`` is ``ledger`` or ``processor``).
 
     ``carry=False`` reads only the columns the engine needs (faster; nothing is carried).
-    ``delimiter``, ``encoding`` (CSV), ``sheet`` (Excel: name or 1-based number) and
-    ``header_row`` (1-based) say how to read the file where detection is not enough.
+    ``reading`` says how to read the file where detection is not enough (``Reading``).
     """
-    options = sources.ReadOptions(delimiter, encoding, sheet, header_row)
     amounts = frozenset({"amount", (mapping or {}).get("amount", "amount")})
-    described = sources.describe(source, side, amounts, options)
+    described = sources.describe(source, side, amounts, sources.ReadOptions(**reading))
     renames = _renames(described, mapping, REQUIRED_COLUMNS, side)
     return LoadedInput(side=side, described=described, renames=renames, carry=carry)
 
@@ -841,22 +913,10 @@ def load_ledger(
     *,
     mapping: Mapping[str, str] | None = None,
     carry: bool = True,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    sheet: str | int | None = None,
-    header_row: int | None = None,
+    **reading: Unpack[Reading],
 ) -> LoadedInput:
     """The merchant's books: CSV, .xlsx, Parquet (a file, folder or glob) or a frame."""
-    return load_payments(
-        source,
-        side="ledger",
-        mapping=mapping,
-        carry=carry,
-        delimiter=delimiter,
-        encoding=encoding,
-        sheet=sheet,
-        header_row=header_row,
-    )
+    return load_payments(source, side="ledger", mapping=mapping, carry=carry, **reading)
 
 
 def load_processor(
@@ -864,32 +924,23 @@ def load_processor(
     *,
     mapping: Mapping[str, str] | None = None,
     carry: bool = True,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    sheet: str | int | None = None,
-    header_row: int | None = None,
+    **reading: Unpack[Reading],
 ) -> LoadedInput:
     """The processor side: a settlement export, the journal's payments frame, or a table."""
-    return load_payments(
-        source,
-        side="processor",
-        mapping=mapping,
-        carry=carry,
-        delimiter=delimiter,
-        encoding=encoding,
-        sheet=sheet,
-        header_row=header_row,
-    )
+    return load_payments(source, side="processor", mapping=mapping, carry=carry, **reading)
 
 
-def load_subscription_ledger(source: Source, *, mapping: Mapping[str, str] | None = None) -> LoadedInput:
+def load_subscription_ledger(
+    source: Source, *, mapping: Mapping[str, str] | None = None, **reading: Unpack[Reading]
+) -> LoadedInput:
     """A subscription ledger; ``frame`` has ``SUBSCRIPTION_COLUMNS`` plus ``amountMinor``.
 
     ``quantity`` becomes int64; ``state`` is lowercased. Rows without a subscriptionId, with a
-    bad amount, currency, quantity or state are rejected with the reason.
+    bad amount, currency, quantity or state are rejected with the reason. ``reading`` as for
+    ``load_payments``.
     """
     amounts = frozenset({"amount", "quantity", (mapping or {}).get("amount", "amount")})
-    described = sources.describe(source, "subscription ledger", amounts)
+    described = sources.describe(source, "subscription ledger", amounts, sources.ReadOptions(**reading))
     renames = _renames(described, mapping, SUBSCRIPTION_COLUMNS, "subscription ledger")
     return LoadedInput(side="subscription ledger", described=described, kind="subscriptions", renames=renames)
 

@@ -32,7 +32,7 @@ import io
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
@@ -61,8 +61,17 @@ _GLOB_CHARS = frozenset("*?[")
 
 #: The delimiters a CSV file is looked at for, in order of preference when counts are equal.
 DELIMITERS = (",", ";", "\t", "|")
+#: The decimal marks an amount may be written with (``ReadOptions.decimal``).
+DECIMAL_MARKS = (".", ",")
+_COMMA_DECIMAL = re.compile(r"[+-]?(\d{1,3}([. \u00a0\u202f']\d{3})+|\d*),\d+")
+_POINT_DECIMAL = re.compile(r"[+-]?\d*\.\d+")
+_GROUPED = re.compile(r"[+-]?\d{1,3}(\.\d{3})+")  # 1.234: a thousand, or a point decimal
 _SAMPLE = 1 << 16
 _HEAD_LINES = 30  # lines looked at for a title above the header
+
+
+#: The reading options, as ``ReadOptions`` names them (and the command, with dashes).
+READ_OPTIONS = ("delimiter", "encoding", "sheet", "header_row", "decimal")
 
 
 @dataclass(frozen=True)
@@ -71,15 +80,19 @@ class ReadOptions:
 
     ``delimiter``: one character (CSV); ``encoding``: a Python codec name (CSV); ``sheet``: an
     Excel sheet's name or its 1-based number; ``header_row``: the 1-based line (CSV) or row (Excel)
-    the column names are on, for a file with a title above them.
+    the column names are on, for a file with a title above them; ``decimal``: the amounts' decimal
+    mark, ``.`` or ``,`` (European exports write ``1.234,56``; default: detected in a CSV file).
     """
 
     delimiter: str | None = None
     encoding: str | None = None
     sheet: str | int | None = None
     header_row: int | None = None
+    decimal: str | None = None
 
     def __post_init__(self) -> None:
+        if self.decimal is not None and self.decimal not in DECIMAL_MARKS:
+            raise InputError(f"decimal: {self.decimal!r} is not a decimal mark: use '.' or ','")
         if self.delimiter is not None:
             delimiter = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(self.delimiter, self.delimiter)
             if len(delimiter) != 1 or delimiter in '\r\n"':
@@ -125,6 +138,7 @@ class Described:
     header_line: int = 1
     titled: bool = False  # the header was given below the first lines (a title above it)
     sheet: str = ""  # Excel: the sheet read
+    decimal: str = "."  # the amounts' decimal mark (``,``: ``1.234,56``)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,6 +152,13 @@ def describe(
     (in any case: ``Amount`` may be taken for ``amount``)."""
     options = options or ReadOptions()
     amount_columns = frozenset(c.strip().lower() for c in amount_columns)
+    described = _describe(source, side, amount_columns, options)
+    if options.decimal is not None:
+        return replace(described, decimal=options.decimal)
+    return described
+
+
+def _describe(source: Source, side: str, amount_columns: frozenset[str], options: ReadOptions) -> Described:
     if isinstance(source, pd.DataFrame):
         return _describe_frame(source, side, amount_columns)
     text = str(source)
@@ -154,7 +175,7 @@ def describe(
     suffix = path.suffix.lower()
     try:
         if suffix in (".csv", ".txt", ".tsv"):
-            return _describe_csv(path, options)
+            return _describe_csv(path, options, amount_columns)
         if suffix in (".xlsx", ".xlsm"):
             return _describe_xlsx(path, options, amount_columns)
         if suffix in (".parquet", ".pq"):
@@ -175,7 +196,7 @@ def _describe_frame(frame: pd.DataFrame, side: str, amount_columns: frozenset[st
     return Described(name, "frame", _columns(table, name), table=table)
 
 
-def _describe_csv(path: Path, options: ReadOptions) -> Described:
+def _describe_csv(path: Path, options: ReadOptions, amount_columns: frozenset[str]) -> Described:
     encoding, bom = (options.encoding, False) if options.encoding else detect_encoding(path)
     if options.encoding and options.encoding.replace("_", "-").lower() in ("utf-8", "utf8"):
         encoding = "utf-8-sig"  # a BOM, if there is one, is not part of the first column's name
@@ -192,17 +213,31 @@ def _describe_csv(path: Path, options: ReadOptions) -> Described:
     if not header:
         where = f"line {options.header_row}" if options.header_row else "no header row"
         raise InputError(f"{path}: empty file ({where})")
+    columns = _columns_of(header, str(path))
+    amounts = [i for i, name in enumerate(columns) if name.lower() in amount_columns]
+    rows = csv.reader(lines[header_line:], delimiter=delimiter)
     return Described(
         str(path),
         "csv",
-        _columns_of(header, str(path)),
+        columns,
         paths=(path,),
         delimiter=delimiter,
         encoding=encoding,
         bom=bom,
         header_line=header_line,
         titled=titled,
+        decimal=detect_decimal([row[i] for row in rows for i in amounts if i < len(row)]),
     )
+
+
+def detect_decimal(amounts: list[str]) -> str:
+    """``,`` when the sampled amounts are written with a decimal comma (``12,50``, ``1.234,56``)
+    and none with a decimal point; else ``.``. A lone ``1.234`` decides nothing (a thousand, or
+    1.234 dinars): such a file keeps the point unless ``decimal`` says otherwise."""
+    values = [value.strip() for value in amounts]
+    comma = any(_COMMA_DECIMAL.fullmatch(v) for v in values)
+    point = any(_POINT_DECIMAL.fullmatch(v) and not _GROUPED.fullmatch(v) for v in values)
+    return "," if comma and not point else "."
 
 
 def detect_encoding(path: Path) -> tuple[str, bool]:
