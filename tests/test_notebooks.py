@@ -20,6 +20,7 @@ import nbformat
 import pandas as pd
 import pytest
 
+from tests.reconcile.test_inputs import SANDBOX_EXPORT
 from tests.test_run_outputs import KEY, encodings, leaks
 from toolkit import Client, create_payments, create_products, load_subscriptions, prices_frame
 from toolkit.cli import main
@@ -142,6 +143,13 @@ def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
             "ledger_path",
             "processor_path",
             "subscriptions_ledger_path",
+            "ledger_map",
+            "processor_map",
+            "ledger_delimiter",
+            "ledger_encoding",
+            "ledger_sheet",
+            "ledger_header_row",
+            "ledger_decimal",
             "period_start",
             "period_end",
             "amount_tolerance",
@@ -464,6 +472,42 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
     assert images(tmp_path / "rec" / "reconciliation_report.ipynb") == 2
     html = (tmp_path / "rec" / "reconciliation_report.html").read_text()
     assert "restrict_period(" not in html and service.base_url in html  # code hidden, environment shown
+
+
+@pytest.mark.slow
+def test_reconciliation_of_european_books_with_their_own_column_names(
+    service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The analyst's own export as European Excel writes it (a title, semicolons, cp1252, decimal
+    commas, German column names) against a settlement file: the notebook's map and reading
+    parameters, as ``toolkit reconcile`` takes them."""
+    export = tmp_path / "export.csv"
+    export.write_text(SANDBOX_EXPORT, encoding="utf-8")
+    books = tmp_path / "buchungen.csv"
+    books.write_bytes(
+        (
+            "Buchungen Mai 2026\r\n\r\n"
+            "Referenz;Betrag;Währung;Status\r\n"
+            "m1;12,30;USD;success\r\nm2;1.200;JPY;pending\r\nm3;1,250;KWD;next_action\r\n"
+            "m4;1.234,56;EUR;success\r\n"
+        ).encode("cp1252")
+    )
+    code, out, err = toolkit_run(
+        capsys,
+        tmp_path / "rec",
+        "reconciliation_report",
+        ("ledger_path", str(books)),
+        ("processor_path", str(export)),
+        ("ledger_map", "merchantReferenceId=Referenz,amount=Betrag,currency=Währung"),
+        ("ledger_decimal", ","),
+        ("ledger_header_row", "3"),
+        secrets=[CANARY],
+    )
+    assert code == 0, err
+    assert "reconciliation_report: ok: 1 exceptions, no threshold set" in out
+    exceptions = csv(tmp_path / "rec" / "exceptions.csv")
+    found = exceptions[["merchantReferenceId", "category", "ledger_amount", "source_row"]]
+    assert found.values.tolist() == [["m4", "missing_in_processor", "1234.56", "7"]]  # its line
 
 
 @pytest.mark.slow

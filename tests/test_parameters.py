@@ -47,6 +47,13 @@ def test_values_are_read_as_the_parameter_wants(text: str, default: Any, value: 
         ({"max_exceptions": "ten"}, "max_exceptions: 'ten' is not a whole number"),
         ({"max_exceptions": True}, "max_exceptions: True is not a whole number"),
         ({"ledger_path": 5}, "ledger_path: 5 is not text"),
+        ({"ledger_decimal": ";"}, "ledger_decimal: ';' is not a decimal mark"),
+        ({"ledger_delimiter": ";;"}, "ledger_delimiter: ';;' is not one character"),
+        ({"ledger_encoding": "klingon"}, "ledger_encoding: unknown encoding 'klingon'"),
+        ({"ledger_sheet": "0"}, "ledger_sheet: 0 must be"),
+        ({"ledger_header_row": -2}, "ledger_header_row: -2 must be"),
+        ({"ledger_map": "amount"}, "ledger_map: give required=file column pairs"),
+        ({"processor_map": "{"}, "processor_map: not valid JSON"),
     ],
 )
 def test_a_bad_value_is_refused_naming_the_parameter(parameters: dict[str, Any], message: str) -> None:

@@ -18,6 +18,9 @@ from typing import Any
 
 from toolkit.errors import ParameterError
 
+#: How a notebook reads the ledger it is given: ``ledger_delimiter``, ... (``views.reading_options``).
+READING_OPTIONS = ("delimiter", "encoding", "sheet", "header_row", "decimal")
+
 #: The parameter every notebook declares and the runner sets: where the notebook writes its files.
 OUTPUT_PARAMETER = "output_dir"
 
@@ -100,6 +103,8 @@ def _type_problem(name: str, value: Any, default: Any) -> str | None:
 def _value_problem(name: str, value: Any) -> str | None:
     if name.endswith("_tolerance") or name in ("as_of", "grace"):
         return _rule_problem(name, value)
+    if name.removeprefix("ledger_") in READING_OPTIONS or name.endswith("_map"):
+        return _reading_problem(name, value)
     if not isinstance(value, str) or not value.strip():
         return None
     if name.endswith("_path") and not Path(value).expanduser().is_file():
@@ -109,6 +114,22 @@ def _value_problem(name: str, value: Any) -> str | None:
             date.fromisoformat(value.strip())
         except ValueError:
             return f"{name}: {value!r} is not a date written YYYY-MM-DD"
+    return None
+
+
+def _reading_problem(name: str, value: Any) -> str | None:
+    """A reading option or a column mapping read as the loaders will read it."""
+    from toolkit.errors import InputError
+    from toolkit.reconcile.inputs import parse_mapping
+    from toolkit.views.reading import reading_options
+
+    try:
+        if name.endswith("_map"):
+            parse_mapping(str(value), name)
+        else:
+            reading_options(**{name.removeprefix("ledger_"): value})
+    except InputError as exc:
+        return f"{name}: {str(exc).split(': ', 1)[-1]}"
     return None
 
 

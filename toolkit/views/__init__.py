@@ -4,6 +4,7 @@
     files          where a notebook writes its files, and frames written as safe CSV
     tables         frames as a reader should see them (blanks, money with its currency)
     processor      the processor side of a reconciliation: a file, the sandbox's export, the journal
+    reading        how the files given are read: the reading parameters as the loaders' options
     subscriptions  the subscription ledger against the API's subscriptions
     threshold      the exceptions threshold that fails a run on its merits
 
@@ -14,6 +15,7 @@ notebooks is ``toolkit.notebooks``.
 from toolkit.views.banner import environment_banner, environment_label
 from toolkit.views.files import output_file, write_frame
 from toolkit.views.processor import processor_side
+from toolkit.views.reading import reading_options
 from toolkit.views.subscriptions import subscription_checks
 from toolkit.views.tables import count_words, errors_table, exceptions_table, table
 from toolkit.views.threshold import check_threshold
@@ -27,6 +29,7 @@ __all__ = [
     "exceptions_table",
     "output_file",
     "processor_side",
+    "reading_options",
     "subscription_checks",
     "table",
     "write_frame",
