@@ -52,7 +52,9 @@ def test_scenario_subscription_clock_resolve_export(client: Client, unique: str)
     )
     assert pending.status is PaymentStatus.PENDING
     settled = controls.resolve_payment(pending.orderId or "", "success")
-    assert settled["status"] == "success"
+    assert settled.status is PaymentStatus.SUCCESS and str(settled.status) == "success (1)"
+    assert settled.amount == Decimal("5.00") and settled.merchantReferenceId == f"pend-{unique}"
+    assert settled.updateTime is not None and settled.createTime is not None
     before = controls.now()
     controls.advance_clock(days=40)
     assert (controls.now() - before).days >= 40

@@ -348,6 +348,37 @@ class PaymentResult(ResponseModel):
     currency: str | None = None
 
 
+class SettlementRecord(ResponseModel):
+    """One payment of the sandbox's settlement export (``GET /sandbox/payments``) as a processor
+    reports it, and what ``SandboxControls.resolve_payment`` answers. Shared by the sandbox, which
+    writes it, and the client side, which reads it. Times are epoch milliseconds."""
+
+    orderId: str | None = None
+    merchantReferenceId: str | None = None
+    customerId: str | None = None
+    paymentMethodType: str | None = None
+    paymentInstrumentId: str | None = None
+    amount: Amount | None = None
+    currency: str | None = None
+    pricingAmount: Amount | None = None
+    pricingCurrency: str | None = None
+    status: PaymentStatus | str | None = Field(default=None, union_mode="left_to_right")
+    createTime: int | None = None
+    updateTime: int | None = None
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status_by_name(cls, value: object) -> object:
+        """The export names a status (``success``); the model holds the ``PaymentStatus``."""
+        if isinstance(value, str) and value.upper() in PaymentStatus.__members__:
+            return PaymentStatus[value.upper()]
+        return value
+
+
+#: The settlement export's columns, in the order the CSV writes them.
+EXPORT_COLUMNS: tuple[str, ...] = tuple(SettlementRecord.model_fields)
+
+
 # ---------------------------------------------------------------------------------------------
 # POST /product
 

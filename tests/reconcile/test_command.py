@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import openpyxl
 import pytest
 
 from tests.reconcile.conftest import FillDisk
@@ -347,6 +348,32 @@ def test_an_excel_export_reconciles_with_per_side_options_and_the_printed_map(
     assert fix == ["--ledger-map", "amount=COLUMN"]
     assert main([*args, "--ledger-map", "amount=Total", "--output-dir", str(tmp_path / "b")]) == 0
     assert "ok: " in capsys.readouterr().out
+
+
+def test_reading_options_that_read_no_file_given_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--sheet`` on two CSV files, or ``--ledger-delimiter`` on a workbook, is said, not ignored."""
+    ledger, processor = files(tmp_path)
+    args = ["reconcile", "--ledger", str(ledger), "--processor", str(processor)]
+    assert main([*args, "--sheet", "2", "--output-dir", str(tmp_path / "a")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "--sheet: it reads Excel workbooks, and neither file")
+    assert main([*args, "--ledger-sheet", "2", "--output-dir", str(tmp_path / "b")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "--ledger-sheet:", "ledger.csv is not one of the Excel")
+    book = tmp_path / "books.xlsx"
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    for row in LEDGER.splitlines():
+        sheet.append(row.split(","))
+    workbook.save(book)
+    on_book = ["reconcile", "--ledger", str(book), "--processor", str(processor)]
+    assert main([*on_book, "--ledger-delimiter", ";", "--output-dir", str(tmp_path / "c")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "--ledger-delimiter:", "books.xlsx is not one of the CSV")
+    # For both: the workbook takes --sheet, the CSV export --delimiter; each reads one of them.
+    assert main([*on_book, "--sheet", "1", "--delimiter", ",", "--output-dir", str(tmp_path / "d")]) == 0
+    assert "ok: " in capsys.readouterr().out
+    assert not any((tmp_path / name).exists() for name in "abc")
 
 
 def test_decimal_comma_books_reconcile_with_the_mark_detected_or_given(

@@ -7,7 +7,7 @@ import io
 from decimal import Decimal
 
 from tests.sandbox.conftest import Api, now_ms
-from toolkit.sandbox.routes.payments import EXPORT_COLUMNS
+from toolkit.models import EXPORT_COLUMNS
 
 COLUMNS = [
     "orderId",

@@ -278,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
         ledger_options, processor_options = _read_options(args, "ledger"), _read_options(args, "processor")
         ledger = load_ledger(args.ledger, mapping=ledger_map, carry=False, **ledger_options)
         processor = load_processor(args.processor, mapping=processor_map, carry=False, **processor_options)
+        _refuse_options_that_do_not_apply(args, ledger, processor)
         ledger = select_period(ledger, "date", *period)
         processor = select_period(processor, "createTime", *period)
         engine = connect(args.backend, memory_limit=args.memory_limit, spill_dir=args.spill_dir)
@@ -321,6 +322,37 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_TOO_MANY
     print(f"ok: {found}; report: {paths['report.html']}")
     return EXIT_OK
+
+
+#: The kinds of file each reading option reads (``--decimal`` reads them all).
+_OPTION_KINDS = {
+    "delimiter": ("csv",),
+    "encoding": ("csv",),
+    "sheet": ("xlsx",),
+    "header_row": ("csv", "xlsx"),
+}
+_KIND_WORDS = {"csv": "CSV files", "xlsx": "Excel workbooks", "csv-xlsx": "CSV files and Excel workbooks"}
+
+
+def _refuse_options_that_do_not_apply(
+    args: argparse.Namespace, ledger: LoadedInput, processor: LoadedInput
+) -> None:
+    """A reading option that reads no file given is a mistake to say, not to ignore: a side's own
+    option for a file of another kind, or an option for both sides that neither file takes."""
+    sides = {"ledger": ledger, "processor": processor}
+    for name, kinds in _OPTION_KINDS.items():
+        what = _KIND_WORDS["-".join(kinds)]
+        dashed = name.replace("_", "-")
+        for side, loaded in sides.items():
+            if getattr(args, f"{side}_{name}", None) is not None and loaded.described.kind not in kinds:
+                raise InputError(
+                    f"--{side}-{dashed}: {loaded.source} is not one of the {what} it reads "
+                    f"({loaded.described.kind})"
+                )
+        shared = [s for s in sides if getattr(args, f"{s}_{name}", None) is None]
+        read = any(sides[s].described.kind in kinds for s in shared)
+        if getattr(args, name, None) is not None and shared and not read:
+            raise InputError(f"--{dashed}: it reads {what}, and neither file given is one")
 
 
 def _print_missing_rates(result: ReconciliationResult) -> None:

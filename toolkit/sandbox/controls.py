@@ -17,8 +17,14 @@ import pandas as pd
 
 from toolkit.client import Client
 from toolkit.errors import APIError, AuthenticationError, SandboxError
-from toolkit.models import PaymentResult, PaymentStatus, Subscription, merge_fields
-from toolkit.sandbox.routes.payments import EXPORT_COLUMNS
+from toolkit.models import (
+    EXPORT_COLUMNS,
+    PaymentResult,
+    PaymentStatus,
+    SettlementRecord,
+    Subscription,
+    merge_fields,
+)
 from toolkit.sandbox.schemas import (
     CancelRequest,
     ClockAdvanceRequest,
@@ -95,13 +101,11 @@ class SandboxControls:
         )
         return int(self.client.call("POST", "/sandbox/clock/advance", json=_wire(body))["expiredPayments"])
 
-    def resolve_payment(self, order_id: str, status: Literal["success", "failure"]) -> dict[str, Any]:
+    def resolve_payment(self, order_id: str, status: Literal["success", "failure"]) -> SettlementRecord:
         """Settle a pending or next-action payment; returns its settlement record."""
         body = ResolveRequest.build({"status": status})
-        data: dict[str, Any] = self.client.call(
-            "POST", f"/sandbox/payments/{order_id}/resolve", json=_wire(body)
-        )
-        return data
+        data = self.client.call("POST", f"/sandbox/payments/{order_id}/resolve", json=_wire(body))
+        return SettlementRecord.model_validate(data)
 
     def export_payments(self, merchant_reference_id: str | None = None) -> pd.DataFrame:
         """The settlement export as a frame keyed by merchantReferenceId (amounts exact Decimals)."""

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from toolkit.models import Subscription
+from toolkit.models import EXPORT_COLUMNS, Subscription
 from toolkit.outputs import neutralise_cell
 from toolkit.sandbox import rules, store
 from toolkit.sandbox.billing import subscription_view
@@ -17,7 +17,6 @@ from toolkit.sandbox.deps import Authenticated, DbDep
 from toolkit.sandbox.http import BadRequest, Conflict, NotFound, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
 from toolkit.sandbox.routes.payments import (
-    EXPORT_COLUMNS,
     active_price,
     export_record,
     resolve_customer,

@@ -10,7 +10,12 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from toolkit.models import AUTO_INSTRUMENT_METHODS, PaymentMethodType, PaymentRequest, PaymentResult
+from toolkit.models import (
+    AUTO_INSTRUMENT_METHODS,
+    PaymentMethodType,
+    PaymentRequest,
+    PaymentResult,
+)
 from toolkit.money import MoneyError, from_minor, to_minor
 from toolkit.sandbox import rules, store
 from toolkit.sandbox.deps import authenticate
@@ -302,19 +307,3 @@ def export_record(row: sqlite3.Row) -> dict[str, Any]:
         "createTime": int(row["create_time"]),
         "updateTime": int(row["update_time"]),
     }
-
-
-EXPORT_COLUMNS: tuple[str, ...] = (
-    "orderId",
-    "merchantReferenceId",
-    "customerId",
-    "paymentMethodType",
-    "paymentInstrumentId",
-    "amount",
-    "currency",
-    "pricingAmount",
-    "pricingCurrency",
-    "status",
-    "createTime",
-    "updateTime",
-)
