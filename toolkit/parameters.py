@@ -18,9 +18,6 @@ from typing import Any
 
 from toolkit.errors import ParameterError
 
-#: How a notebook reads the ledger it is given: ``ledger_delimiter``, ... (``views.reading_options``).
-READING_OPTIONS = ("delimiter", "encoding", "sheet", "header_row", "decimal")
-
 #: The parameter every notebook declares and the runner sets: where the notebook writes its files.
 OUTPUT_PARAMETER = "output_dir"
 
@@ -103,7 +100,7 @@ def _type_problem(name: str, value: Any, default: Any) -> str | None:
 def _value_problem(name: str, value: Any) -> str | None:
     if name.endswith("_tolerance") or name in ("as_of", "grace"):
         return _rule_problem(name, value)
-    if name.removeprefix("ledger_") in READING_OPTIONS or name.endswith("_map"):
+    if name.endswith("_map") or (name.startswith("ledger_") and not name.endswith("_path")):
         return _reading_problem(name, value)
     if not isinstance(value, str) or not value.strip():
         return None
@@ -118,11 +115,15 @@ def _value_problem(name: str, value: Any) -> str | None:
 
 
 def _reading_problem(name: str, value: Any) -> str | None:
-    """A reading option or a column mapping read as the loaders will read it."""
+    """A column mapping, or a reading option of the ledger (``ledger_decimal``: ``READ_OPTIONS``),
+    read as the loaders will read it."""
     from toolkit.errors import InputError
     from toolkit.reconcile.inputs import parse_mapping
+    from toolkit.reconcile.sources import READ_OPTIONS
     from toolkit.views.reading import reading_options
 
+    if not name.endswith("_map") and name.removeprefix("ledger_") not in READ_OPTIONS:
+        return None
     try:
         if name.endswith("_map"):
             parse_mapping(str(value), name)

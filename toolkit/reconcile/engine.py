@@ -278,8 +278,12 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
     narrow = written.select(*(c for c in written.columns if c in read or c.startswith("_")))
     stored = engine.keep(loaded.check(narrow).select(*(c for c in _SLIM if c not in constant)))
     rows = stored.mutate(**constant).select(*_SLIM)
-    usable = rows.filter(~rows._rejected & ~rows._outside & ~rows._after)
-    return _Side(name, loaded, written, rows, usable)
+    return _Side(name, loaded, written, rows, rows.filter(_usable(rows)))
+
+
+def _usable(rows: ir.Table) -> ir.BooleanValue:
+    """A row that takes part: readable, inside the period, not after the cut-off."""
+    return ~rows._rejected & ~rows._outside & ~rows._after
 
 
 def _constant_columns(loaded: LoadedInput) -> dict[str, ir.Value]:
@@ -326,8 +330,7 @@ def align_period(engine: Backend, led: _Side, pro: _Side, grace: timedelta) -> _
     left_out = usable & ~rows._outside & booked_out & near_inside
     moved = (rows._outside & ~taken_in.fill_null(False)) | left_out.fill_null(False)
     aligned = engine.keep(rows.mutate(_outside=moved).select(*_SLIM))
-    usable_rows = aligned.filter(~aligned._rejected & ~aligned._outside & ~aligned._after)
-    return dataclasses.replace(pro, rows=aligned, usable=usable_rows)
+    return dataclasses.replace(pro, rows=aligned, usable=aligned.filter(_usable(aligned)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,7 +350,7 @@ def _per_key(side: _Side, *, when: bool, price: bool) -> ir.Table:
     # Counted from the kept rows by a query of its own: a second use of ``usable`` would be a
     # common table expression, which DuckDB writes out in full before reading it.
     keyed = side.rows.select("_key", "_ord", "_rejected", "_outside", "_after")
-    keyed = keyed.filter(~keyed._rejected & ~keyed._outside & ~keyed._after)
+    keyed = keyed.filter(_usable(keyed))
     counts = keyed.group_by(_rkey=keyed._key).aggregate(_n=keyed.count(), _first=keyed._ord.min())
     repeated = counts.filter(counts._n > 1)
     joined = rows.left_join(repeated, rows._key == repeated._rkey)
@@ -999,7 +1002,7 @@ def side_aggregates(engine: Backend, sides: tuple[_Side, _Side]) -> dict[str, pd
     parts = []
     for side in sides:
         rows = side.rows
-        usable = ~rows._rejected & ~rows._outside & ~rows._after
+        usable = _usable(rows)
         parts.append(
             rows.group_by(currency=rows._cur)
             .aggregate(

@@ -10,12 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from toolkit.models import (
-    AUTO_INSTRUMENT_METHODS,
-    PaymentMethodType,
-    PaymentRequest,
-    PaymentResult,
-)
+from toolkit.models import AUTO_INSTRUMENT_METHODS, PaymentMethodType, PaymentRequest, PaymentResult
 from toolkit.money import MoneyError, from_minor, to_minor
 from toolkit.sandbox import rules, store
 from toolkit.sandbox.deps import authenticate
