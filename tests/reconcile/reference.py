@@ -15,6 +15,7 @@ documents one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal, localcontext
@@ -176,6 +177,8 @@ def read_amount(text: str, digits: int | None, currency: str) -> int | str:
     whole, _, fraction = body.partition(".")
     written = whole + fraction
     if not written or any(c not in "0123456789" for c in written):
+        if re.fullmatch(r"[+-]?(\d{1,3}([. \u00a0\u202f']\d{3})+|\d*),\d+", text.strip()):
+            return f"amount {text!r} is not a number (a decimal comma? read the file with the decimal mark ',': --decimal ,)"
         return f"amount {text!r} is not a number"
     if digits is None:
         return ""

@@ -564,3 +564,6 @@ def test_reference_reads_amounts_as_the_rules_say() -> None:
     for text in ("", ".", "-", "1e3", "\uff11\uff12", "1.2.3", "+-1", "NaN"):
         assert read(text, 2, "USD") == f"amount {text!r} is not a number"
     assert read("1.234", None, "ZZZ") == ""  # unknown currency: the currency's reason is enough
+    assert read("1,000.00", 2, "USD") == "amount '1,000.00' is not a number"  # no comma hint
+    hint = "(a decimal comma? read the file with the decimal mark ',': --decimal ,)"
+    assert read("12,50", 2, "USD") == f"amount '12,50' is not a number {hint}"

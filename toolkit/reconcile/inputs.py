@@ -322,7 +322,7 @@ def _amount_reason(row: dict[str, Any], code: int, decimal: str) -> str:
     reason = _AMOUNT_ERRORS[code].format(amount=row["amount"], currency=currency, digits=digits)
     if code == _NOT_A_NUMBER and decimal == ",":
         return f"{reason} with a decimal comma (e.g. 1.234,56)"
-    if code == _NOT_A_NUMBER and "," in str(row["amount"] or ""):
+    if code == _NOT_A_NUMBER and sources.is_comma_decimal(str(row["amount"] or "")):
         return f"{reason} (a decimal comma? read the file with the decimal mark ',': --decimal ,)"
     return reason
 

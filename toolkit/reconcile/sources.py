@@ -230,12 +230,17 @@ def _describe_csv(path: Path, options: ReadOptions, amount_columns: frozenset[st
     )
 
 
+def is_comma_decimal(amount: str) -> bool:
+    """Whether ``amount`` is written with a decimal comma (``12,50``, ``1.234,56``; not ``1,000.00``)."""
+    return _COMMA_DECIMAL.fullmatch(amount.strip()) is not None
+
+
 def detect_decimal(amounts: list[str]) -> str:
     """``,`` when the sampled amounts are written with a decimal comma (``12,50``, ``1.234,56``)
     and none with a decimal point; else ``.``. A lone ``1.234`` decides nothing (a thousand, or
     1.234 dinars): such a file keeps the point unless ``decimal`` says otherwise."""
     values = [value.strip() for value in amounts]
-    comma = any(_COMMA_DECIMAL.fullmatch(v) for v in values)
+    comma = any(is_comma_decimal(v) for v in values)
     point = any(_POINT_DECIMAL.fullmatch(v) and not _GROUPED.fullmatch(v) for v in values)
     return "," if comma and not point else "."
 
