@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import sqlite3
 import urllib.parse
 import zipfile
 from collections.abc import Iterator
@@ -319,6 +320,15 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
         assert tables and "&lt;NA&gt;" not in tables and ">None<" not in tables and ">nan<" not in tables
         assert "Empty DataFrame" not in str(shown) and "{'new'" not in str(shown)
 
+    # A day later the demo tells the same story: its sandbox clock stood still (a running one would
+    # have expired the payments waiting for their customers, 15 minutes after they were made).
+    with sqlite3.connect(home / "sandbox.sqlite") as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'clock_offset_ms'", (str(86_400_000),))
+    assert demo(["--reports", str(tmp_path / "later"), "--home", str(home)]) == 0
+    later = next((tmp_path / "later" / "reconciliation_report").glob("*/exceptions.csv"))
+    assert csv(later).equals(exceptions)
+    assert "reconciliation_report: ok: 7 exceptions" in capsys.readouterr().out
+
 
 @pytest.mark.slow
 def test_catalog_then_payments_against_a_service(
@@ -543,6 +553,18 @@ def test_reconciliation_tracked_over_two_days(
     first = csv(tmp_path / "reports" / "d1" / "exceptions.csv")
     assert set(first["state"]) == {"new"} and set(first["ageDays"]) == {"0"}
     acknowledge("nightly", first[first["merchantReferenceId"] == "A-1"], note="invoice sent late", by="ana")
+    # A run whose report cannot be written (a folder where report.html goes) records nothing: the
+    # next run is run 2, and its previous run is still run 1.
+    (tmp_path / "reports" / "broken" / "report.html").mkdir(parents=True)
+    code, out, err = toolkit_run(
+        capsys,
+        tmp_path / "reports" / "broken",
+        "reconciliation_report",
+        *common,
+        ("as_of", "2026-11-03"),
+        secrets=[CANARY],
+    )
+    assert code != 0 and "report.html" in err, (code, out, err)
     code, out, err = toolkit_run(
         capsys,
         tmp_path / "reports" / "d2",

@@ -3,14 +3,18 @@ anything but a sandbox."""
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.faults import Mode, fault_server
-from toolkit import AuthenticationError, Client, PaymentStatus, SandboxError
+from toolkit import AuthenticationError, Client, PaymentStatus, SandboxError, create_payment, payments_frame
 from toolkit.errors import OutcomeUnknownError, RequestValidationError
+from toolkit.journal import Journal
 from toolkit.sandbox.controls import SandboxControls
 from toolkit.sandbox.embedded import RunningSandbox
 
@@ -65,6 +69,68 @@ def test_scenario_subscription_clock_resolve_export(client: Client, unique: str)
     assert list(export.index) == [f"pend-{unique}"] and export["amount"].iloc[0] == Decimal("5.00")
     assert str(export["createTime"].dtype).endswith("UTC]")
     assert controls.export_csv().startswith(b"orderId,merchantReferenceId,")
+
+
+def test_freeze_and_resume_the_clock(client: Client) -> None:
+    controls = SandboxControls(client)
+    frozen = controls.freeze_clock()
+    try:
+        time.sleep(0.02)
+        assert controls.now() == frozen and controls.freeze_clock() == frozen
+        controls.advance_clock(hours=1)
+        assert controls.now() == frozen + timedelta(hours=1)
+    finally:  # the sandbox is shared by the session's tests
+        resumed = controls.resume_clock()
+    assert resumed >= frozen + timedelta(hours=1)
+    time.sleep(0.02)
+    assert controls.now() > resumed
+
+
+def test_a_payment_resolved_at_the_sandbox_shows_its_settled_status(
+    client: Client, unique: str, tmp_path: Path
+) -> None:
+    """payments_frame shows how a journaled payment settled, beside the status it was answered."""
+    controls = SandboxControls(client)
+    card = {
+        "paymentMethodType": "CARD",
+        "currency": "USD",
+        "customerEmail": f"{unique}@x.io",
+        "returnUrl": "https://r",
+    }
+    made = {
+        name: create_payment(
+            card,
+            client=client,
+            amount="5.00",
+            paymentInstrumentId=f"pi_test_{name}",
+            merchantReferenceId=f"{name}-{unique}",
+        )
+        for name in ("pending", "success")
+    }
+    explicit = Journal(tmp_path / "own.sqlite", environment="test")
+    other = create_payment(
+        card,
+        client=client,
+        journal=explicit,
+        amount="6.00",
+        paymentInstrumentId="pi_test_pending",
+        merchantReferenceId=f"own-{unique}",
+    )
+    pending_order = (made["pending"].response or {})["orderId"]
+    settled = controls.resolve_payment(pending_order, "failure")  # recorded in the default journal
+    controls.resolve_payment((other.response or {})["orderId"], "success", journal=explicit)
+    with Journal.open(client.environment) as journal:
+        frame = payments_frame(journal)
+    row = frame.loc[f"pending-{unique}"]
+    assert (row["status"], row["answeredStatus"]) == ("failure", "pending")
+    assert settled.updateTime is not None
+    assert row["settledTime"] == pd.Timestamp(settled.updateTime, unit="ms", tz="UTC")
+    untouched = frame.loc[f"success-{unique}"]
+    assert (untouched["status"], untouched["answeredStatus"]) == ("success", "success")
+    assert pd.isna(untouched["settledTime"])
+    own = payments_frame(explicit).loc[f"own-{unique}"]
+    assert (own["status"], own["answeredStatus"]) == ("success", "pending")
+    explicit.close()
 
 
 def test_refuses_a_service_that_is_not_a_sandbox() -> None:

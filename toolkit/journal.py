@@ -43,7 +43,7 @@ from toolkit.errors import (
     OutcomeUnknownError,
     TransportError,
 )
-from toolkit.models import PaymentRequest, parse_json, to_json_bytes
+from toolkit.models import PaymentRequest, PaymentStatus, SettlementRecord, parse_json, to_json_bytes
 
 Kind = Literal["payment", "product"]
 State = Literal["sending", "succeeded", "unknown", "rejected", "not_sent", "abandoned"]
@@ -52,6 +52,18 @@ State = Literal["sending", "succeeded", "unknown", "rejected", "not_sent", "aban
 SENDABLE_STATES: frozenset[str] = frozenset({"rejected", "not_sent", "abandoned"})
 #: States whose outcome nobody knows: listed by ``unknown()`` and shown as status ``unknown``.
 UNKNOWN_STATES: frozenset[str] = frozenset({"sending", "unknown"})
+
+#: How payments settled after their answer (a pending payment resolved at the sandbox): their
+#: status as of ``updateTime``. Made when the first settlement is recorded (older journals have none).
+_SETTLEMENTS = """
+CREATE TABLE IF NOT EXISTS settlements (
+    orderId      TEXT    PRIMARY KEY,
+    businessKey  TEXT    NOT NULL,
+    status       INTEGER NOT NULL,
+    updateTime   INTEGER,
+    recordedTime INTEGER NOT NULL
+);
+"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -420,6 +432,38 @@ class Journal:
         resolved = self.get(kind, key)
         assert resolved is not None
         return resolved
+
+    # -- settlements learnt after the answer ------------------------------------------------------
+
+    def record_settlement(self, settled: SettlementRecord) -> bool:
+        """Remember how a payment of this journal settled after its answer (``payments_frame``
+        shows it); False, and nothing recorded, when this journal did not make the payment.
+
+        Only a settled status (success or failure) is recorded; a later record of the same order
+        replaces an earlier one.
+        """
+        if settled.status not in (PaymentStatus.SUCCESS, PaymentStatus.FAILURE) or not settled.orderId:
+            raise JournalError(
+                f"only a settled payment is recorded, not {settled.status} ({settled.orderId})"
+            )
+        key = settled.merchantReferenceId or ""
+        record = self.get("payment", key)
+        if record is None or (record.response or {}).get("orderId") != settled.orderId:
+            return False
+        with self._write() as db:
+            db.execute(_SETTLEMENTS)
+            db.execute(
+                "INSERT OR REPLACE INTO settlements VALUES (?, ?, ?, ?, ?)",
+                (settled.orderId, key, int(settled.status), settled.updateTime, _now_ms()),
+            )
+        return True
+
+    def settlements(self) -> dict[str, tuple[PaymentStatus, int | None]]:
+        """orderId -> (settled status, its time in epoch ms) of every settlement recorded."""
+        if not self._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settlements'"):
+            return {}
+        rows = self._read("SELECT orderId, status, updateTime FROM settlements")
+        return {row["orderId"]: (PaymentStatus(row["status"]), row["updateTime"]) for row in rows}
 
     def _record(self, row: sqlite3.Row, *, sent: bool = False) -> JournalRecord:
         return JournalRecord(

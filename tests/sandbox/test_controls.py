@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from decimal import Decimal
 
 from tests.sandbox.conftest import Api, now_ms
@@ -104,6 +105,33 @@ def test_resolve_and_expiry(api: Api) -> None:
     api.ok("POST", "/sandbox/clock/advance", {"hours": 2})
     assert api.ok("GET", "/sandbox/payments")["payments"][-1]["status"] == "failure"
     assert "hours" in api.error("POST", "/sandbox/clock/advance", {"hours": -1}, 400)
+
+
+def test_a_frozen_clock_stands_still_until_advanced_or_resumed(api: Api) -> None:
+    """A scenario on a frozen clock tells the same story whenever it runs: nothing moves by itself."""
+    frozen = api.ok("POST", "/sandbox/clock/freeze")
+    assert frozen["clockFrozen"] is True and abs(frozen["now"] - now_ms()) < 5_000
+    time.sleep(0.05)
+    assert api.ok("POST", "/sandbox/clock/freeze")["now"] == frozen["now"]  # freezing again keeps it
+    info = api.ok("GET", "/sandbox/info")
+    assert info["now"] == frozen["now"] and info["clockFrozen"] is True
+    wallet = api.pay(amount=10, currency="CNY", paymentMethodType="ALIPAY", merchantReferenceId="frozen-1")
+    payment = api.ok("GET", "/sandbox/payments")["payments"][-1]
+    assert payment["createTime"] == frozen["now"] and payment["status"] == "next_action"
+    advanced = api.ok("POST", "/sandbox/clock/advance", {"minutes": 16})
+    assert advanced == {"now": frozen["now"] + 960_000, "expiredPayments": 1}
+    time.sleep(0.05)
+    assert api.ok("GET", "/sandbox/info")["now"] == advanced["now"]  # still frozen, further on
+    resumed = api.ok("POST", "/sandbox/clock/resume")
+    assert resumed["clockFrozen"] is False and 0 <= resumed["now"] - advanced["now"] < 5_000
+    time.sleep(0.05)
+    assert api.ok("GET", "/sandbox/info")["now"] > resumed["now"]  # runs again, from there
+    assert api.ok("POST", "/sandbox/clock/resume")["clockFrozen"] is False  # resuming a running one
+    api.ok("POST", "/sandbox/clock/freeze")
+    api.ok("POST", "/sandbox/reset")
+    info = api.ok("GET", "/sandbox/info")
+    assert info["clockFrozen"] is False and abs(info["now"] - now_ms()) < 5_000
+    assert wallet["status"] == 5
 
 
 def test_reset_empties_everything_but_keeps_key_and_test_instruments(api: Api) -> None:

@@ -55,7 +55,11 @@ def payments_frame(
     status ``unknown`` and the amount that was asked for. ``pricingAmount`` and
     ``pricingCurrency`` are what was asked for, or for a payment by ``priceId`` the price of the
     journal's own product (``prices_frame``), so that books kept in the pricing currency match.
+    ``status`` is the settled status once the journal has recorded a settlement (a pending payment
+    resolved at the sandbox, ``SandboxControls.resolve_payment``), with ``settledTime``; the status
+    the service answered stays in ``answeredStatus``.
     """
+    settled = source.settlements() if isinstance(source, Journal) else {}
     source = source if isinstance(source, Journal) else list(source)  # read twice: payments, prices
     catalog = _catalog_prices(source)
     records = [
@@ -99,7 +103,17 @@ def payments_frame(
         "referenceCustomerId": col.strings(asked("referenceCustomerId")),
         "productId": col.strings(asked("productId")),
         "priceId": col.strings(asked("priceId")),
-        "status": pd.Categorical([_status_name(r) for r in records], categories=PAYMENT_STATUS_NAMES),
+        "status": pd.Categorical(
+            [
+                settled[order][0].label if order in settled else _status_name(record)
+                for order, record in zip(answered("orderId"), records, strict=True)
+            ],
+            categories=PAYMENT_STATUS_NAMES,
+        ),
+        "answeredStatus": pd.Categorical([_status_name(r) for r in records], categories=PAYMENT_STATUS_NAMES),
+        "settledTime": col.times(
+            [settled[order][1] if order in settled else None for order in answered("orderId")]
+        ),
         "amount": col.objects(amounts),
         "amountMinor": col.minor_units(amounts, currencies, keys),
         "currency": col.strings(currencies),

@@ -77,7 +77,12 @@ class SubscriptionPartSchema(FrameSchema):
 
 
 class PaymentsSchema(JournalSchema):
-    """One row per journaled payment; ``status`` is ``unknown`` when the outcome is not known."""
+    """One row per journaled payment.
+
+    ``status`` is the latest the journal knows: ``unknown`` when the outcome is not known, the
+    settled status once a settlement is recorded (``settledTime``), else ``answeredStatus``, the
+    status the service answered.
+    """
 
     orderId: Series[pd.StringDtype] = _text()
     sessionId: Series[pd.StringDtype] = _text()
@@ -89,6 +94,8 @@ class PaymentsSchema(JournalSchema):
     productId: Series[pd.StringDtype] = _text()
     priceId: Series[pd.StringDtype] = _text()
     status: Series[pd.CategoricalDtype] = pa.Field(nullable=True, isin=list(PAYMENT_STATUS_NAMES))
+    answeredStatus: Series[pd.CategoricalDtype] = pa.Field(nullable=True, isin=list(PAYMENT_STATUS_NAMES))
+    settledTime: Series[pd.DatetimeTZDtype] = _utc()
     amount: Series[object] = _optional()
     amountMinor: Series[pd.Int64Dtype] = _optional()
     currency: Series[pd.StringDtype] = _text()

@@ -5,6 +5,7 @@ select_period(loaded, column, start, end)                 ->  LoadedInput (outsi
 reconcile(ledger, processor, as_of=, grace=, fx_rates=)   ->  ReconciliationResult (cut-off, FX)
 load_rates(path) / Tolerance.parse(text)                  ->  reference rates, amount tolerances
 track_result(result, track) / acknowledge / reopen        ->  a tracked run, sign-offs (tracking.py)
+with recording(result, track) as tracked: write_report(..) ->  recorded only if the report is written
 verify_track(track) / track_history(track)                ->  the audit log checked, the runs
 reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
 write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
@@ -40,6 +41,7 @@ from toolkit.reconcile.tracking import (
     Tracking,
     acknowledge,
     findings,
+    recording,
     reopen,
     track_result,
 )
@@ -71,6 +73,7 @@ __all__ = [
     "load_subscription_ledger",
     "reconcile",
     "reconcile_subscriptions",
+    "recording",
     "render_html",
     "reopen",
     "select_period",

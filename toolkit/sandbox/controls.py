@@ -16,7 +16,9 @@ from typing import Any, Literal
 import pandas as pd
 
 from toolkit.client import Client
+from toolkit.config import load_settings
 from toolkit.errors import APIError, AuthenticationError, SandboxError
+from toolkit.journal import Journal
 from toolkit.models import (
     EXPORT_COLUMNS,
     PaymentResult,
@@ -66,9 +68,18 @@ class SandboxControls:
             raise SandboxError(f"{self.client.base_url} did not identify itself as a sandbox")
 
     def now(self) -> datetime:
-        """The sandbox clock (it only moves forward, with ``advance_clock``)."""
+        """The sandbox clock (it only moves forward: with wall time, unless frozen, and ``advance_clock``)."""
         info = self.client.call("GET", "/sandbox/info")
-        return datetime.fromtimestamp(int(info["now"]) / 1000, tz=UTC)
+        return _utc(info["now"])
+
+    def freeze_clock(self) -> datetime:
+        """Stop the clock where it stands, so that a scenario tells the same story whenever it runs:
+        open payments do not expire and periods do not renew by themselves. Returns the instant."""
+        return _utc(self.client.call("POST", "/sandbox/clock/freeze")["now"])
+
+    def resume_clock(self) -> datetime:
+        """Let a frozen clock run again from its instant (it never goes back). Returns the instant."""
+        return _utc(self.client.call("POST", "/sandbox/clock/resume")["now"])
 
     def create_subscription(
         self, request: SubscriptionCreateRequest | Mapping[str, Any] | None = None, /, **fields: Any
@@ -101,11 +112,26 @@ class SandboxControls:
         )
         return int(self.client.call("POST", "/sandbox/clock/advance", json=_wire(body))["expiredPayments"])
 
-    def resolve_payment(self, order_id: str, status: Literal["success", "failure"]) -> SettlementRecord:
-        """Settle a pending or next-action payment; returns its settlement record."""
+    def resolve_payment(
+        self, order_id: str, status: Literal["success", "failure"], *, journal: Journal | None = None
+    ) -> SettlementRecord:
+        """Settle a pending or next-action payment; returns its settlement record.
+
+        The settlement is recorded in ``journal`` (by default the journal of the client's
+        environment, where ``create_payment`` and ``create_payments`` journal) when that journal
+        made the payment, so that ``payments_frame`` shows the settled status.
+        """
         body = ResolveRequest.build({"status": status})
         data = self.client.call("POST", f"/sandbox/payments/{order_id}/resolve", json=_wire(body))
-        return SettlementRecord.model_validate(data)
+        settled = SettlementRecord.model_validate(data)
+        if journal is not None:
+            journal.record_settlement(settled)
+            return settled
+        path = Journal.path_for(self.client.environment, load_settings().home)
+        if path.exists():
+            with Journal.for_environment(self.client.environment, load_settings().home) as own:
+                own.record_settlement(settled)
+        return settled
 
     def export_payments(self, merchant_reference_id: str | None = None) -> pd.DataFrame:
         """The settlement export as a frame keyed by merchantReferenceId (amounts exact Decimals)."""
@@ -182,6 +208,10 @@ class SandboxControls:
         for column in ("method", "path", "merchantReferenceId", "fault", "faultId"):
             frame[column] = frame[column].astype("string")
         return frame
+
+
+def _utc(epoch_ms: int) -> datetime:
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
 
 
 def _wire(model: Any) -> dict[str, Any]:

@@ -322,32 +322,57 @@ def clock_offset_ms(conn: sqlite3.Connection) -> int:
     return int(get_meta(conn, key="clock_offset_ms") or 0)
 
 
+def clock_frozen_ms(conn: sqlite3.Connection) -> int | None:
+    """The instant a frozen sandbox clock stands at, or None while it runs with wall time."""
+    value = get_meta(conn, key="clock_frozen_ms")
+    return None if value is None else int(value)
+
+
+def _clock(frozen: int | None, offset: int) -> int:
+    return frozen if frozen is not None else wall_ms() + offset
+
+
 def now_ms(conn: sqlite3.Connection) -> int:
-    """The sandbox clock: wall time plus the offset added by ``/sandbox/clock/advance``."""
-    return wall_ms() + clock_offset_ms(conn)
+    """The sandbox clock: the frozen instant, else wall time plus the offset of clock advances."""
+    return _clock(clock_frozen_ms(conn), clock_offset_ms(conn))
 
 
 def cached_now_ms(db: Database, cache: dict[Any, Any]) -> int:
-    """``now_ms`` with the offset from ``cache`` (a ``Database.read_cache``) when it is there."""
-    offset = cache.get("clock_offset_ms")
-    if offset is None:
-        offset = cache["clock_offset_ms"] = clock_offset_ms(db.conn)
-    return wall_ms() + int(offset)
+    """``now_ms`` with the clock's state from ``cache`` (a ``Database.read_cache``) when it is there."""
+    state = cache.get("clock")
+    if state is None:
+        state = cache["clock"] = (clock_frozen_ms(db.conn), clock_offset_ms(db.conn))
+    return _clock(*state)
 
 
 def advance_clock(conn: sqlite3.Connection, *, delta_ms: int) -> None:
-    """Move the sandbox clock ahead by ``delta_ms``."""
+    """Move the sandbox clock ahead by ``delta_ms`` (a frozen clock stays frozen, further on)."""
+    key = "clock_offset_ms" if clock_frozen_ms(conn) is None else "clock_frozen_ms"
     conn.execute(
-        "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'clock_offset_ms'",
-        (delta_ms,),
+        "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = ?", (delta_ms, key)
     )
 
 
+def freeze_clock(conn: sqlite3.Connection) -> None:
+    """Stop the sandbox clock where it stands; a frozen clock keeps its instant."""
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('clock_frozen_ms', ?)", (str(now_ms(conn)),))
+
+
+def resume_clock(conn: sqlite3.Connection) -> None:
+    """Let a frozen clock run again from its instant: it never goes back, nor jumps ahead."""
+    frozen = clock_frozen_ms(conn)
+    if frozen is not None:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'clock_offset_ms'", (str(frozen - wall_ms()),))
+        conn.execute("DELETE FROM meta WHERE key = 'clock_frozen_ms'")
+
+
 def reset(conn: sqlite3.Connection) -> None:
-    """Empty every table, reset the clock, keep the API key, put the test instruments back."""
+    """Empty every table, reset the clock (running, with wall time), keep the API key and put the
+    test instruments back."""
     for table in _DATA_TABLES:
         conn.execute(f"DELETE FROM {table}")
     conn.execute("UPDATE meta SET value = '0' WHERE key = 'clock_offset_ms'")
+    conn.execute("DELETE FROM meta WHERE key = 'clock_frozen_ms'")
     _seed(conn)
 
 

@@ -61,14 +61,21 @@ _EXPORT_RECORD = {
     openapi_extra=operation(
         data={
             "type": "object",
-            "required": ["sandbox", "now", "database"],
-            "properties": {"sandbox": {"type": "boolean"}, "now": _INT, "database": _STR},
+            "required": ["sandbox", "now", "clockFrozen", "database"],
+            "properties": {
+                "sandbox": {"type": "boolean"},
+                "now": _INT,
+                "clockFrozen": {"type": "boolean"},
+                "database": _STR,
+            },
         },
         errors=(),
     ),
 )
 async def info(db: DbDep) -> Response:
-    return ok({"sandbox": True, "now": store.now_ms(db.conn), "database": db.path.name})
+    conn = db.conn
+    frozen = store.clock_frozen_ms(conn) is not None
+    return ok({"sandbox": True, "now": store.now_ms(conn), "clockFrozen": frozen, "database": db.path.name})
 
 
 @router.post(
@@ -203,6 +210,38 @@ async def advance_clock(request: Request, db: DbDep) -> Response:
         now = store.now_ms(conn)
         expired = store.expire_orders(conn, now=now)
     return ok({"now": now, "expiredPayments": expired})
+
+
+_CLOCK_STATE = {
+    "type": "object",
+    "required": ["now", "clockFrozen"],
+    "properties": {"now": _INT, "clockFrozen": {"type": "boolean"}},
+}
+
+
+@router.post(
+    "/clock/freeze",
+    summary="Stop the sandbox clock where it stands",
+    openapi_extra=operation(data=_CLOCK_STATE, errors=()),
+)
+async def freeze_clock(db: DbDep) -> Response:
+    """Nothing expires and no period renews by itself; ``advance`` still moves a frozen clock."""
+    with db.write() as conn:
+        store.freeze_clock(conn)
+        now = store.now_ms(conn)
+    return ok({"now": now, "clockFrozen": True})
+
+
+@router.post(
+    "/clock/resume",
+    summary="Let a frozen sandbox clock run again from its instant",
+    openapi_extra=operation(data=_CLOCK_STATE, errors=()),
+)
+async def resume_clock(db: DbDep) -> Response:
+    with db.write() as conn:
+        store.resume_clock(conn)
+        now = store.now_ms(conn)
+    return ok({"now": now, "clockFrozen": False})
 
 
 @router.post(
