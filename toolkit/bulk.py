@@ -18,13 +18,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pandas as pd
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 
-from toolkit.catalog import CatalogEntry, load_catalog
+from toolkit.catalog import CatalogEntry, CatalogSource, load_catalog
 from toolkit.client import AsyncClient, Client
 from toolkit.config import load_settings
 from toolkit.errors import (
@@ -348,8 +348,15 @@ def create_payments(
 # Products
 
 
+def _catalog_entries(catalog: CatalogSource | Sequence[CatalogEntry]) -> list[CatalogEntry]:
+    """Entries as given, or read by ``load_catalog``."""
+    if isinstance(catalog, Sequence) and catalog and all(isinstance(e, CatalogEntry) for e in catalog):
+        return [entry for entry in catalog if isinstance(entry, CatalogEntry)]
+    return load_catalog(cast("CatalogSource", catalog))
+
+
 async def acreate_products(
-    catalog: Any,
+    catalog: CatalogSource | Sequence[CatalogEntry],
     *,
     client: AsyncClient | None = None,
     journal: Journal | None = None,
@@ -360,10 +367,7 @@ async def acreate_products(
 
     ``frame`` is the products frame, ``extra["prices"]`` the prices frame.
     """
-    if isinstance(catalog, Sequence) and catalog and isinstance(catalog[0], CatalogEntry):
-        entries: list[CatalogEntry] = list(catalog)
-    else:
-        entries = load_catalog(catalog)
+    entries = _catalog_entries(catalog)
     errors = _Errors()
     records: dict[int, JournalRecord] = {}
     stop = _Stop()
@@ -390,7 +394,7 @@ async def acreate_products(
     return _result(records, errors, products_frame, prices=prices_frame)
 
 
-def create_products(catalog: Any, **options: Any) -> BulkResult:
+def create_products(catalog: CatalogSource | Sequence[CatalogEntry], **options: Any) -> BulkResult:
     """Blocking form of ``acreate_products`` (works in notebooks too)."""
     return run_sync(lambda: acreate_products(catalog, **options))
 

@@ -44,7 +44,11 @@ _DecimalLoader.add_constructor(
 )
 
 
-def load_catalog(source: str | Path | pd.DataFrame | Sequence[Mapping[str, Any]]) -> list[CatalogEntry]:
+#: What a catalog can be read from: a YAML or CSV file, a frame of price rows, or product dicts.
+CatalogSource = str | Path | pd.DataFrame | Sequence[Mapping[str, Any]]
+
+
+def load_catalog(source: CatalogSource) -> list[CatalogEntry]:
     """Read a catalog (YAML, CSV, a frame of price rows, or a list of product dicts)."""
     if isinstance(source, str | Path):
         path = Path(source)

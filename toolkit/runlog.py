@@ -39,7 +39,7 @@ _BUCKET_COLOURS = (
 )
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return html.escape(str(value))
 
 

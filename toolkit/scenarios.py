@@ -205,7 +205,7 @@ def next_actions(payments: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).set_index("merchantReferenceId")
 
 
-def _data_url_png(value: Any) -> bytes | None:
+def _data_url_png(value: object) -> bytes | None:
     if isinstance(value, str) and value.startswith("data:image/png;base64,"):
         try:
             return base64.b64decode(value.split(",", 1)[1], validate=True)

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.money import format_money, is_currency
-from toolkit.reconcile.result import CATEGORIES, INFO_CATEGORIES, ReconciliationResult, RowCounts
+from toolkit.reconcile.result import CATEGORIES, INFO_CATEGORIES, ReconciliationResult, RowCounts, cell_text
 from toolkit.reconcile.timing import duration_text
 from toolkit.reconcile.tolerance import Tolerance
 
@@ -164,13 +164,6 @@ def money_text(amount: Any, currency: Any, *, signed: bool = False) -> str:
     else:
         text = str(amount)
     return f"+{text}" if signed and Decimal(amount) > 0 else text
-
-
-def plain(value: Any) -> str:
-    """A cell's text: '' for missing values (None, NA, NaN)."""
-    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-        return ""
-    return str(value)
 
 
 _MONTHS = (
@@ -407,7 +400,7 @@ def _ranks(keys: list[tuple[Any, ...] | None]) -> list[int]:
 def _amount_key(amount: Any, currency: Any) -> tuple[str, Decimal] | None:
     if amount is None or amount is pd.NA:
         return None
-    return (plain(currency), Decimal(amount))
+    return (cell_text(currency), Decimal(amount))
 
 
 def exception_rows(
@@ -429,7 +422,7 @@ def exception_rows(
     category_rank = _ranks([(order.get(str(r["category"]), len(order)), i) for i, r in enumerate(records)])
     ledger_rank = _ranks([_amount_key(r["ledger_amount"], r["ledger_currency"]) for r in records])
     processor_rank = _ranks([_amount_key(r["processor_amount"], r["processor_currency"]) for r in records])
-    where = [source_words(plain(r["source"]), short=True) for r in records]
+    where = [source_words(cell_text(r["source"]), short=True) for r in records]
     where_rank = _ranks([(w, int(r["source_row"])) for w, r in zip(where, records, strict=True)])
     tracked = result.tracking is not None
     state_rank = _ranks(
@@ -442,14 +435,14 @@ def exception_rows(
             ExceptionRow(
                 category,
                 (
-                    Cell(plain(r["merchantReferenceId"])),
+                    Cell(cell_text(r["merchantReferenceId"])),
                     Cell(category_label(category), category, category_rank[i]),
                     _side_cell(r, "ledger", ledger_rank[i]),
                     _side_cell(r, "processor", processor_rank[i]),
                     Cell(where[i], f"row {r['source_row']}", where_rank[i]),
                     *((_state_cell(r, state_rank[i]),) if tracked else ()),
                     Cell(
-                        plain(r["detail"])
+                        cell_text(r["detail"])
                         + (f" ({r['stateReason']})" if tracked and r["stateReason"] else "")
                     ),
                 ),
@@ -487,11 +480,12 @@ def tracking_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | N
         "ages": list(tracking.age_buckets().itertuples(index=False, name=None)),
         "resolved": [
             (
-                plain(r["merchantReferenceId"]),
+                cell_text(r["merchantReferenceId"]),
                 category_label(str(r["category"])),
-                money_text(r["ledger_amount"] or None, r["ledger_currency"]) or plain(r["ledger_currency"]),
+                money_text(r["ledger_amount"] or None, r["ledger_currency"])
+                or cell_text(r["ledger_currency"]),
                 money_text(r["processor_amount"] or None, r["processor_currency"])
-                or plain(r["processor_currency"]),
+                or cell_text(r["processor_currency"]),
                 str(r["firstSeen"])[:10],
                 str(r["resolvedAt"])[:10],
             )
@@ -569,15 +563,15 @@ def _info_cells(record: dict[str, Any], *, variance: bool) -> tuple[Cell, ...]:
     fifth = (
         Cell(_variance_text(record))
         if variance
-        else Cell(source_words(plain(record["source"]), short=True), f"row {record['source_row']}")
+        else Cell(source_words(cell_text(record["source"]), short=True), f"row {record['source_row']}")
     )
     return (
-        Cell(plain(record["merchantReferenceId"])),
+        Cell(cell_text(record["merchantReferenceId"])),
         _side_cell(record, "ledger", -1),
         _side_cell(record, "processor", -1),
         fifth,
         Cell(_age_text(age)),
-        Cell(plain(record["detail"])),
+        Cell(cell_text(record["detail"])),
     )
 
 
@@ -589,17 +583,17 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _age_text(age: Any) -> str:
     """Whole days ('' for a row without a date: NA, None or NaN)."""
-    return "" if plain(age) == "" else f"{int(age):,}"
+    return "" if cell_text(age) == "" else f"{int(age):,}"
 
 
 def _variance_text(record: dict[str, Any]) -> str:
     """Ledger minus processor, exact, where both are amounts of one currency ('' otherwise: an
     amount compared at a reference rate has its variance in the FX section)."""
     ledger, processor = record["ledger_amount"], record["processor_amount"]
-    currency = plain(record["ledger_currency"])
+    currency = cell_text(record["ledger_currency"])
     if ledger is None or processor is None or ledger is pd.NA or processor is pd.NA:
         return ""
-    if currency != plain(record["processor_currency"]):
+    if currency != cell_text(record["processor_currency"]):
         return ""
     return money_text(Decimal(ledger) - Decimal(processor), currency, signed=True)
 
@@ -632,10 +626,10 @@ def _fx_cells(record: dict[str, Any]) -> tuple[str, ...]:
     """Payment, date, ledger amount, rate, expected, charged, variance, outcome: as text."""
     charged = record["charged_currency"]
     return (
-        plain(record["merchantReferenceId"]),
+        cell_text(record["merchantReferenceId"]),
         _date_text(record["date"]),
         money_text(record["ledger_amount"], record["ledger_currency"]),
-        plain(record["rate"]),
+        cell_text(record["rate"]),
         money_text(record["expected_amount"], charged),
         money_text(record["charged_amount"], charged),
         money_text(record["variance"], charged, signed=True),
@@ -649,14 +643,14 @@ def _date_text(value: Any) -> str:
         return value.strftime("%Y-%m-%d")
     if isinstance(value, date):
         return value.isoformat()
-    return plain(value)
+    return cell_text(value)
 
 
 def _side_cell(record: dict[str, Any], side: str, rank: int) -> Cell:
     """Amount with its currency, status below; a currency alone where there is no amount."""
-    amount, currency = record[f"{side}_amount"], plain(record[f"{side}_currency"])
+    amount, currency = record[f"{side}_amount"], cell_text(record[f"{side}_currency"])
     text = money_text(amount, currency) or currency
-    return Cell(text, plain(record[f"{side}_status"]), rank)
+    return Cell(text, cell_text(record[f"{side}_status"]), rank)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -38,6 +37,7 @@ from toolkit.reconcile.result import (
     SUMMARY_COLUMNS,
     ReconciliationResult,
     RowCounts,
+    cell_text,
 )
 from toolkit.reconcile.tracking import TRACKING_COLUMNS
 from toolkit.reconcile.workbook import write_xlsx
@@ -50,12 +50,6 @@ FX_FILE = "fx.csv"
 TRACKED_FILES: tuple[str, ...] = ("states.csv", "ages.csv", "resolved.csv")
 
 
-def _text(value: Any) -> str:
-    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-        return ""
-    return str(value)
-
-
 def _text_array(values: pd.Series) -> pa.Array:
     """A column as exact text ('' for missing), converted in C wherever the values allow."""
     if isinstance(values.dtype, pd.CategoricalDtype):  # missing stays missing, never "nan"
@@ -65,7 +59,7 @@ def _text_array(values: pd.Series) -> pa.Array:
     try:
         array = pa.array(values.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
     except (pa.ArrowTypeError, pa.ArrowInvalid):  # Decimals and other objects
-        array = pa.array([_text(v) for v in values.tolist()], type=pa.string())
+        array = pa.array([cell_text(v) for v in values.tolist()], type=pa.string())
     return pc.fill_null(array, "")
 
 
@@ -140,7 +134,7 @@ def _write_csv(table: pa.Table, path: Path) -> None:
 def summary_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
     """The summary as summary.csv holds it (amount as exact text, '' when not applicable)."""
     frame = result.summary.reindex(columns=list(SUMMARY_COLUMNS))
-    return frame.assign(amount=[_text(a) for a in frame["amount"]])
+    return frame.assign(amount=[cell_text(a) for a in frame["amount"]])
 
 
 def render_html(

@@ -112,6 +112,13 @@ FX_COLUMNS: tuple[str, ...] = (
 IntArray = npt.NDArray[np.int64]
 
 
+def cell_text(value: object) -> str:
+    """A cell's exact text: '' for a missing value (None, NA, NaN), else as written."""
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return ""
+    return str(value)
+
+
 @dataclass(frozen=True)
 class RowCounts:
     """What became of the rows of one input: ``rows == matched + exceptions + in_transit +

@@ -86,7 +86,7 @@ import pandas as pd
 
 from toolkit.errors import TrackError, TrackIntegrityError
 from toolkit.reconcile.inputs import LoadedInput
-from toolkit.reconcile.result import CATEGORIES, ReconciliationResult
+from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, cell_text
 
 #: Columns ``track_result`` adds to ``ReconciliationResult.exceptions`` (and exceptions.csv).
 TRACKING_COLUMNS: tuple[str, ...] = ("exceptionId", "state", "firstSeen", "ageDays", "stateReason")
@@ -269,12 +269,6 @@ class Tracking:
 # Ids and facts
 
 
-def _text(value: Any) -> str:
-    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-        return ""
-    return str(value)
-
-
 def exception_ids(track: str, exceptions: pd.DataFrame, sides: dict[str, str]) -> list[str]:
     """The stable id of each exception (see the module docstring); ``sides`` maps a source to
     its side, for rejected rows."""
@@ -287,9 +281,9 @@ def exception_ids(track: str, exceptions: pd.DataFrame, sides: dict[str, str]) -
         exceptions["source_row"].tolist(),
         strict=True,
     ):
-        parts = [track, category, _text(key)]
+        parts = [track, category, cell_text(key)]
         if category == "rejected_row":
-            parts += [sides.get(_text(source), _text(source)), _text(row)]
+            parts += [sides.get(cell_text(source), cell_text(source)), cell_text(row)]
         base = "\x1f".join(parts)
         repeat = seen.get(base, 0)
         seen[base] = repeat + 1
@@ -300,7 +294,7 @@ def exception_ids(track: str, exceptions: pd.DataFrame, sides: dict[str, str]) -
 
 
 def _facts(exceptions: pd.DataFrame) -> list[list[str]]:
-    columns = [[_text(v) for v in exceptions[c].tolist()] for c in FACT_COLUMNS]
+    columns = [[cell_text(v) for v in exceptions[c].tolist()] for c in FACT_COLUMNS]
     return [list(row) for row in zip(*columns, strict=True)] if columns[0] else []
 
 
@@ -354,7 +348,7 @@ def check_track_name(track: str) -> str:
     return track
 
 
-def _canonical(payload: Any) -> str:
+def _canonical(payload: object) -> str:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -736,7 +730,7 @@ def _track(
         first_seen.append(first)
         reasons.append(reason)
         ages.append(age_days(first, as_of))
-        rows.append([exception_id, category, _text(key), fact, state, first, reason])
+        rows.append([exception_id, category, cell_text(key), fact, state, first, reason])
     current = set(ids)
     resolved_rows = [
         [exception_id, row[1], row[0], *row[2], row[4], previous.payload["asOf"], as_of_text]

@@ -41,11 +41,9 @@ import itertools
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -56,6 +54,7 @@ from toolkit.reconcile.result import (
     FX_COLUMNS,
     SUMMARY_COLUMNS,
     ReconciliationResult,
+    cell_text,
     severity_of,
 )
 from toolkit.reconcile.timing import duration_text
@@ -727,20 +726,13 @@ def _currency_codes(
     return codes
 
 
-def _cell_text(value: Any) -> str:
-    """A value as exact text ('' for a missing one): Decimals as written, dates as ISO."""
-    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-        return ""
-    return str(value)
-
-
 def _fx_table(result: ReconciliationResult) -> pa.Table | None:
     """The payments compared at reference rates as text (None when there is none)."""
     if result.fx.empty:
         return None
     frame = result.fx.reindex(columns=list(FX_COLUMNS))
     return pa.table(
-        {c: pa.array([_cell_text(v) for v in frame[c]], type=pa.string()) for c in FX_COLUMNS}
+        {c: pa.array([cell_text(v) for v in frame[c]], type=pa.string()) for c in FX_COLUMNS}
     ).combine_chunks()
 
 
