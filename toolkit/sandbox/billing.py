@@ -94,74 +94,75 @@ def subscription_position(plan: Plan, *, now: int) -> tuple[int, bool]:
     return rules.period_index(anchor, str(base["interval"]), int(base["interval_count"]), at) + 1, ended
 
 
+def period_bounds(plan: Plan, cycle: int) -> tuple[int, int]:
+    """Start and end (ms) of ``cycle``: the trial for cycle 0, else a paid period from the anchor."""
+    create, trial_end = int(plan.row["create_time"]), _trial_end(plan)
+    if cycle == 0:
+        assert trial_end is not None
+        return create, trial_end
+    anchor = trial_end if trial_end is not None else create
+    interval, count = str(plan.base["interval"]), int(plan.base["interval_count"])
+    return (
+        rules.period_start(anchor, interval, count, cycle - 1),
+        rules.period_start(anchor, interval, count, cycle),
+    )
+
+
+def invoice_item(plan: Plan, cycle: int) -> dict[str, Any]:
+    """The invoice item of ``cycle`` at the price and quantity in force then (nothing to pay in a trial)."""
+    price, quantity = plan.effective(max(cycle, 1))
+    start, end = period_bounds(plan, cycle)
+    currency = str(price["currency"])
+    label = "Trial period" if cycle == 0 else f"Cycle {cycle}"
+    return {
+        "invoiceItemId": invoice_item_id(str(plan.row["id"]), cycle),
+        "amount": from_minor(0 if cycle == 0 else int(price["unit_minor"]) * quantity, currency),
+        "currency": currency,
+        "description": f"{label}: {quantity} x {plan.product_name}",
+        "periodStart": start,
+        "periodEnd": end,
+        "proration": False,
+        "price": {
+            "productId": price["product_id"],
+            "productName": plan.product_name,
+            "priceId": price["id"],
+            "priceSnapshotId": price["snapshot_id"],
+            "unitAmount": from_minor(price["unit_minor"], currency),
+            "quantity": quantity,
+            "currency": currency,
+            "recurring": {
+                "trialPeriodDays": int(price["trial_days"] or 0),
+                "intervalCount": int(price["interval_count"]),
+            },
+        },
+    }
+
+
+def subscription_status(cycle: int, *, ended: bool) -> str:
+    """``canceled`` once ended, ``trialing`` in the trial, else ``active``."""
+    if ended:
+        return "canceled"
+    return "trialing" if cycle == 0 else "active"
+
+
 def render_subscription(plan: Plan, *, cycle: int, ended: bool) -> dict[str, Any]:
     """The Subscription response data in ``cycle`` (see ``subscription_position``)."""
-    base, row = plan.base, plan.row
-    interval, count = str(base["interval"]), int(base["interval_count"])
-    create = int(row["create_time"])
-    trial_end = _trial_end(plan)
-    anchor = trial_end if trial_end is not None else create
+    row = plan.row
+    create, trial_end = int(row["create_time"]), _trial_end(plan)
+    start, end = period_bounds(plan, cycle)
     cancel_at = row["cancel_at"]
-
-    def period(cycle: int) -> tuple[int, int]:
-        if cycle == 0:
-            assert trial_end is not None
-            return create, trial_end
-        return (
-            rules.period_start(anchor, interval, count, cycle - 1),
-            rules.period_start(anchor, interval, count, cycle),
-        )
-
-    start, end = period(cycle)
-
-    def invoice(item_cycle: int) -> dict[str, Any]:
-        price, quantity = plan.effective(max(item_cycle, 1))
-        item_start, item_end = period(item_cycle)
-        currency = str(price["currency"])
-        unit = from_minor(price["unit_minor"], currency)
-        amount = from_minor(0 if item_cycle == 0 else int(price["unit_minor"]) * quantity, currency)
-        label = "Trial period" if item_cycle == 0 else f"Cycle {item_cycle}"
-        return {
-            "invoiceItemId": invoice_item_id(str(row["id"]), item_cycle),
-            "amount": amount,
-            "currency": currency,
-            "description": f"{label}: {quantity} x {plan.product_name}",
-            "periodStart": item_start,
-            "periodEnd": item_end,
-            "proration": False,
-            "price": {
-                "productId": price["product_id"],
-                "productName": plan.product_name,
-                "priceId": price["id"],
-                "priceSnapshotId": price["snapshot_id"],
-                "unitAmount": unit,
-                "quantity": quantity,
-                "currency": currency,
-                "recurring": {
-                    "trialPeriodDays": int(price["trial_days"] or 0),
-                    "intervalCount": int(price["interval_count"]),
-                },
-            },
-        }
-
     stops_at_end = cancel_at is not None and cancel_at <= end
-    current_price, current_quantity = plan.effective(max(cycle, 1))
-    if ended:
-        status = "canceled"
-    elif cycle == 0:
-        status = "trialing"
-    else:
-        status = "active"
+    price, quantity = plan.effective(max(cycle, 1))
     return {
         "subscriptionId": row["id"],
-        "status": status,
+        "status": subscription_status(cycle, ended=ended),
         "customerId": row["customer_id"],
         "productId": row["product_id"],
-        "priceId": current_price["id"],
-        "priceSnapshotId": current_price["snapshot_id"],
-        "currency": current_price["currency"],
+        "priceId": price["id"],
+        "priceSnapshotId": price["snapshot_id"],
+        "currency": price["currency"],
         "createTime": create,
-        "quantity": current_quantity,
+        "quantity": quantity,
         "paymentMethodType": row["method"],
         "paymentInstrumentId": row["instrument_id"],
         "merchantReference": row["merchant_reference"],
@@ -173,8 +174,8 @@ def render_subscription(plan: Plan, *, cycle: int, ended: bool) -> dict[str, Any
         "cancelAtPeriodEnd": bool(row["cancel_at_period_end"]),
         "canceledAt": int(cancel_at) if ended else None,
         "cancelReason": row["cancel_reason"],
-        "recurringInvoiceItem": invoice(cycle),
-        "upcomingInvoiceItem": None if ended or stops_at_end else invoice(cycle + 1),
+        "recurringInvoiceItem": invoice_item(plan, cycle),
+        "upcomingInvoiceItem": None if ended or stops_at_end else invoice_item(plan, cycle + 1),
         "scheduledPhases": plan.phases,
         "elapsedCycles": cycle,
         "sessionId": row["session_id"],
