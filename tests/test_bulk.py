@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import exported_payments
 from toolkit import Client, Journal, create_payments, create_products, load_subscriptions
 from toolkit.bulk import acreate_payments
-from toolkit.sandbox.controls import SandboxControls
+from toolkit.controls import SandboxControls
 from toolkit.sandbox.embedded import RunningSandbox
 
 

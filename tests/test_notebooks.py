@@ -25,6 +25,7 @@ from tests.reconcile.test_inputs import SANDBOX_EXPORT
 from tests.test_run_outputs import KEY, encodings, leaks
 from toolkit import Client, create_payments, create_products, load_subscriptions, prices_frame
 from toolkit.cli import main
+from toolkit.controls import SandboxControls
 from toolkit.journal import Journal
 from toolkit.notebooks import (
     NOTEBOOK_DIR,
@@ -36,7 +37,6 @@ from toolkit.notebooks import (
     scrub_text,
     secrets_in_environment,
 )
-from toolkit.sandbox.controls import SandboxControls
 from toolkit.sandbox.embedded import RunningSandbox, start_server
 
 CANARY = "canary-key-7f3a9c1e5b2d4f60a8e1"

@@ -13,9 +13,9 @@ import pytest
 
 from tests.faults import Mode, fault_server
 from toolkit import AuthenticationError, Client, PaymentStatus, SandboxError, create_payment, payments_frame
+from toolkit.controls import SandboxControls
 from toolkit.errors import OutcomeUnknownError, RequestValidationError
 from toolkit.journal import Journal
-from toolkit.sandbox.controls import SandboxControls
 from toolkit.sandbox.embedded import RunningSandbox
 
 

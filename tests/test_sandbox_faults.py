@@ -27,10 +27,10 @@ import pytest
 
 from toolkit import AsyncClient, Client
 from toolkit.bulk import acreate_payments
+from toolkit.controls import SandboxControls
 from toolkit.errors import APIError, NotFoundError, OutcomeUnknownError
 from toolkit.journal import Journal, payment_body
 from toolkit.models import PaymentRequest, to_json_bytes
-from toolkit.sandbox.controls import SandboxControls
 from toolkit.sandbox.embedded import RunningSandbox, start_server
 
 pytestmark = pytest.mark.timeout(60)

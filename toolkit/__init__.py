@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "plan_catalog": "toolkit.catalog",
     "AsyncClient": "toolkit.client",
     "Client": "toolkit.client",
+    "SandboxControls": "toolkit.controls",
     "Environment": "toolkit.environment",
     "Settings": "toolkit.config",
     "APIError": "toolkit.errors",
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
     from toolkit.catalog import CatalogEntry, load_catalog, plan_catalog
     from toolkit.client import AsyncClient, Client
     from toolkit.config import Settings
+    from toolkit.controls import SandboxControls
     from toolkit.environment import Environment
     from toolkit.errors import (
         APIError,
@@ -202,6 +204,7 @@ __all__ = [
     "ProductRequest",
     "RecurringDetails",
     "RequestValidationError",
+    "SandboxControls",
     "SandboxError",
     "ScheduledPhase",
     "Settings",

@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.client import Client
+from toolkit.controls import SandboxControls
 from toolkit.environment import resolve_environment
 from toolkit.errors import ToolkitError
 from toolkit.notebooks import DEFAULT_REPORTS, EXIT_OK, RunResult, run_notebook
-from toolkit.sandbox.controls import SandboxControls
 
 #: The demo's runs, in order, with the parameters that differ from the notebooks' defaults (and
 #: the reconciliation's ``as_of``, the sandbox's frozen instant, added when the demo runs).

@@ -21,9 +21,9 @@ from toolkit import Client, payments_frame, prices_frame
 from toolkit.bulk import acreate_payments, acreate_products, run_sync
 from toolkit.cli import main
 from toolkit.client import AsyncClient
+from toolkit.controls import SandboxControls
 from toolkit.journal import Journal
 from toolkit.reconcile import load_ledger, load_processor, reconcile
-from toolkit.sandbox.controls import SandboxControls
 from toolkit.sandbox.embedded import RunningSandbox, start_server
 
 RETURN_URL = "https://shop.example/return"

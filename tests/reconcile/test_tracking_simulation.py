@@ -19,7 +19,7 @@ import pytest
 
 from toolkit.cli import main
 from toolkit.client import Client
-from toolkit.sandbox.controls import SandboxControls
+from toolkit.controls import SandboxControls
 from toolkit.sandbox.embedded import RunningSandbox, start_server
 
 DAYS = 30

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from jsonschema_rs import Draft202012Validator
 
 from tests.sandbox.conftest import Api
+from toolkit.control_models import FAULT_MODES, FaultRuleRequest
 from toolkit.sandbox.embedded import RunningSandbox
 from toolkit.sandbox.openapi import FAULT_EXAMPLES, fault_component
-from toolkit.sandbox.schemas import FAULT_MODES, FaultRuleRequest
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -38,13 +38,13 @@ from typing import Any
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toolkit.control_models import FaultRuleRequest
 from toolkit.models import parse_json
 from toolkit.sandbox import store
 from toolkit.sandbox.deps import authenticate
 from toolkit.sandbox.http import MAX_BODY_BYTES, BadRequest, Unauthorized, error_response
 from toolkit.sandbox.protocol import Connection, connection_of
 from toolkit.sandbox.requests_log import entry_of
-from toolkit.sandbox.schemas import FaultRuleRequest
 
 logger = logging.getLogger("toolkit.sandbox")
 

@@ -17,9 +17,9 @@ import pandas as pd
 
 from toolkit.client import Client
 from toolkit.config import load_settings, read_key_file
+from toolkit.control_models import FAULT_MODES, FAULT_ROUTES, MAX_DELAY_MS
+from toolkit.controls import SandboxControls
 from toolkit.errors import ConfigurationError, ToolkitError
-from toolkit.sandbox.controls import SandboxControls
-from toolkit.sandbox.schemas import FAULT_MODES, FAULT_ROUTES, MAX_DELAY_MS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

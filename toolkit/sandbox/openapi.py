@@ -29,10 +29,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 from starlette.routing import Match, Route, compile_path
 
-from toolkit.models import AUTO_INSTRUMENT_METHODS, PriceType
-from toolkit.money import MAX_DECIMALS, MAX_INTEGER_DIGITS, is_currency, minor_digits
-from toolkit.sandbox import rules
-from toolkit.sandbox.schemas import (
+from toolkit.control_models import (
     FAULT_MODES,
     FAULT_STATUSES,
     MODE_FIELDS,
@@ -41,6 +38,9 @@ from toolkit.sandbox.schemas import (
     RETRY_AFTER_STATUSES,
     SELECTION_FIELDS,
 )
+from toolkit.models import AUTO_INSTRUMENT_METHODS, PriceType
+from toolkit.money import MAX_DECIMALS, MAX_INTEGER_DIGITS, is_currency, minor_digits
+from toolkit.sandbox import rules
 from toolkit.sandbox.store import TEST_INSTRUMENTS
 
 _COMPONENTS: dict[str, Any] = {}

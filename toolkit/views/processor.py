@@ -17,10 +17,10 @@ def processor_side(processor_path: str | Path | None) -> tuple[str | pd.DataFram
     payments frame (what this toolkit created at the live service, with its recorded outcomes).
     """
     from toolkit.client import Client
+    from toolkit.controls import SandboxControls
     from toolkit.errors import SandboxError
     from toolkit.frames import payments_frame
     from toolkit.journal import Journal
-    from toolkit.sandbox.controls import SandboxControls
 
     if processor_path is not None and str(processor_path).strip():
         return str(processor_path), f"processor file {processor_path}"

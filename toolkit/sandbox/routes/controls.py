@@ -9,6 +9,12 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from toolkit.control_models import (
+    CancelRequest,
+    ClockAdvanceRequest,
+    ResolveRequest,
+    SubscriptionCreateRequest,
+)
 from toolkit.models import EXPORT_COLUMNS, Subscription
 from toolkit.outputs import neutralise_cell
 from toolkit.sandbox import rules, store
@@ -21,12 +27,6 @@ from toolkit.sandbox.routes.payments import (
     export_record,
     resolve_customer,
     resolve_instrument,
-)
-from toolkit.sandbox.schemas import (
-    CancelRequest,
-    ClockAdvanceRequest,
-    ResolveRequest,
-    SubscriptionCreateRequest,
 )
 
 router = APIRouter(prefix="/sandbox", tags=["sandbox controls"], dependencies=[Authenticated])

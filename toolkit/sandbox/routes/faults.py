@@ -11,12 +11,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
+from toolkit.control_models import FaultRule, FaultRuleRequest
 from toolkit.sandbox import faults
 from toolkit.sandbox.deps import Authenticated, DbDep, StateDep
 from toolkit.sandbox.http import build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
 from toolkit.sandbox.requests_log import DEFAULT_LIMIT, LOG_SIZE
-from toolkit.sandbox.schemas import FaultRule, FaultRuleRequest
 
 router = APIRouter(prefix="/sandbox", tags=["sandbox controls"], dependencies=[Authenticated])
 

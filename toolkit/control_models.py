@@ -1,8 +1,10 @@
-"""Bodies of the sandbox-only controls under /sandbox/ (not part of the service's API), and the fault
-rule as the controls answer it.
+"""The shapes of the sandbox-only controls under /sandbox/ (not part of the service's API): their
+request bodies and the fault rule as they answer it.
 
-They use the shared strict request base of ``toolkit.models``: unknown fields are refused and
-errors name the field, like the spec's own requests.
+Shared, like ``toolkit.models``, by the two sides: the sandbox, which checks them, and
+``SandboxControls``, which checks them before sending. They use the strict request base of
+``toolkit.models``: unknown fields are refused and errors name the field, like the spec's own
+requests.
 """
 
 from __future__ import annotations

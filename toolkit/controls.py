@@ -4,7 +4,9 @@ Besides subscriptions, the clock, settlement and reset, it drives faults on dema
 ``faults``, ``clear_faults``) and reads the request log (``requests``), both as frames for notebooks.
 
 It checks ``GET /sandbox/info`` first and refuses anything that is not a sandbox, so a scenario
-script pointed at the live service by mistake stops before it does anything.
+script pointed at the live service by mistake stops before it does anything. It is client code:
+it reaches the sandbox over HTTP through ``Client`` and shares only the models with it
+(``toolkit.models``, ``toolkit.control_models``); the sandbox package never imports it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,18 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import pandas as pd
+from pydantic import BaseModel
 
 from toolkit.client import Client
 from toolkit.config import load_settings
+from toolkit.control_models import (
+    CancelRequest,
+    ClockAdvanceRequest,
+    FaultRule,
+    FaultRuleRequest,
+    ResolveRequest,
+    SubscriptionCreateRequest,
+)
 from toolkit.errors import APIError, AuthenticationError, SandboxError
 from toolkit.journal import Journal
 from toolkit.models import (
@@ -26,14 +37,6 @@ from toolkit.models import (
     SettlementRecord,
     Subscription,
     merge_fields,
-)
-from toolkit.sandbox.schemas import (
-    CancelRequest,
-    ClockAdvanceRequest,
-    FaultRule,
-    FaultRuleRequest,
-    ResolveRequest,
-    SubscriptionCreateRequest,
 )
 
 EXPORT_TIME_COLUMNS = ("createTime", "updateTime")
@@ -214,6 +217,6 @@ def _utc(epoch_ms: int) -> datetime:
     return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
 
 
-def _wire(model: Any) -> dict[str, Any]:
+def _wire(model: BaseModel) -> dict[str, Any]:
     data: dict[str, Any] = model.model_dump(mode="python", exclude_none=True)
     return data
