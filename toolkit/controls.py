@@ -130,9 +130,9 @@ class SandboxControls:
         if journal is not None:
             journal.record_settlement(settled)
             return settled
-        path = Journal.path_for(self.client.environment, load_settings().home)
-        if path.exists():
-            with Journal.for_environment(self.client.environment, load_settings().home) as own:
+        home = load_settings().home
+        if Journal.path_for(self.client.environment, home).exists():  # else no payment was journaled
+            with Journal.for_environment(self.client.environment, home) as own:
                 own.record_settlement(settled)
         return settled
 

@@ -328,20 +328,31 @@ def clock_frozen_ms(conn: sqlite3.Connection) -> int | None:
     return None if value is None else int(value)
 
 
+def clock_state(conn: sqlite3.Connection) -> tuple[int | None, int]:
+    """(frozen instant or None, offset) in one statement: every payment reads it."""
+    values = dict(
+        conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('clock_frozen_ms', 'clock_offset_ms')"
+        ).fetchall()
+    )
+    frozen = values.get("clock_frozen_ms")
+    return (None if frozen is None else int(frozen)), int(values.get("clock_offset_ms") or 0)
+
+
 def _clock(frozen: int | None, offset: int) -> int:
     return frozen if frozen is not None else wall_ms() + offset
 
 
 def now_ms(conn: sqlite3.Connection) -> int:
     """The sandbox clock: the frozen instant, else wall time plus the offset of clock advances."""
-    return _clock(clock_frozen_ms(conn), clock_offset_ms(conn))
+    return _clock(*clock_state(conn))
 
 
 def cached_now_ms(db: Database, cache: dict[Any, Any]) -> int:
     """``now_ms`` with the clock's state from ``cache`` (a ``Database.read_cache``) when it is there."""
     state = cache.get("clock")
     if state is None:
-        state = cache["clock"] = (clock_frozen_ms(db.conn), clock_offset_ms(db.conn))
+        state = cache["clock"] = clock_state(db.conn)
     return _clock(*state)
 
 
