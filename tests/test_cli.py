@@ -42,13 +42,31 @@ def test_only_the_chosen_command_is_imported() -> None:
         "    main(['journal', '--help'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(sorted(m for m in ('toolkit.journal_command', 'toolkit.notebooks', 'toolkit.reconcile.command',"
-        " 'toolkit.sandbox.server') if m in sys.modules))\n"
+        "print(sorted(m for m in ('toolkit.cli.journal', 'toolkit.cli.run', 'toolkit.cli.reconcile',"
+        " 'toolkit.cli.sandbox', 'toolkit.notebooks') if m in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    assert done.stdout.splitlines()[-1] == "['toolkit.journal_command']"
+    assert done.stdout.splitlines()[-1] == "['toolkit.cli.journal']"
+
+
+def test_each_command_is_a_module_of_the_cli_package() -> None:
+    """One module per command under toolkit/cli/, as `python -m toolkit.cli --help` lists them."""
+    assert {name: module for name, (module, _) in SUBCOMMANDS.items()} == {
+        "sandbox": "toolkit.cli.sandbox",
+        "reconcile": "toolkit.cli.reconcile",
+        "run": "toolkit.cli.run",
+        "journal": "toolkit.cli.journal",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkit.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert all(name in done.stdout for name in SUBCOMMANDS)
 
 
 def test_the_command_returns_the_subcommand_exit_code(capsys: pytest.CaptureFixture[str]) -> None:

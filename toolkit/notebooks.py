@@ -35,7 +35,6 @@ directory; the kernel itself runs in the notebook's folder, so the notebooks' de
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import difflib
 import errno
@@ -46,9 +45,7 @@ import os
 import re
 import sqlite3
 import stat
-import sys
 import tempfile
-import traceback
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,14 +53,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from toolkit import runlog
 from toolkit.config import default_home
-from toolkit.errors import NotebookFailure, OutputError, ParameterError, ToolkitError
+from toolkit.errors import NotebookFailure, OutputError, ParameterError
 from toolkit.outputs import atomic_path, ensure_directory, write_text_atomic
 from toolkit.parameters import (
     OUTPUT_PARAMETER,
     check_parameters,
-    declared_parameters,
     parse_value,
 )
 
@@ -129,7 +124,7 @@ def resolve_notebook(name_or_path: str | Path) -> Path:
     raise ParameterError(f"notebook {text!r} not found{hint}")
 
 
-def _resolve_paths(parameters: Mapping[str, Any]) -> dict[str, Any]:
+def resolve_paths(parameters: Mapping[str, Any]) -> dict[str, Any]:
     """``*_path`` values given by the caller are relative to the caller, not the notebook folder."""
     out: dict[str, Any] = {}
     for name, value in parameters.items():
@@ -500,7 +495,7 @@ def run_notebook(
     name = path.stem
     target_dir = _output_folder(name, output_dir, Path(reports_root))
     before = _regular_files(target_dir)
-    values = _resolve_paths(given) | {OUTPUT_PARAMETER: str(target_dir)}
+    values = resolve_paths(given) | {OUTPUT_PARAMETER: str(target_dir)}
     executed_path = target_dir / f"{name}.ipynb"
     html_path = target_dir / f"{name}.html"
     exit_code, message, failed_cell = EXIT_OK, None, None
@@ -564,88 +559,6 @@ def _result_summary(notebook: Any) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-# `toolkit run`
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare ``toolkit run NOTEBOOK [-p NAME VALUE ...] [--output-dir DIR]``."""
-    parser.add_argument("notebook", help=f"one of {', '.join(NOTEBOOKS)}, or a path to a notebook")
-    parser.add_argument(
-        "-p",
-        "--parameter",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("NAME", "VALUE"),
-        help="set a parameter (YAML scalar: 5, true, 2024-05-01 stays text)",
-    )
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        default=None,
-        help="where to write the run (default reports/<notebook>/<UTC time>/)",
-    )
-    parser.epilog = (
-        "exit codes: 0 success; 1 the notebook reported a failure; "
-        "2 execution, input or infrastructure error (an unwritable output folder too)"
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run the notebook; print where its report is; return 0, 1 or 2."""
-    try:
-        path = resolve_notebook(args.notebook)
-        defaults = declared_parameters(path)
-        parameters = {name: parse_value(value, defaults.get(name)) for name, value in args.parameter}
-        started = runlog.now_text()
-        result = run_notebook(path, parameters, args.output_dir)
-        warning = _record_run(result, parameters, started)
-    except (ToolkitError, OSError) as exc:  # bad parameter or input, unwritable output: one line
-        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
-        return EXIT_ERROR
-    except Exception as exc:  # a bug: its traceback is kept, but the exit code must not say "findings"
-        trace = "".join(traceback.format_exception(exc))
-        print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
-        print(f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
-        return EXIT_ERROR
-    if warning:
-        print(_one_line(warning), file=sys.stderr)
-    # The last line is the run's result, for a scheduler to forward; failures go to stderr.
-    print(_one_line(result.result_line()), file=sys.stdout if result.ok else sys.stderr)
-    return result.exit_code
-
-
-def _record_run(result: RunResult, parameters: Mapping[str, Any], started: str) -> str | None:
-    """``run.json`` beside the run's outputs (scrubbed like them), then the reports index; returns
-    a warning when the index could not be updated (``OutputError`` when run.json cannot be written)."""
-    track = parameters.get("track")
-    manifest: dict[str, Any] = {
-        "kind": "notebook",
-        "name": result.notebook,
-        "parameters": {k: v for k, v in parameters.items()},
-        "inputs": runlog.file_hashes(
-            v for k, v in _resolve_paths(parameters).items() if k.endswith("_path") and v
-        ),
-        "started": started,
-        "ended": runlog.now_text(),
-        "exitCode": result.exit_code,
-        "status": runlog.STATUS.get(result.exit_code, "error"),
-        "reason": result.summary if result.ok else result.message,
-        "report": result.html.name if result.html is not None else None,
-        **({"track": track} if track else {}),
-        **runlog.counts_from_folder(result.output_dir),
-    }
-    text = scrub_text(json.dumps(manifest, default=str), secrets_in_environment())
-    runlog.write_manifest(result.output_dir, json.loads(text))
-    return runlog.index_warning(result.output_dir)
-
-
-def _one_line(text: str) -> str:
-    """``text`` scrubbed of any key and folded onto one line, for a scheduler to forward."""
-    return " ".join(scrub_text(text, secrets_in_environment()).splitlines()).strip()
-
-
 __all__ = [
     "EXIT_ERROR",
     "EXIT_FAILURE",
@@ -654,11 +567,10 @@ __all__ = [
     "NotebookFailure",
     "ParameterError",
     "RunResult",
-    "add_arguments",
     "check_parameters",
     "parse_value",
     "resolve_notebook",
-    "run",
+    "resolve_paths",
     "run_notebook",
     "scrub_file",
     "scrub_text",

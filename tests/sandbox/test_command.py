@@ -15,8 +15,8 @@ import pytest
 from tests.conftest import free_port, wait_until_answering
 from tests.sandbox.conftest import TEST_KEY, Api, now_ms
 from toolkit.cli import main
+from toolkit.cli.sandbox import server_key
 from toolkit.sandbox import store
-from toolkit.sandbox.server import server_key
 
 
 @pytest.fixture

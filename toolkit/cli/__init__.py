@@ -1,7 +1,10 @@
-"""The ``toolkit`` command: one subcommand per module, each owning its arguments and its run.
+"""The ``toolkit`` command: one module of this package per subcommand, each owning its arguments
+and its run (``sandbox``, ``reconcile``, ``run``, ``journal``), as datacompy's ``cli/`` does.
 
 Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int`` (the exit code);
-modules are imported only when their subcommand runs, so ``toolkit --help`` stays fast.
+modules are imported only when their subcommand runs, so ``toolkit --help`` stays fast. The
+command line is the outermost layer: these modules may import any part of the toolkit, and no
+other part imports them.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ import sys
 from collections.abc import Sequence
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "sandbox": ("toolkit.sandbox.server", "serve the local sandbox of the payment service"),
-    "reconcile": ("toolkit.reconcile.command", "reconcile a ledger against the processor"),
-    "run": ("toolkit.notebooks", "run one of the notebooks with papermill into reports/"),
-    "journal": ("toolkit.journal_command", "list and resolve journaled create calls"),
+    "sandbox": ("toolkit.cli.sandbox", "serve the local sandbox of the payment service"),
+    "reconcile": ("toolkit.cli.reconcile", "reconcile a ledger against the processor"),
+    "run": ("toolkit.cli.run", "run one of the notebooks with papermill into reports/"),
+    "journal": ("toolkit.cli.journal", "list and resolve journaled create calls"),
 }
 
 
@@ -45,7 +48,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.set_defaults(handler=module.run)
     args = parser.parse_args(argv)
     return int(args.handler(args))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

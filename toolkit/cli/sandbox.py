@@ -1,7 +1,7 @@
 """``toolkit sandbox``: serve the sandbox in the foreground until SIGINT/SIGTERM.
 
 ``toolkit sandbox faults add|list|clear`` drives the fault rules of a running one
-(``toolkit.sandbox.faults_command``).
+(``toolkit.cli.sandbox_faults``).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import uvicorn
 
+from toolkit.cli import sandbox_faults
 from toolkit.config import load_settings, read_key_file
 from toolkit.errors import ConfigurationError
-from toolkit.sandbox import faults, faults_command, store
+from toolkit.sandbox import faults, store
 from toolkit.sandbox.app import DEFAULT_TOLERANCE_S, ENV_DB, ENV_KEY, ENV_LOG_REQUESTS, ENV_TOLERANCE
-from toolkit.sandbox.embedded import DATABASE_NAME
 from toolkit.sandbox.protocol import SandboxProtocol
 
 DEFAULT_HOST = "127.0.0.1"
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--db",
         type=Path,
         default=None,
-        help=f"SQLite file (default: $TOOLKIT_HOME/{DATABASE_NAME})",
+        help=f"SQLite file (default: $TOOLKIT_HOME/{store.DATABASE_NAME})",
     )
     key = parser.add_mutually_exclusive_group()
     key.add_argument(
@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "fault (never headers or the key)",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
-    faults_command.add_arguments(
+    sandbox_faults.add_arguments(
         actions.add_parser(
             "faults",
             help="add, list or clear the fault rules of a running sandbox",
@@ -111,14 +111,14 @@ def _workers(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Serve the sandbox in the foreground until SIGINT or SIGTERM; returns the exit code."""
     if args.action == "faults":
-        return faults_command.run(args)
+        return sandbox_faults.run(args)
     return serve(args)
 
 
 def serve(args: argparse.Namespace) -> int:
     """Serve until stopped; uvicorn handles SIGINT and SIGTERM with a clean shutdown."""
     settings = load_settings()
-    db_path = Path(args.db) if args.db is not None else settings.home / DATABASE_NAME
+    db_path = Path(args.db) if args.db is not None else settings.home / store.DATABASE_NAME
     db_path.parent.mkdir(parents=True, exist_ok=True)
     db = store.Database(db_path)
     try:

@@ -1,0 +1,78 @@
+"""The package's boundaries, read from the imports (lazy ones inside functions included).
+
+The sandbox is a server: it shares only the models (with exact money and their errors) with the
+rest. The client
+side (client, journal, controls, settings) never imports the sandbox; only ``environment.py``,
+which decides which service to talk to, starts the embedded one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "toolkit"
+
+#: What the sandbox package may import from the rest of the toolkit: the models, exact money, the
+#: errors the models raise, and how text is made safe in a CSV file a spreadsheet opens.
+SHARED_WITH_THE_SANDBOX = frozenset(
+    {"toolkit.models", "toolkit.control_models", "toolkit.money", "toolkit.errors", "toolkit.outputs"}
+)
+
+#: Client-side modules that must work without the sandbox package.
+CLIENT_SIDE = (
+    "config.py",
+    "client.py",
+    "journal.py",
+    "controls.py",
+    "bulk.py",
+    "models.py",
+    "control_models.py",
+)
+
+
+def toolkit_imports(path: Path) -> set[str]:
+    """Every ``toolkit...`` module a file imports, at the top or inside a function."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name == "toolkit" or name.startswith("toolkit.")}
+
+
+def _is_module(name: str) -> bool:
+    relative = Path(*name.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").is_file() or (PACKAGE / relative).is_dir()
+
+
+def test_the_sandbox_shares_only_the_models_with_the_rest() -> None:
+    crossing = {}
+    for path in sorted((PACKAGE / "sandbox").rglob("*.py")):
+        outside = {
+            name
+            for name in toolkit_imports(path)
+            if _is_module(name) and not name.startswith("toolkit.sandbox") and name != "toolkit"
+        }
+        if outside - SHARED_WITH_THE_SANDBOX:
+            crossing[str(path.relative_to(PACKAGE))] = sorted(outside - SHARED_WITH_THE_SANDBOX)
+    assert crossing == {}
+
+
+@pytest.mark.parametrize("module", CLIENT_SIDE)
+def test_the_client_side_never_imports_the_sandbox(module: str) -> None:
+    reached = sorted(name for name in toolkit_imports(PACKAGE / module) if name.startswith("toolkit.sandbox"))
+    assert reached == []
+
+
+def test_only_the_environment_starts_the_embedded_sandbox() -> None:
+    starters = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if "toolkit.sandbox.embedded.embedded_sandbox" in toolkit_imports(path)
+    )
+    assert starters == ["environment.py"]
