@@ -164,7 +164,8 @@ def generate(directory: Path, rows: int, threads: int) -> tuple[Path, Path, dict
                 CASE WHEN b = {BUCKETS["unknown_outcome"]} THEN 'unknown'
                      WHEN b = {BUCKETS["status_mismatch"]} THEN {statuses}[(s + 1) % {n} + 1]
                      ELSE {statuses}[s + 1] END AS status,
-                (1700000000000 + i * 1000)::VARCHAR AS createTime
+                -- 10 ms apart from 2023-11-14: 100M rows span 12 days, all before the cut-off (now)
+                (1700000000000 + i * 10)::VARCHAR AS createTime
             FROM (SELECT * FROM base
                   UNION ALL SELECT * FROM base WHERE b = {BUCKETS["duplicate_in_processor"]})
         ) TO '{processor}' (FORMAT parquet)"""
