@@ -28,7 +28,7 @@ import segno
 from segno import encoder
 
 from toolkit.sandbox import png, qr
-from toolkit.sandbox.routes.images import CHECKOUT_QR, checkout_url
+from toolkit.sandbox.checkout import CHECKOUT_QR, checkout_url
 
 
 def fresh_url() -> str:

@@ -12,7 +12,7 @@ import segno
 
 from tests.sandbox.qr_decode import Decoded, NotAQrCode, decode_modules, decode_png, decode_svg, png_modules
 from toolkit.sandbox import qr
-from toolkit.sandbox.routes.images import CHECKOUT_QR, checkout_url
+from toolkit.sandbox.checkout import CHECKOUT_QR, checkout_url
 
 
 def test_checkout_codes_are_segnos_symbols_with_the_fixed_mask() -> None:

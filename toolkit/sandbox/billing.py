@@ -15,8 +15,11 @@ import sqlite3
 import uuid
 from typing import Any
 
+from toolkit.control_models import SubscriptionCreateRequest
 from toolkit.money import from_minor
 from toolkit.sandbox import rules, store
+from toolkit.sandbox.charging import active_price, resolve_customer, resolve_instrument
+from toolkit.sandbox.http import Conflict, NotFound
 
 
 @functools.lru_cache(maxsize=4096)
@@ -181,3 +184,82 @@ def render_subscription(plan: Plan, *, cycle: int, ended: bool) -> dict[str, Any
         "sessionId": row["session_id"],
         "metadata": plan.metadata,
     }
+
+
+def _scheduled_phases(
+    conn: sqlite3.Connection, req: SubscriptionCreateRequest, price: sqlite3.Row
+) -> list[dict[str, Any]]:
+    """The phases as stored; each snapshot must be a price of the same product, currency and interval."""
+    phases: list[dict[str, Any]] = []
+    for index, phase in enumerate(req.scheduledPhases or []):
+        if phase.priceSnapshotId is not None:
+            field = f"scheduledPhases.{index}.priceSnapshotId"
+            other = store.get_price_by_snapshot(conn, snapshot_id=phase.priceSnapshotId)
+            if other is None:
+                raise NotFound(f"{field}: unknown price snapshot {phase.priceSnapshotId!r}")
+            same = ("product_id", "price_type", "currency", "interval", "interval_count")
+            if any(other[key] != price[key] for key in same):
+                raise Conflict(field, "must be a recurring price of the same product, currency and interval")
+        phases.append(
+            {
+                "sequence": phase.sequence if phase.sequence is not None else index + 1,
+                "effectiveCycle": phase.effectiveCycle,
+                "priceSnapshotId": phase.priceSnapshotId,
+                "quantity": phase.quantity,
+                "metadata": phase.metadata or {},
+            }
+        )
+    return phases
+
+
+def create_subscription(
+    conn: sqlite3.Connection, req: SubscriptionCreateRequest, *, now: int
+) -> dict[str, Any]:
+    """Write a subscription on a recurring price, inside the caller's write transaction; its view.
+
+    The price must be active and recurring, each scheduled phase's snapshot a price of the same
+    product, currency and interval; the customer and instrument are found as for a payment.
+    """
+    price = active_price(conn, product_id=req.productId, price_id=req.priceId)
+    if price["price_type"] != "recurring":
+        raise Conflict("priceId", "is a one_time price; a subscription needs a recurring price")
+    phases = _scheduled_phases(conn, req, price)
+    customer_id = resolve_customer(
+        conn,
+        customer_id=req.customerId,
+        email=req.customerEmail,
+        reference_id=req.referenceCustomerId,
+        now=now,
+    )
+    instrument_id, _ = resolve_instrument(
+        conn,
+        instrument_id=req.paymentInstrumentId,
+        customer_id=customer_id,
+        method=req.paymentMethodType,
+        now=now,
+    )
+    subscription_id = store.new_id("sub_")
+    store.insert_subscription(
+        conn,
+        subscription={
+            "id": subscription_id,
+            "customer_id": customer_id,
+            "product_id": req.productId,
+            "price_id": req.priceId,
+            "quantity": req.quantity,
+            "method": req.paymentMethodType.value,
+            "instrument_id": instrument_id,
+            "merchant_reference": req.merchantReference,
+            "metadata": store.dumps(req.metadata),
+            "phases": store.dumps(phases),
+            "session_id": store.insert_session(conn, kind="subscription", now=now),
+            "create_time": now,
+            "cancel_at": None,
+            "cancel_at_period_end": 0,
+            "cancel_requested_at": None,
+            "cancel_reason": None,
+        },
+    )
+    row = store.get_subscription(conn, subscription_id=subscription_id)
+    assert row is not None
+    return subscription_view(conn, row, now=now)

@@ -15,6 +15,7 @@ from fastapi.responses import Response
 
 from toolkit.errors import RequestValidationError
 from toolkit.models import SUCCESS_CODE, SUCCESS_MSG, RequestModel, parse_json, to_json_bytes
+from toolkit.sandbox.checkout import QR_PATH
 
 #: Bodies above this size are refused with 413 before they are parsed.
 MAX_BODY_BYTES = 1024 * 1024
@@ -236,3 +237,22 @@ def build(model: type[ModelT], data: dict[str, Any]) -> ModelT:
         return model.build(data)
     except RequestValidationError as exc:
         raise ApiError(400, exc.detail) from None
+
+
+_BASES: dict[tuple[Any, ...], str] = {}
+
+
+def image_base(request: Request) -> str:
+    """The absolute URL the image names are appended to, as the client reached this server.
+
+    Remembered per scheme, Host header, server and root path (building ``request.base_url`` costs
+    ~10 us a call).
+    """
+    scope = request.scope
+    key = (scope.get("scheme"), request.headers.get("host"), scope.get("server"), scope.get("root_path"))
+    base = _BASES.get(key)
+    if base is None:
+        if len(_BASES) >= 64:  # Host headers are the client's to choose: stay bounded
+            _BASES.clear()
+        base = _BASES[key] = f"{str(request.base_url).rstrip('/')}{QR_PATH}/"
+    return base

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -17,17 +17,12 @@ from toolkit.control_models import (
 )
 from toolkit.models import EXPORT_COLUMNS, Subscription
 from toolkit.outputs import neutralise_cell
-from toolkit.sandbox import rules, store
+from toolkit.sandbox import billing, rules, store
 from toolkit.sandbox.billing import subscription_view
+from toolkit.sandbox.charging import export_record
 from toolkit.sandbox.deps import Authenticated, DbDep
 from toolkit.sandbox.http import BadRequest, Conflict, NotFound, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
-from toolkit.sandbox.routes.payments import (
-    active_price,
-    export_record,
-    resolve_customer,
-    resolve_instrument,
-)
 
 router = APIRouter(prefix="/sandbox", tags=["sandbox controls"], dependencies=[Authenticated])
 
@@ -88,70 +83,7 @@ async def info(db: DbDep) -> Response:
 async def create_subscription(request: Request, db: DbDep) -> Response:
     req = build(SubscriptionCreateRequest, await read_object(request))
     with db.write() as conn:
-        now = store.now_ms(conn)
-        price = active_price(conn, product_id=req.productId, price_id=req.priceId)
-        if price["price_type"] != "recurring":
-            raise Conflict("priceId", "is a one_time price; a subscription needs a recurring price")
-        phases: list[dict[str, Any]] = []
-        for index, phase in enumerate(req.scheduledPhases or []):
-            if phase.priceSnapshotId is not None:
-                field = f"scheduledPhases.{index}.priceSnapshotId"
-                other = store.get_price_by_snapshot(conn, snapshot_id=phase.priceSnapshotId)
-                if other is None:
-                    raise NotFound(f"{field}: unknown price snapshot {phase.priceSnapshotId!r}")
-                same = ("product_id", "price_type", "currency", "interval", "interval_count")
-                if any(other[key] != price[key] for key in same):
-                    raise Conflict(
-                        field, "must be a recurring price of the same product, currency and interval"
-                    )
-            phases.append(
-                {
-                    "sequence": phase.sequence if phase.sequence is not None else index + 1,
-                    "effectiveCycle": phase.effectiveCycle,
-                    "priceSnapshotId": phase.priceSnapshotId,
-                    "quantity": phase.quantity,
-                    "metadata": phase.metadata or {},
-                }
-            )
-        customer_id = resolve_customer(
-            conn,
-            customer_id=req.customerId,
-            email=req.customerEmail,
-            reference_id=req.referenceCustomerId,
-            now=now,
-        )
-        instrument_id, _ = resolve_instrument(
-            conn,
-            instrument_id=req.paymentInstrumentId,
-            customer_id=customer_id,
-            method=req.paymentMethodType,
-            now=now,
-        )
-        subscription_id = store.new_id("sub_")
-        store.insert_subscription(
-            conn,
-            subscription={
-                "id": subscription_id,
-                "customer_id": customer_id,
-                "product_id": req.productId,
-                "price_id": req.priceId,
-                "quantity": req.quantity,
-                "method": req.paymentMethodType.value,
-                "instrument_id": instrument_id,
-                "merchant_reference": req.merchantReference,
-                "metadata": store.dumps(req.metadata),
-                "phases": store.dumps(phases),
-                "session_id": store.insert_session(conn, kind="subscription", now=now),
-                "create_time": now,
-                "cancel_at": None,
-                "cancel_at_period_end": 0,
-                "cancel_requested_at": None,
-                "cancel_reason": None,
-            },
-        )
-        row = store.get_subscription(conn, subscription_id=subscription_id)
-        assert row is not None
-        data = subscription_view(conn, row, now=now)
+        data = billing.create_subscription(conn, req, now=store.now_ms(conn))
     return ok(data)
 
 

@@ -10,48 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import Response
 
 from toolkit.sandbox import rules, store
+from toolkit.sandbox.checkout import CHECKOUT_QR, QR_PATH, checkout_url
 from toolkit.sandbox.deps import DbDep
 from toolkit.sandbox.http import NotFound
-from toolkit.sandbox.qr import QrFamily
-
-PATH = "/sandbox/qr"
-
-#: Every wallet QR code holds the checkout URL ``{CHECKOUT_BASE}/pay/ord_<32 hex>`` (``store.new_id``):
-#: one family, drawn from one template.
-CHECKOUT_QR = QrFamily(prefix=f"{rules.CHECKOUT_BASE}/pay/ord_", tail_length=32)
 
 _WALLET_METHODS = frozenset(method.value for method in rules.WALLETS)
 _CACHE_CONTROL = {"Cache-Control": "public, max-age=86400, immutable"}
 
-router = APIRouter(prefix=PATH, tags=["sandbox QR images"])
-
-
-def checkout_url(order_id: str) -> str:
-    """Where the customer pays: the ``redirectUrl`` of a wallet action, and what its QR code holds."""
-    return f"{rules.CHECKOUT_BASE}/pay/{order_id}"
-
-
-_BASES: dict[tuple[Any, ...], str] = {}
-
-
-def image_base(request: Request) -> str:
-    """The absolute URL the image names are appended to, as the client reached this server.
-
-    Remembered per scheme, Host header, server and root path (building ``request.base_url`` costs
-    ~10 us a call).
-    """
-    scope = request.scope
-    key = (scope.get("scheme"), request.headers.get("host"), scope.get("server"), scope.get("root_path"))
-    base = _BASES.get(key)
-    if base is None:
-        if len(_BASES) >= 64:  # Host headers are the client's to choose: stay bounded
-            _BASES.clear()
-        base = _BASES[key] = f"{str(request.base_url).rstrip('/')}{PATH}/"
-    return base
+router = APIRouter(prefix=QR_PATH, tags=["sandbox QR images"])
 
 
 def _operation(media_type: str) -> dict[str, Any]:
