@@ -145,7 +145,7 @@ def reference_app() -> FastAPI:
     local = threading.local()
 
     def conn() -> sqlite3.Connection:
-        """Per thread, with the sandbox's settings (``toolkit.sandbox.store.Database.conn``)."""
+        """Per thread, with the sandbox's settings (``toolkit.sandbox.db.Database.conn``)."""
         c: sqlite3.Connection | None = getattr(local, "conn", None)
         if c is None:
             c = sqlite3.connect(db, isolation_level=None, timeout=30)

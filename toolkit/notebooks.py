@@ -141,8 +141,9 @@ def resolve_paths(parameters: Mapping[str, Any]) -> dict[str, Any]:
 def _embedded_key(home: Path) -> str | None:
     """The embedded sandbox's key stored in its database, read without creating anything."""
     from toolkit.sandbox import store
+    from toolkit.sandbox.db import DATABASE_NAME
 
-    database = home / store.DATABASE_NAME
+    database = home / DATABASE_NAME
     if not database.is_file():
         return None
     try:

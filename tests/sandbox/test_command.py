@@ -17,6 +17,7 @@ from tests.sandbox.conftest import TEST_KEY, Api, now_ms
 from toolkit.cli import main
 from toolkit.cli.sandbox import server_key
 from toolkit.sandbox import store
+from toolkit.sandbox.db import Database
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def test_help_says_where_the_key_may_come_from(capsys: pytest.CaptureFixture[str
 
 
 def test_the_key_is_taken_in_order(tmp_path: Path, key_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    db = store.Database(tmp_path / "keys.sqlite")
+    db = Database(tmp_path / "keys.sqlite")
 
     def key(api_key: str | None = None, api_key_file: Path | None = None) -> tuple[str, str]:
         return server_key(argparse.Namespace(api_key=api_key, api_key_file=api_key_file), db)

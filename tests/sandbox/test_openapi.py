@@ -13,7 +13,7 @@ from jsonschema_rs import Draft202012Validator
 
 from tests.sandbox.conftest import Api
 from toolkit.sandbox import openapi
-from toolkit.sandbox.store import TEST_INSTRUMENTS
+from toolkit.sandbox.db import TEST_INSTRUMENTS
 
 _METHODS = ("get", "put", "post", "delete", "patch", "trace")
 _RETURN = "https://shop.example/return"

@@ -16,6 +16,7 @@ import pytest
 
 from tests.sandbox.conftest import TEST_KEY, Api, recurring
 from toolkit.sandbox import store
+from toolkit.sandbox.db import Database
 from toolkit.sandbox.embedded import start_server
 from toolkit.sandbox.rules import DAY_MS
 
@@ -90,7 +91,7 @@ def test_own_writes_are_seen(pair: tuple[Api, Api, Path]) -> None:
 
 def test_rolled_back_reads_are_not_cached(tmp_path: Path) -> None:
     """A row read inside a write transaction that rolls back must not outlive it in the cache."""
-    db = store.Database(tmp_path / "c.sqlite")
+    db = Database(tmp_path / "c.sqlite")
     cache = db.read_cache()
     cache["clock_offset_ms"] = 0
     with pytest.raises(RuntimeError), db.write() as conn:

@@ -18,6 +18,7 @@ from tests.conftest import free_port, wait_until_answering
 from tests.sandbox.conftest import TEST_KEY, Api, now_ms
 from toolkit.models import to_json_bytes
 from toolkit.sandbox import store
+from toolkit.sandbox.db import Database
 from toolkit.sandbox.embedded import start_server
 from toolkit.sandbox.requests_log import FLUSH_INTERVAL_S, LOG_SIZE
 
@@ -199,7 +200,7 @@ def test_log_requests_prints_one_line_per_request_without_the_key(
 
 
 def test_the_log_keeps_the_last_rows_only(tmp_path: Path) -> None:
-    db = store.Database(tmp_path / "ring.sqlite")
+    db = Database(tmp_path / "ring.sqlite")
     for batch in range(3):
         rows = [
             (1000 * batch + i, "GET", f"/subscription/{batch}-{i}", 404, 10, None, None, None)

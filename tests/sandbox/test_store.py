@@ -11,17 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from toolkit.sandbox import db as sandbox_db
 from toolkit.sandbox import store
+from toolkit.sandbox.db import CHECKPOINT_EVERY_COMMITS, TEST_INSTRUMENTS, Database, checkpoint
 from toolkit.sandbox.http import BadRequest, check_types
 
 
 def test_seeded_instruments_are_the_constants(tmp_path: Path) -> None:
     """POST /payment answers test instruments from TEST_INSTRUMENTS without reading their rows."""
-    db = store.Database(tmp_path / "s.sqlite")
+    db = Database(tmp_path / "s.sqlite")
     for _ in range(2):
         rows = {row["id"]: row for row in db.conn.execute("SELECT * FROM instruments")}
-        assert set(rows) == set(store.TEST_INSTRUMENTS)
-        for instrument_id, outcome in store.TEST_INSTRUMENTS.items():
+        assert set(rows) == set(TEST_INSTRUMENTS)
+        for instrument_id, outcome in TEST_INSTRUMENTS.items():
             row = rows[instrument_id]
             assert (row["customer_id"], row["method"], row["test_outcome"]) == (None, None, outcome)
         with db.write() as conn:
@@ -30,7 +32,7 @@ def test_seeded_instruments_are_the_constants(tmp_path: Path) -> None:
 
 
 def test_expiry_index_is_partial_and_used(tmp_path: Path) -> None:
-    db = store.Database(tmp_path / "s.sqlite")
+    db = Database(tmp_path / "s.sqlite")
     plan = db.conn.execute(
         "EXPLAIN QUERY PLAN UPDATE orders SET status = 3 WHERE status IN (2, 5)"
         " AND expires_at IS NOT NULL AND expires_at <= 1"
@@ -44,11 +46,11 @@ def test_expiry_index_is_partial_and_used(tmp_path: Path) -> None:
 def test_old_database_drops_full_expiry_index(tmp_path: Path) -> None:
     """A file made before the partial index loses ``orders_open`` and gains ``orders_expiring``."""
     path = tmp_path / "old.sqlite"
-    store.Database(path).close()
+    Database(path).close()
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         conn.execute("DROP INDEX orders_expiring")
         conn.execute("CREATE INDEX orders_open ON orders(status, expires_at)")
-    db = store.Database(path)
+    db = Database(path)
     names = {row[0] for row in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "orders_expiring" in names and "orders_open" not in names
     db.close()
@@ -62,9 +64,9 @@ def test_commits_request_background_checkpoints(tmp_path: Path, monkeypatch: pyt
         seen.append(path)
         done.set()
 
-    monkeypatch.setattr(store, "checkpoint", record)
-    db = store.Database(tmp_path / "s.sqlite")
-    for index in range(store.CHECKPOINT_EVERY_COMMITS):
+    monkeypatch.setattr(sandbox_db, "checkpoint", record)
+    db = Database(tmp_path / "s.sqlite")
+    for index in range(CHECKPOINT_EVERY_COMMITS):
         with db.write() as conn:
             store.insert_session(conn, kind="payment", now=index)
     assert done.wait(10)
@@ -73,11 +75,11 @@ def test_commits_request_background_checkpoints(tmp_path: Path, monkeypatch: pyt
 
 
 def test_checkpoint_backfills_the_wal(tmp_path: Path) -> None:
-    db = store.Database(tmp_path / "s.sqlite")
+    db = Database(tmp_path / "s.sqlite")
     for index in range(20):
         with db.write() as conn:
             store.insert_session(conn, kind="payment", now=index)
-    store.checkpoint(db.path)
+    checkpoint(db.path)
     busy, log, backfilled = db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     assert busy == 0 and log == backfilled
     db.close()
@@ -85,8 +87,8 @@ def test_checkpoint_backfills_the_wal(tmp_path: Path) -> None:
 
 def test_checkpoint_never_creates_a_file(tmp_path: Path) -> None:
     missing = tmp_path / "gone.sqlite"
-    store.checkpoint(missing)
-    store.checkpoint(tmp_path / "no-such-dir" / "gone.sqlite")
+    checkpoint(missing)
+    checkpoint(tmp_path / "no-such-dir" / "gone.sqlite")
     assert not missing.exists()
 
 

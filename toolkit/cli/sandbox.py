@@ -18,6 +18,7 @@ from toolkit.config import load_settings, read_key_file
 from toolkit.errors import ConfigurationError
 from toolkit.sandbox import faults, store
 from toolkit.sandbox.app import DEFAULT_TOLERANCE_S, ENV_DB, ENV_KEY, ENV_LOG_REQUESTS, ENV_TOLERANCE
+from toolkit.sandbox.db import DATABASE_NAME, Database
 from toolkit.sandbox.protocol import SandboxProtocol
 
 DEFAULT_HOST = "127.0.0.1"
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--db",
         type=Path,
         default=None,
-        help=f"SQLite file (default: $TOOLKIT_HOME/{store.DATABASE_NAME})",
+        help=f"SQLite file (default: $TOOLKIT_HOME/{DATABASE_NAME})",
     )
     key = parser.add_mutually_exclusive_group()
     key.add_argument(
@@ -118,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
 def serve(args: argparse.Namespace) -> int:
     """Serve until stopped; uvicorn handles SIGINT and SIGTERM with a clean shutdown."""
     settings = load_settings()
-    db_path = Path(args.db) if args.db is not None else settings.home / store.DATABASE_NAME
+    db_path = Path(args.db) if args.db is not None else settings.home / DATABASE_NAME
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    db = store.Database(db_path)
+    db = Database(db_path)
     try:
         key, source = server_key(args, db)
     except ConfigurationError as exc:
@@ -148,7 +149,7 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def server_key(args: argparse.Namespace, db: store.Database) -> tuple[str, str]:
+def server_key(args: argparse.Namespace, db: Database) -> tuple[str, str]:
     """The key to serve with, and where it came from (see ``KEY_HELP`` for the order)."""
     if args.api_key:
         return str(args.api_key), "--api-key"

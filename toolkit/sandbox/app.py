@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException
 
 from toolkit.money import MoneyError
 from toolkit.sandbox import openapi, rules, store
+from toolkit.sandbox.db import Database
 from toolkit.sandbox.deps import SandboxState
 from toolkit.sandbox.faults import FaultMiddleware
 from toolkit.sandbox.http import ApiError, Unauthorized, error_response
@@ -91,7 +92,7 @@ def create_app(
 
     ``log_requests`` prints one line per request on stdout (``toolkit sandbox --log-requests``).
     """
-    db = store.Database(db_path)
+    db = Database(db_path)
     key = api_key if api_key is not None else store.stored_api_key(db)
     secret = key if isinstance(key, SecretStr) else SecretStr(key)
     app = FastAPI(

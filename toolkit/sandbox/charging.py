@@ -18,6 +18,7 @@ from toolkit.models import AUTO_INSTRUMENT_METHODS, PaymentMethodType, PaymentRe
 from toolkit.money import MoneyError, from_minor, to_minor
 from toolkit.sandbox import rules, store
 from toolkit.sandbox.checkout import CHECKOUT_QR, checkout_url
+from toolkit.sandbox.db import TEST_INSTRUMENTS
 from toolkit.sandbox.http import BadRequest, Conflict, NotFound
 
 
@@ -168,10 +169,10 @@ def resolve_instrument(
         # The model already refused methods that cannot create an instrument (spec rule 3).
         assert method in AUTO_INSTRUMENT_METHODS
         return store.insert_instrument(conn, customer_id=customer_id, method=method.value, now=now), None
-    if instrument_id in store.TEST_INSTRUMENTS:
+    if instrument_id in TEST_INSTRUMENTS:
         # Seeded rows (no customer, no method, the outcome of TEST_INSTRUMENTS), put back by every
         # reset and never updated: the constant answers what reading the row would.
-        return instrument_id, store.TEST_INSTRUMENTS[instrument_id]
+        return instrument_id, TEST_INSTRUMENTS[instrument_id]
     row = store.get_instrument(conn, instrument_id=instrument_id)
     if row is None:
         raise NotFound(f"paymentInstrumentId: unknown payment instrument {instrument_id!r}")

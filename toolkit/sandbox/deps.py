@@ -12,9 +12,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from pydantic import SecretStr
 
+from toolkit.sandbox.db import Database
 from toolkit.sandbox.http import Unauthorized
 from toolkit.sandbox.requests_log import RequestLog
-from toolkit.sandbox.store import Database
 
 
 @dataclass(frozen=True)

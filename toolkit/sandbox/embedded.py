@@ -18,10 +18,10 @@ from pydantic import SecretStr
 
 from toolkit.sandbox import faults, store
 from toolkit.sandbox.app import DEFAULT_TOLERANCE_S, create_app
+from toolkit.sandbox.db import DATABASE_NAME, Database
 from toolkit.sandbox.protocol import SandboxProtocol
 
 START_TIMEOUT_S = 30.0
-DATABASE_NAME = store.DATABASE_NAME
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def start_server(
     cleared: they never survive a restart. ``log_requests`` prints a line per request on stdout.
     """
     db_path = Path(db_path)
-    key = api_key if api_key is not None else store.stored_api_key(store.Database(db_path))
+    key = api_key if api_key is not None else store.stored_api_key(Database(db_path))
     app = create_app(
         db_path=db_path, api_key=key, timestamp_tolerance_s=timestamp_tolerance_s, log_requests=log_requests
     )

@@ -41,6 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from toolkit.control_models import FaultRuleRequest
 from toolkit.models import parse_json
 from toolkit.sandbox import store
+from toolkit.sandbox.db import Database
 from toolkit.sandbox.deps import authenticate
 from toolkit.sandbox.http import MAX_BODY_BYTES, BadRequest, Unauthorized, error_response
 from toolkit.sandbox.protocol import Connection, connection_of
@@ -100,7 +101,7 @@ def check_servable(req: FaultRuleRequest, scope: Scope) -> None:
         )
 
 
-def add_rule(db: store.Database, req: FaultRuleRequest) -> dict[str, Any]:
+def add_rule(db: Database, req: FaultRuleRequest) -> dict[str, Any]:
     """Store a rule; with neither ``count`` nor ``probability`` it takes the next matching request."""
     count = req.count if req.count is not None or req.probability is not None else 1
     rule_id = store.new_id("flt_")
@@ -127,12 +128,12 @@ def add_rule(db: store.Database, req: FaultRuleRequest) -> dict[str, Any]:
     return rule_record(row)
 
 
-def list_rules(db: store.Database) -> list[dict[str, Any]]:
+def list_rules(db: Database) -> list[dict[str, Any]]:
     """Every armed fault rule, as the controls answer it."""
     return [rule_record(row) for row in store.list_fault_rules(db.conn)]
 
 
-def clear_rules(db: store.Database) -> int:
+def clear_rules(db: Database) -> int:
     """Delete every rule; returns how many there were."""
     with db.write() as conn:
         return store.clear_fault_rules(conn)
@@ -155,7 +156,7 @@ class Firing:
     retry_after: int | None
 
 
-def armed(db: store.Database, route: str) -> bool:
+def armed(db: Database, route: str) -> bool:
     """Whether any rule could fire on ``route``: one cached read while nothing is committed."""
     cache = db.read_cache()
     routes: frozenset[str] | None = cache.get(_ARMED)
@@ -164,7 +165,7 @@ def armed(db: store.Database, route: str) -> bool:
     return route in routes or "*" in routes
 
 
-def take(db: store.Database, route: str) -> Firing | None:
+def take(db: Database, route: str) -> Firing | None:
     """Try the armed rules on one request, counting it, in one write transaction."""
     with db.write() as conn:
         for row in store.armed_fault_rules(conn, route=route):
@@ -185,7 +186,7 @@ def take(db: store.Database, route: str) -> Firing | None:
 class FaultMiddleware:
     """Applies the first rule that fires to an authenticated request on an API route."""
 
-    def __init__(self, app: ASGIApp, db: store.Database) -> None:
+    def __init__(self, app: ASGIApp, db: Database) -> None:
         self.app = app
         self.db = db
 

@@ -41,7 +41,7 @@ from toolkit.control_models import (
 from toolkit.models import AUTO_INSTRUMENT_METHODS, PriceType
 from toolkit.money import MAX_DECIMALS, MAX_INTEGER_DIGITS, is_currency, minor_digits
 from toolkit.sandbox import rules
-from toolkit.sandbox.store import TEST_INSTRUMENTS
+from toolkit.sandbox.db import TEST_INSTRUMENTS
 
 _COMPONENTS: dict[str, Any] = {}
 _REF = "#/components/schemas/{model}"

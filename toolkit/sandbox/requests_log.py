@@ -29,6 +29,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolkit.sandbox import store
+from toolkit.sandbox.db import Database
 
 logger = logging.getLogger("toolkit.sandbox")
 
@@ -134,7 +135,7 @@ def record_of(row: sqlite3.Row) -> dict[str, Any]:
 class RequestLog:
     """This process's buffer of finished entries, appended to the database in batches."""
 
-    def __init__(self, db: store.Database, *, echo: Callable[[str], None] | None = None) -> None:
+    def __init__(self, db: Database, *, echo: Callable[[str], None] | None = None) -> None:
         self.db = db
         self.echo = echo
         self._pending: list[tuple[Any, ...]] = []

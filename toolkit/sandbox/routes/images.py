@@ -15,6 +15,7 @@ from fastapi.responses import Response
 
 from toolkit.sandbox import rules, store
 from toolkit.sandbox.checkout import CHECKOUT_QR, QR_PATH, checkout_url
+from toolkit.sandbox.db import Database
 from toolkit.sandbox.deps import DbDep
 from toolkit.sandbox.http import NotFound
 
@@ -52,7 +53,7 @@ def _operation(media_type: str) -> dict[str, Any]:
     }
 
 
-def _wallet_checkout_url(db: store.Database, order_id: str) -> str:
+def _wallet_checkout_url(db: Database, order_id: str) -> str:
     """What the QR code of a wallet payment holds; 404 when no wallet payment has this id."""
     row = store.get_order(db.conn, order_id=order_id)
     if row is None or row["method"] not in _WALLET_METHODS:
