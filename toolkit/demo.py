@@ -33,6 +33,9 @@ from toolkit.environment import resolve_environment
 from toolkit.errors import ToolkitError
 from toolkit.notebooks import DEFAULT_REPORTS, EXIT_OK, RunResult, run_notebook
 
+#: Where the demo's sandbox and journal live when ``TOOLKIT_HOME`` is not set: in the checkout.
+DEMO_HOME = Path(".toolkit")
+
 #: The demo's runs, in order, with the parameters that differ from the notebooks' defaults (and
 #: the reconciliation's ``as_of``, the sandbox's frozen instant, added when the demo runs).
 DEMO_RUNS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -47,7 +50,7 @@ def run_demo(*, reports_root: Path = DEFAULT_REPORTS, home: Path | None = None) 
     for name in ("TOOLKIT_BASE_URL", "TOOLKIT_API_KEY"):
         if os.environ.pop(name, None) is not None:
             print(f"demo: ignoring {name}; the demo runs on the embedded sandbox only")
-    os.environ["TOOLKIT_HOME"] = str((home or Path(os.environ.get("TOOLKIT_HOME") or ".toolkit")).resolve())
+    os.environ["TOOLKIT_HOME"] = str((home or Path(os.environ.get("TOOLKIT_HOME") or DEMO_HOME)).resolve())
     print(f"demo: embedded sandbox under {os.environ['TOOLKIT_HOME']}")
     with Client(environment=resolve_environment(announce=False)) as client:  # said just above
         frozen_at = SandboxControls(client).freeze_clock().isoformat(timespec="milliseconds")
@@ -75,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--home",
         type=Path,
         default=None,
-        help="TOOLKIT_HOME for the demo's sandbox and journal (default $TOOLKIT_HOME, else .toolkit here)",
+        help=f"TOOLKIT_HOME of the demo's sandbox and journal (default $TOOLKIT_HOME, else {DEMO_HOME} here)",
     )
     args = parser.parse_args(argv)
     try:
