@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolkit.config import default_home
 from toolkit.errors import NotebookFailure, OutputError, ParameterError
@@ -64,6 +64,9 @@ from toolkit.parameters import (
 
 #: The notebooks shipped in ``notebooks/``, by the name ``toolkit run`` accepts.
 NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report", "fault_drill")
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 DEFAULT_REPORTS = Path("reports")
 KERNEL_NAME = "python3"
@@ -426,7 +429,7 @@ def _kernel_environment() -> Iterator[None]:
             os.environ["TOOLKIT_HOME"] = before
 
 
-def _write_html(notebook: Any, path: Path, secrets: Sequence[str]) -> None:
+def _write_html(notebook: NotebookNode, path: Path, secrets: Sequence[str]) -> None:
     """The report with the code hidden, from the scrubbed notebook, scrubbed once more as HTML."""
     from nbconvert import HTMLExporter
 
@@ -437,7 +440,7 @@ def _write_html(notebook: Any, path: Path, secrets: Sequence[str]) -> None:
     write_text_atomic(path, scrub_text(body, secrets))
 
 
-def _finish_notebook(executed: Path, target: Path, secrets: Sequence[str]) -> Any:
+def _finish_notebook(executed: Path, target: Path, secrets: Sequence[str]) -> NotebookNode:
     """Read the executed notebook, scrub it, drop what papermill recorded about the machine.
 
     Every string of the parsed JSON is scrubbed rather than the file's text, so a key that JSON
@@ -446,7 +449,7 @@ def _finish_notebook(executed: Path, target: Path, secrets: Sequence[str]) -> An
     import nbformat
 
     document = _scrub_node(json.loads(executed.read_text(encoding="utf-8")), secrets)
-    notebook = nbformat.reads(json.dumps(document), as_version=4)  # type: ignore[no-untyped-call]
+    notebook: NotebookNode = nbformat.reads(json.dumps(document), as_version=4)  # type: ignore[no-untyped-call]
     recorded = notebook.metadata.get("papermill", {})
     recorded.pop("environment_variables", None)
     recorded["input_path"] = Path(str(recorded.get("input_path", ""))).name
@@ -549,7 +552,7 @@ def run_notebook(
     )
 
 
-def _result_summary(notebook: Any) -> str | None:
+def _result_summary(notebook: NotebookNode) -> str | None:
     """The last line printed by the cell tagged ``result`` (already scrubbed with the notebook)."""
     for cell in notebook.cells:
         if "result" not in cell.get("metadata", {}).get("tags", []):

@@ -35,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import ibis
 import ibis.expr.types as ir
@@ -46,6 +46,9 @@ import pyarrow as pa
 
 from toolkit.errors import InputError
 from toolkit.reconcile.backends import Backend
+
+if TYPE_CHECKING:
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 #: A source: a file path (CSV, XLSX, Parquet file, folder or glob), a pandas frame, or
 #: ``table:NAME`` for a table of the backend's catalog (Spark).
@@ -381,7 +384,7 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
     )
 
 
-def _top_rows(worksheet: Any) -> list[tuple[int, list[Any]]]:
+def _top_rows(worksheet: ReadOnlyWorksheet) -> list[tuple[int, list[Any]]]:
     """The first 30 rows of a sheet: (row number, its non-empty cells)."""
     rows = []
     for number, values in enumerate(worksheet.iter_rows(min_row=1, max_row=30, values_only=True), 1):

@@ -18,7 +18,7 @@ from typing import Any
 from toolkit.control_models import SubscriptionCreateRequest
 from toolkit.money import from_minor
 from toolkit.sandbox import rules, store
-from toolkit.sandbox.charging import active_price, resolve_customer, resolve_instrument
+from toolkit.sandbox.charging import active_price, resolve_payer
 from toolkit.sandbox.http import Conflict, NotFound
 
 
@@ -224,20 +224,7 @@ def create_subscription(
     if price["price_type"] != "recurring":
         raise Conflict("priceId", "is a one_time price; a subscription needs a recurring price")
     phases = _scheduled_phases(conn, req, price)
-    customer_id = resolve_customer(
-        conn,
-        customer_id=req.customerId,
-        email=req.customerEmail,
-        reference_id=req.referenceCustomerId,
-        now=now,
-    )
-    instrument_id, _ = resolve_instrument(
-        conn,
-        instrument_id=req.paymentInstrumentId,
-        customer_id=customer_id,
-        method=req.paymentMethodType,
-        now=now,
-    )
+    customer_id, instrument_id, _ = resolve_payer(conn, req, now=now)
     subscription_id = store.new_id("sub_")
     store.insert_subscription(
         conn,

@@ -14,6 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from toolkit.control_models import SubscriptionCreateRequest
 from toolkit.models import AUTO_INSTRUMENT_METHODS, PaymentMethodType, PaymentRequest
 from toolkit.money import MoneyError, from_minor, to_minor
 from toolkit.sandbox import rules, store
@@ -61,16 +62,7 @@ def create_payment(conn: sqlite3.Connection, req: PaymentRequest, *, now: int) -
     is decided (``rules.decide_outcome``), and the session and order are written.
     """
     method = req.paymentMethodType
-    customer_id = resolve_customer(
-        conn,
-        customer_id=req.customerId,
-        email=req.customerEmail,
-        reference_id=req.referenceCustomerId,
-        now=now,
-    )
-    instrument_id, forced = resolve_instrument(
-        conn, instrument_id=req.paymentInstrumentId, customer_id=customer_id, method=method, now=now
-    )
+    customer_id, instrument_id, forced = resolve_payer(conn, req, now=now)
     charge = resolve_charge(conn, req=req)
     status = rules.decide_outcome(
         method=method,
@@ -126,6 +118,28 @@ class Charge:
     pricing_currency: str
     amount_minor: int
     currency: str
+
+
+def resolve_payer(
+    conn: sqlite3.Connection, req: PaymentRequest | SubscriptionCreateRequest, *, now: int
+) -> tuple[str, str, int | None]:
+    """Who pays, for a payment or a subscription alike: the customer, the instrument, and the
+    outcome a test instrument forces (``resolve_customer``, then ``resolve_instrument``)."""
+    customer_id = resolve_customer(
+        conn,
+        customer_id=req.customerId,
+        email=req.customerEmail,
+        reference_id=req.referenceCustomerId,
+        now=now,
+    )
+    instrument_id, forced = resolve_instrument(
+        conn,
+        instrument_id=req.paymentInstrumentId,
+        customer_id=customer_id,
+        method=req.paymentMethodType,
+        now=now,
+    )
+    return customer_id, instrument_id, forced
 
 
 def resolve_customer(

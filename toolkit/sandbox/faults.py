@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -72,7 +73,7 @@ def route_of(method: str, path: str) -> str | None:
 # the rules
 
 
-def rule_record(row: Any) -> dict[str, Any]:
+def rule_record(row: sqlite3.Row) -> dict[str, Any]:
     """A rule as the controls answer it (``FaultRule``)."""
     return {
         "id": row["id"],

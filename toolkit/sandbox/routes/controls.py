@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import sqlite3
+from collections.abc import Callable
 from typing import Literal
 
 from fastapi import APIRouter, Request
@@ -20,6 +22,7 @@ from toolkit.outputs import neutralise_cell
 from toolkit.sandbox import billing, rules, store
 from toolkit.sandbox.billing import subscription_view
 from toolkit.sandbox.charging import export_record
+from toolkit.sandbox.db import Database
 from toolkit.sandbox.deps import Authenticated, DbDep
 from toolkit.sandbox.http import BadRequest, Conflict, NotFound, build, ok, read_object
 from toolkit.sandbox.openapi import model_ref, operation
@@ -158,10 +161,7 @@ _CLOCK_STATE = {
 )
 async def freeze_clock(db: DbDep) -> Response:
     """Nothing expires and no period renews by itself; ``advance`` still moves a frozen clock."""
-    with db.write() as conn:
-        store.freeze_clock(conn)
-        now = store.now_ms(conn)
-    return ok({"now": now, "clockFrozen": True})
+    return _clock_changed(db, store.freeze_clock, frozen=True)
 
 
 @router.post(
@@ -170,10 +170,14 @@ async def freeze_clock(db: DbDep) -> Response:
     openapi_extra=operation(data=_CLOCK_STATE, errors=()),
 )
 async def resume_clock(db: DbDep) -> Response:
+    return _clock_changed(db, store.resume_clock, frozen=False)
+
+
+def _clock_changed(db: Database, change: Callable[[sqlite3.Connection], None], *, frozen: bool) -> Response:
     with db.write() as conn:
-        store.resume_clock(conn)
+        change(conn)
         now = store.now_ms(conn)
-    return ok({"now": now, "clockFrozen": False})
+    return ok({"now": now, "clockFrozen": frozen})
 
 
 @router.post(
