@@ -2,7 +2,8 @@
 
 ``run_notebook`` runs one notebook into ``reports/<notebook>/<UTC timestamp>/``: the executed
 ``.ipynb``, an ``.html`` with the code hidden, and the files the notebook wrote itself (it writes
-them to its ``output_dir`` parameter, which the runner injects). ``toolkit run`` is its command.
+them to its ``output_dir`` parameter, which the runner injects). ``toolkit run``
+(``toolkit.cli.run``) is its command.
 
 Exit codes a scheduler can act on:
 

@@ -3,7 +3,7 @@ what is charged in which currency, the outcome, and the next action; and a payme
 settlement export reports it.
 
 Like ``billing.py`` for subscriptions, these are the service's rules computed on stored rows,
-with no HTTP in them: the routes parse, call and answer. A refusal is raised as the sandbox's
+with no web framework in them: the routes parse, call and answer. A refusal is raised as the sandbox's
 ``BadRequest``, ``NotFound`` or ``Conflict``, which the app answers with its error envelope.
 """
 

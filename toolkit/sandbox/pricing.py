@@ -1,7 +1,7 @@
 """The rules of a product and its prices (POST /product): what a request may ask for, how it is
 stored, and the Product the service answers, read back from the store.
 
-Like ``charging.py`` for payments: no HTTP here; the route parses, calls and answers.
+Like ``charging.py`` for payments: no web framework here; the route parses, calls and answers.
 """
 
 from __future__ import annotations
