@@ -2,4 +2,5 @@
 
 from toolkit.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # not when a tool imports every module of the package
+    raise SystemExit(main())
