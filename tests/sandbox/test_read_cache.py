@@ -89,13 +89,14 @@ def test_own_writes_are_seen(pair: tuple[Api, Api, Path]) -> None:
     assert got["cancelAtPeriodEnd"] is True and got["upcomingInvoiceItem"] is None
 
 
-def test_rolled_back_reads_are_not_cached(tmp_path: Path) -> None:
-    """A row read inside a write transaction that rolls back must not outlive it in the cache."""
+def test_the_cache_never_holds_a_write_not_committed(tmp_path: Path) -> None:
+    """The cache reads through its own connection: a write still open (here, one that then rolls
+    back) is not in it, during the write or after."""
     db = Database(tmp_path / "c.sqlite")
-    cache = db.read_cache()
-    cache["clock_offset_ms"] = 0
     with pytest.raises(RuntimeError), db.write() as conn:
         store.advance_clock(conn, delta_ms=DAY_MS)
+        assert store.clock_offset_ms(conn) == DAY_MS
+        assert store.cached_now_ms(db, db.read_cache()) < store.now_ms(conn) - DAY_MS // 2
         raise RuntimeError("roll back")
-    assert db.read_cache() == {}
+    assert db.read_cache()["clock"] == (None, 0)
     assert store.clock_offset_ms(db.conn) == 0

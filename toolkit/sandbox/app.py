@@ -6,6 +6,7 @@ runs several worker processes (``toolkit sandbox --workers 2``), configured by e
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from pathlib import Path
@@ -131,12 +132,17 @@ def create_app(
 def app_from_env() -> FastAPI:
     """uvicorn factory for worker processes: database, key and tolerance from the environment."""
     key = os.environ.get(ENV_KEY) or None
-    return create_app(
+    app = create_app(
         db_path=Path(os.environ[ENV_DB]),
         api_key=key,
         timestamp_tolerance_s=float(os.environ.get(ENV_TOLERANCE, DEFAULT_TOLERANCE_S)),
         log_requests=os.environ.get(ENV_LOG_REQUESTS) == "1",
     )
+    # This process only serves: what exists now (modules, the app, its OpenAPI models) lives as long
+    # as it does. Frozen, the garbage collector no longer walks it; a full collection walked these
+    # 130,000 objects in about 40 ms, every request in flight waiting (the benchmark's p99).
+    gc.freeze()
+    return app
 
 
 def _print_line(line: str) -> None:

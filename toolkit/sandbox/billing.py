@@ -239,7 +239,7 @@ def create_subscription(
             "merchant_reference": req.merchantReference,
             "metadata": store.dumps(req.metadata),
             "phases": store.dumps(phases),
-            "session_id": store.insert_session(conn, kind="subscription", now=now),
+            "session_id": store.new_id("ses_"),
             "create_time": now,
             "cancel_at": None,
             "cancel_at_period_end": 0,

@@ -72,7 +72,7 @@ def create_payment(conn: sqlite3.Connection, req: PaymentRequest, *, now: int) -
     )
     ttl = {rules.NEXT_ACTION: rules.NEXT_ACTION_TTL_MS, rules.PENDING: rules.PENDING_TTL_MS}.get(status)
     expires_at = None if ttl is None else now + ttl
-    session_id = store.insert_session(conn, kind="payment", now=now)
+    session_id = store.new_id("ses_")  # a checkout session: an id on its order
     order_id = store.new_id("ord_")
     store.insert_order(
         conn,

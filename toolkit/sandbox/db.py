@@ -2,19 +2,24 @@
 
 Each thread gets its own connection (the event loop of a server is one thread), writes run in
 ``BEGIN IMMEDIATE`` transactions so two processes never interleave a read-then-write, and a
-checkpointer thread keeps the WAL short. The schema and the seeded test instruments are here;
-the queries that read and write the tables are in ``store.py`` (the full-stack template's
-``deps.py`` / ``crud.py`` split: the database, then what is done with it).
+checkpointer thread keeps the WAL short. POST /payment commits in groups (``write_soon``): the
+payments ready on one turn of the event loop share one transaction, each answered once it is
+committed, so a burst of them costs one COMMIT and writes each page once. The schema and the
+seeded test instruments are here; the queries that read and write the tables are in ``store.py``
+(the full-stack template's ``deps.py`` / ``crud.py`` split: the database, then what is done with it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: The sandbox's database file under ``TOOLKIT_HOME`` (the embedded sandbox and ``toolkit sandbox``).
 DATABASE_NAME = "sandbox.sqlite"
@@ -40,9 +45,9 @@ TEST_INSTRUMENTS: dict[str, int | None] = {
     "pi_test_default": None,
 }
 
-#: Each COMMIT appends every page it dirtied to the WAL, and POST /payment is one such commit, so the
-#: tables it writes keep few B-trees: ``sessions`` is keyed by its id alone (WITHOUT ROWID: one tree,
-#: not a rowid table plus a unique index), ``orders.seq`` is a plain rowid (AUTOINCREMENT would update
+#: Each COMMIT appends every page it dirtied to the WAL, so the tables POST /payment writes keep few
+#: B-trees: a session is an id on its order or subscription (nothing ever read the ``sessions``
+#: table that held them, now dropped), ``orders.seq`` is a plain rowid (AUTOINCREMENT would update
 #: ``sqlite_sequence`` on every insert; seq only orders rows, and only ``reset`` deletes them, all at
 #: once), and the index ``expire_orders`` searches holds only orders that can expire (partial index;
 #: an order that settled at once never enters it). ``orders_open`` was its full-table predecessor.
@@ -65,8 +70,7 @@ CREATE TABLE IF NOT EXISTS prices (
     currency_options TEXT, is_default INTEGER NOT NULL, active INTEGER NOT NULL,
     position INTEGER NOT NULL, create_time INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS prices_product ON prices(product_id);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY, kind TEXT NOT NULL, create_time INTEGER NOT NULL) WITHOUT ROWID;
+DROP TABLE IF EXISTS sessions;
 CREATE TABLE IF NOT EXISTS orders (
     seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL, customer_id TEXT NOT NULL,
@@ -103,7 +107,6 @@ DATA_TABLES = (
     "instruments",
     "products",
     "prices",
-    "sessions",
     "orders",
     "subscriptions",
     "fault_rules",
@@ -111,10 +114,11 @@ DATA_TABLES = (
 
 
 class Database:
-    """One SQLite file; a connection per thread, created on first use.
+    """One SQLite file; per thread, a connection for writes and reads and one for the read cache,
+    each created on first use.
 
-    Each connection also has a read cache (``read_cache``) for the read-only routes, so a GET does
-    not re-read rows nothing has changed since the last request.
+    The read cache (``read_cache``) serves the read-only routes, so a GET does not re-read rows
+    nothing has changed since the last request.
     """
 
     def __init__(self, path: Path) -> None:
@@ -130,8 +134,22 @@ class Database:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """This thread's connection (autocommit mode; transactions are explicit)."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        """This thread's connection (autocommit mode; transactions are explicit). A group of
+        ``write_soon`` writes still open on it is committed first: whoever takes the connection
+        reads only committed rows and may begin a transaction of its own."""
+        batch: asyncio.Future[None] | None = getattr(self._local, "batch", None)
+        if batch is not None:
+            self._commit_batch(batch)
+        return self._connection("conn")
+
+    @property
+    def reader(self) -> sqlite3.Connection:
+        """This thread's connection for the read cache: it never sees a ``write_soon`` group that is
+        not committed yet, and reading through it never commits one."""
+        return self._connection("reader")
+
+    def _connection(self, name: str) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, name, None)
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
             conn.row_factory = sqlite3.Row
@@ -147,20 +165,19 @@ class Database:
             # checkpoint stalled every request in flight for milliseconds, a few times per second
             # under load. Same durability: commits are still in the WAL, synced as before.
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
-            self._local.conn = conn
-            self._local.cache = {}
-            self._local.cache_version = None
+            setattr(self._local, name, conn)
+            if name == "reader":
+                self._local.cache = {}
+                self._local.cache_version = None
         return conn
 
     def read_cache(self) -> dict[Any, Any]:
-        """This thread's cache of rows and values read outside write transactions, still valid.
+        """This thread's cache of rows and values read through ``reader``, still valid.
 
         ``PRAGMA data_version`` (one cheap statement) changes when another connection, in this
-        process or another one, has committed since the last call; then the cache is emptied. Commits
-        through this connection do not change it, so ``write`` empties the cache itself. Use it only
-        outside ``write`` (inside, read the rows: the transaction's snapshot is what counts).
+        process or another one, has committed since the last call; then the cache is emptied.
         """
-        conn = self.conn
+        conn = self.reader
         local = self._local
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version != local.cache_version or len(local.cache) > READ_CACHE_MAX_ENTRIES:
@@ -179,23 +196,71 @@ class Database:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        finally:
-            # Whatever this transaction wrote (or read before rolling back) must not be served from
-            # the cache: data_version does not see this connection's own commits.
-            self._local.cache.clear()
         conn.execute("COMMIT")
+        self._committed()
+
+    async def write_soon(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(conn)``, done in the write transaction shared by the writes ready on this event
+        loop, and its result once that transaction is committed (group commit).
+
+        The first write of a turn begins the transaction and schedules its COMMIT after the
+        callbacks ready now; each write runs in a savepoint, so one that raises takes back only
+        its own rows. ``work`` must not await: the group is one synchronous stretch per write. A
+        COMMIT that fails raises in every write of the group, none of which is then committed.
+        """
+        local = self._local
+        conn = self._connection("conn")
+        batch: asyncio.Future[None] | None = getattr(local, "batch", None)
+        if batch is None:
+            conn.execute("BEGIN IMMEDIATE")
+            loop = asyncio.get_running_loop()
+            batch = local.batch = loop.create_future()
+            loop.call_soon(self._commit_batch, batch)
+        conn.execute("SAVEPOINT write_soon")
+        try:
+            result = work(conn)
+        except BaseException:
+            conn.execute("ROLLBACK TO write_soon")
+            conn.execute("RELEASE write_soon")
+            raise
+        conn.execute("RELEASE write_soon")
+        # Shielded: a caller cancelled while waiting must not cancel the group's future for the rest.
+        await asyncio.shield(batch)
+        return result
+
+    def _commit_batch(self, batch: asyncio.Future[None]) -> None:
+        """Commit the open group, once (from ``conn`` or from its scheduled call, whichever is first)."""
+        if getattr(self._local, "batch", None) is not batch:
+            return
+        self._local.batch = None
+        conn = self._connection("conn")
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            batch.set_exception(exc)
+            return
+        self._committed()
+        batch.set_result(None)
+
+    def _committed(self) -> None:
         self._commits += 1
         if self._commits % CHECKPOINT_EVERY_COMMITS == 0:
             _CHECKPOINTER.request(self.path)
 
     def close(self) -> None:
-        """Close this thread's connection (other threads' close with their thread)."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-            self._local.cache = {}
-            self._local.cache_version = None
+        """Close this thread's connections (other threads' close with their thread)."""
+        batch: asyncio.Future[None] | None = getattr(self._local, "batch", None)
+        if batch is not None:
+            self._commit_batch(batch)
+        for name in ("conn", "reader"):
+            conn: sqlite3.Connection | None = getattr(self._local, name, None)
+            if conn is not None:
+                conn.close()
+                setattr(self._local, name, None)
+        self._local.cache = {}
+        self._local.cache_version = None
 
 
 class _Checkpointer:

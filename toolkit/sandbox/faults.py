@@ -162,7 +162,7 @@ def armed(db: Database, route: str) -> bool:
     cache = db.read_cache()
     routes: frozenset[str] | None = cache.get(_ARMED)
     if routes is None:
-        routes = cache[_ARMED] = store.armed_fault_routes(db.conn)
+        routes = cache[_ARMED] = store.armed_fault_routes(db.reader)
     return route in routes or "*" in routes
 
 

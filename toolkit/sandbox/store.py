@@ -105,7 +105,7 @@ def cached_now_ms(db: Database, cache: dict[Any, Any]) -> int:
     """``now_ms`` with the clock's state from ``cache`` (a ``Database.read_cache``) when it is there."""
     state = cache.get("clock")
     if state is None:
-        state = cache["clock"] = clock_state(db.conn)
+        state = cache["clock"] = clock_state(db.reader)
     return _clock(*state)
 
 
@@ -198,13 +198,6 @@ def insert_instrument(conn: sqlite3.Connection, *, customer_id: str, method: str
         (instrument_id, customer_id, method, now),
     )
     return instrument_id
-
-
-def insert_session(conn: sqlite3.Connection, *, kind: str, now: int) -> str:
-    """A new checkout session; returns its id."""
-    session_id = new_id("ses_")
-    conn.execute("INSERT INTO sessions(id, kind, create_time) VALUES (?, ?, ?)", (session_id, kind, now))
-    return session_id
 
 
 # ---------------------------------------------------------------------------------------------

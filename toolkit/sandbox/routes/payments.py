@@ -22,11 +22,11 @@ router = APIRouter(tags=["payments"])
     openapi_extra=operation(data=model_ref(PaymentResult), body=PaymentRequest, errors=(400, 404, 409, 413)),
 )
 async def create_payment(request: Request) -> Response:
-    """Everything is decided and written in one BEGIN IMMEDIATE transaction; the QR comes after."""
+    """Decided and written in the write transaction of its turn of the event loop (``Database.write_soon``),
+    answered once committed; the next action is built after."""
     db = authenticate(request).db
     body = await read_object(request)
     note_reference(request.scope, body.get("merchantReferenceId"))  # for the request log
     req = build(PaymentRequest, body)
-    with db.write() as conn:
-        created = charging.create_payment(conn, req, now=store.now_ms(conn))
+    created = await db.write_soon(lambda conn: charging.create_payment(conn, req, now=store.now_ms(conn)))
     return ok(created.answer(images=image_base(request)))

@@ -31,10 +31,10 @@ async def get_subscription(id: str, request: Request) -> Response:
     key = ("subscription", id)
     plan: Plan | None = cache.get(key)
     if plan is None:
-        row = store.get_subscription(db.conn, subscription_id=id)
+        row = store.get_subscription(db.reader, subscription_id=id)
         if row is None:
             raise NotFound(f"id: unknown subscription {id!r}")
-        plan = cache[key] = Plan(db.conn, row)
+        plan = cache[key] = Plan(db.reader, row)
     position = subscription_position(plan, now=store.cached_now_ms(db, cache))
     body = plan.bodies.get(position)
     if body is None:
