@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError as FastAPIValidationError
 from fastapi.responses import PlainTextResponse, Response
 from pydantic import SecretStr
 from starlette.exceptions import HTTPException
+from starlette.routing import Route
 
 from toolkit.money import MoneyError
 from toolkit.sandbox import openapi, rules, store
@@ -113,6 +114,14 @@ def create_app(
     )
     for router in (payments.router, products.router, subscriptions.router, controls.router):
         app.include_router(router)
+    # POST /payment, the route under load, is served by Starlette's plain Route, ahead of its
+    # FastAPI declaration (which stays, for the OpenAPI document). Its endpoint takes the Request
+    # and answers a Response: FastAPI's request handling around it (dependency solving, the route
+    # context) has nothing to do, yet cost about 40 us a payment, a tenth of the whole request.
+    # The app's exception handlers apply all the same (Starlette's Route wraps them around it).
+    app.router.routes.insert(
+        0, Route("/payment", payments.create_payment, methods=["POST"], include_in_schema=False)
+    )
     app.include_router(images.router)
     app.include_router(fault_routes.router)  # last: see its module docstring
     # The last added runs first: the log sees every request, faults apply inside it.
