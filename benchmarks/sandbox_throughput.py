@@ -11,7 +11,9 @@ processes on a shared machine disturbs much less than requests/s.
 
 Two kinds of payment: a card payment (test instrument, status 1) and a wallet payment (ALIPAY with
 no instrument: one is created, and the answer is a next action carrying a QR code). The reference
-answers both the same way: it is the floor cost of FastAPI + one SQLite insert.
+answers both the same way: it is the floor cost of FastAPI + one SQLite insert. It is served, like the
+sandbox, with TCP_NODELAY on every connection (``NoDelayH11Protocol``; uvicorn leaves it off with
+several workers).
 
 Fairness on a shared machine: both servers run at the same time (an idle one costs nothing) and
 their runs alternate, reference/sandbox then sandbox/reference, ``--rounds`` times; each side's
@@ -47,6 +49,9 @@ import httpx
 import psutil  # type: ignore[import-untyped]
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from toolkit.sandbox.protocol import no_delay
 
 HOST = "127.0.0.1"
 KEY = "sk_test_benchmark"
@@ -137,6 +142,16 @@ def create_reference_db(path: Path) -> None:
     with closing(sqlite3.connect(path, isolation_level=None)) as c:
         c.execute("PRAGMA journal_mode = WAL")
         c.execute("CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY, body TEXT, t INTEGER)")
+
+
+class NoDelayH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with TCP_NODELAY on every connection, as the sandbox's own protocol
+    has: the listening socket uvicorn makes for several workers leaves Nagle's algorithm on, and
+    every kept-alive request would then wait 40 ms for a delayed ACK, on either app."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        no_delay(transport)
+        super().connection_made(transport)
 
 
 def reference_app() -> FastAPI:
@@ -258,6 +273,8 @@ def serve(kind: str, workers: int, workdir: Path) -> Iterator[Server]:
             "--log-level",
             "warning",
             "--no-access-log",
+            "--http",
+            "sandbox_throughput:NoDelayH11Protocol",
         ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     try:

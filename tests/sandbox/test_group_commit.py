@@ -1,6 +1,6 @@
-"""Group commit (``Database.write_soon``): the payments ready on one turn of the event loop share
-one transaction; each is answered only once it is committed, and one that fails takes back only
-its own rows."""
+"""Group commit (``Database.write_soon``): the writes asked for on one turn of the event loop are
+done together in one transaction; each is answered only once it is committed, and one that fails
+takes back only its own rows."""
 
 from __future__ import annotations
 
@@ -64,13 +64,13 @@ def test_a_failing_write_takes_back_only_its_own_rows(tmp_path: Path) -> None:
 
 
 def test_a_write_is_answered_only_once_committed(tmp_path: Path) -> None:
-    """Until its group commits, nothing outside sees the row (the read cache's connection
-    included); taking the connection for anything else commits the group first."""
+    """Until its group is done, nothing sees the row (the read cache's connection included);
+    taking the connection for anything else does the waiting writes first."""
     db = Database(tmp_path / "g.sqlite")
 
     async def main() -> None:
         pending = asyncio.ensure_future(db.write_soon(_insert("late")))
-        await asyncio.sleep(0)  # the write has run in its group; the group is not committed yet
+        await asyncio.sleep(0)  # the write is asked for; its group is done after this turn
         assert not pending.done()
         assert _committed(db, "late") == set()
         assert db.reader.execute("SELECT count(*) FROM meta WHERE key = 'late'").fetchone()[0] == 0
@@ -82,7 +82,9 @@ def test_a_write_is_answered_only_once_committed(tmp_path: Path) -> None:
     db.close()
 
 
-def test_a_cancelled_caller_does_not_cancel_its_group(tmp_path: Path) -> None:
+def test_a_write_whose_caller_is_gone_is_not_done(tmp_path: Path) -> None:
+    """A caller cancelled before its group's turn (a client that hung up) writes nothing; the
+    other writes of the group are done and answered."""
     db = Database(tmp_path / "g.sqlite")
 
     async def main() -> str:
@@ -95,5 +97,5 @@ def test_a_cancelled_caller_does_not_cancel_its_group(tmp_path: Path) -> None:
         return await second
 
     assert asyncio.run(main()) == "w2"
-    assert _committed(db, "w") == {"w1", "w2"}  # the cancelled caller's row was committed all the same
+    assert _committed(db, "w") == {"w2"}
     db.close()

@@ -3,10 +3,11 @@
 Each thread gets its own connection (the event loop of a server is one thread), writes run in
 ``BEGIN IMMEDIATE`` transactions so two processes never interleave a read-then-write, and a
 checkpointer thread keeps the WAL short. POST /payment commits in groups (``write_soon``): the
-payments ready on one turn of the event loop share one transaction, each answered once it is
-committed, so a burst of them costs one COMMIT and writes each page once. The schema and the
-seeded test instruments are here; the queries that read and write the tables are in ``store.py``
-(the full-stack template's ``deps.py`` / ``crud.py`` split: the database, then what is done with it).
+payments asked for on one turn of the event loop are written together in one transaction, each
+answered once it is committed, so a burst of them costs one COMMIT and writes each page once.
+The schema and the seeded test instruments are here; the queries that read and write the tables
+are in ``store.py`` (the full-stack template's ``deps.py`` / ``crud.py`` split: the database, then
+what is done with it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -134,12 +136,10 @@ class Database:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """This thread's connection (autocommit mode; transactions are explicit). A group of
-        ``write_soon`` writes still open on it is committed first: whoever takes the connection
-        reads only committed rows and may begin a transaction of its own."""
-        batch: asyncio.Future[None] | None = getattr(self._local, "batch", None)
-        if batch is not None:
-            self._commit_batch(batch)
+        """This thread's connection (autocommit mode; transactions are explicit). ``write_soon``
+        writes still waiting on this thread are written and committed first: whoever takes the
+        connection sees them, in the order they were asked for."""
+        self._write_queued()
         return self._connection("conn")
 
     @property
@@ -200,49 +200,59 @@ class Database:
         self._committed()
 
     async def write_soon(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(conn)``, done in the write transaction shared by the writes ready on this event
-        loop, and its result once that transaction is committed (group commit).
+        """``work(conn)``, done with the other writes asked for on this turn of the event loop in
+        one write transaction, and its result once that is committed (group commit).
 
-        The first write of a turn begins the transaction and schedules its COMMIT after the
-        callbacks ready now; each write runs in a savepoint, so one that raises takes back only
-        its own rows. ``work`` must not await: the group is one synchronous stretch per write. A
-        COMMIT that fails raises in every write of the group, none of which is then committed.
+        The writes are queued, then done one after the other by one callback scheduled after the
+        callbacks ready now: BEGIN IMMEDIATE, each write in a savepoint (one that raises takes back
+        only its own rows, and raises in its caller), COMMIT. The write lock is held only while
+        they run, never across a turn of the loop. A write whose caller was cancelled before its
+        turn is not done. A COMMIT that fails raises in every write of the group.
         """
         local = self._local
-        conn = self._connection("conn")
-        batch: asyncio.Future[None] | None = getattr(local, "batch", None)
-        if batch is None:
-            conn.execute("BEGIN IMMEDIATE")
-            loop = asyncio.get_running_loop()
-            batch = local.batch = loop.create_future()
-            loop.call_soon(self._commit_batch, batch)
-        conn.execute("SAVEPOINT write_soon")
-        try:
-            result = work(conn)
-        except BaseException:
-            conn.execute("ROLLBACK TO write_soon")
-            conn.execute("RELEASE write_soon")
-            raise
-        conn.execute("RELEASE write_soon")
-        # Shielded: a caller cancelled while waiting must not cancel the group's future for the rest.
-        await asyncio.shield(batch)
-        return result
+        queued: list[_Write] | None = getattr(local, "queued", None)
+        loop = asyncio.get_running_loop()
+        if queued is None:
+            queued = local.queued = []
+            loop.call_soon(self._write_queued)
+        written: asyncio.Future[T] = loop.create_future()
+        queued.append(_Write(work, written))
+        return await written
 
-    def _commit_batch(self, batch: asyncio.Future[None]) -> None:
-        """Commit the open group, once (from ``conn`` or from its scheduled call, whichever is first)."""
-        if getattr(self._local, "batch", None) is not batch:
+    def _write_queued(self) -> None:
+        """Do the queued writes in one transaction and answer their callers (see ``write_soon``)."""
+        queued: list[_Write] | None = getattr(self._local, "queued", None)
+        if not queued:
             return
-        self._local.batch = None
+        self._local.queued = None
         conn = self._connection("conn")
+        done: list[tuple[_Write, Any]] = []
         try:
+            conn.execute("BEGIN IMMEDIATE")
+            for write in queued:
+                if write.answer.done():  # its caller is gone: nobody waits for this payment
+                    continue
+                conn.execute("SAVEPOINT write_soon")
+                try:
+                    done.append((write, write.work(conn)))
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO write_soon")
+                    write.answer.set_exception(exc)
+                conn.execute("RELEASE write_soon")
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            batch.set_exception(exc)
+            for write in queued:
+                if not write.answer.done():
+                    write.answer.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
             return
         self._committed()
-        batch.set_result(None)
+        for write, value in done:
+            if not write.answer.done():
+                write.answer.set_result(value)
 
     def _committed(self) -> None:
         self._commits += 1
@@ -251,9 +261,7 @@ class Database:
 
     def close(self) -> None:
         """Close this thread's connections (other threads' close with their thread)."""
-        batch: asyncio.Future[None] | None = getattr(self._local, "batch", None)
-        if batch is not None:
-            self._commit_batch(batch)
+        self._write_queued()
         for name in ("conn", "reader"):
             conn: sqlite3.Connection | None = getattr(self._local, name, None)
             if conn is not None:
@@ -261,6 +269,14 @@ class Database:
                 setattr(self._local, name, None)
         self._local.cache = {}
         self._local.cache_version = None
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One ``write_soon`` write waiting for its group: what to do, and where its caller waits."""
+
+    work: Callable[[sqlite3.Connection], Any]
+    answer: asyncio.Future[Any]
 
 
 class _Checkpointer:

@@ -13,6 +13,7 @@ an application served any other way has no ``Connection``, and the modes that ne
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +40,7 @@ class SandboxProtocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Give each connection a handle that a fault can close without answering."""
+        no_delay(transport)
         self.toolkit_connection = Connection(transport)
         # uvicorn copies app_state into each request's scope["state"]; this connection's copy holds
         # its handle (the dict shared by all connections is left as it is).
@@ -49,6 +51,19 @@ class SandboxProtocol(H11Protocol):
         """Tell the connection's handle the server stops, so a hanging fault lets go."""
         self.toolkit_connection.stopping.set()
         super().shutdown()
+
+
+def no_delay(transport: asyncio.BaseTransport) -> None:
+    """Send each answer as soon as it is written (TCP_NODELAY), whoever made the listening socket.
+
+    asyncio sets it only on sockets whose protocol number is TCP, and the listening socket uvicorn
+    makes for several workers has none: there Nagle's algorithm held an answer's body back until
+    the client acknowledged its headers, which a client delays by 40 ms. Every request on a
+    kept-alive connection to ``toolkit sandbox --workers 2`` took 44 ms.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def connection_of(scope: Mapping[str, Any]) -> Connection | None:
