@@ -424,7 +424,24 @@ def classify(keys: ir.Table, rules: Rules) -> ir.Table:
     any_flag = ibis.literal(False)
     for flag in flags.values():
         any_flag |= flag
-    return keys.mutate(**flags, l_minus_p=difference, priced=priced).filter(any_flag)
+    # Almost every key is a clean match (one row a side, same currency, amount and status, not
+    # unknown), which no flag can take: the first filter drops those at the cost of a few
+    # comparisons, and the flags are computed only on the keys left (filters are conjoined, and a
+    # conjunction is evaluated on the rows its first term kept).
+    clean = (
+        both
+        & (keys.l_n == 1)
+        & (keys.p_n == 1)
+        & charged
+        & (keys.l_minor == keys.p_minor)
+        & (keys.l_st == keys.p_st)
+        & ~unknown
+    )
+    return (
+        keys.filter(~clean.fill_null(False))
+        .mutate(**flags, l_minus_p=difference, priced=priced)
+        .filter(any_flag)
+    )
 
 
 def _within(
