@@ -22,8 +22,9 @@ router = APIRouter(tags=["payments"])
     openapi_extra=operation(data=model_ref(PaymentResult), body=PaymentRequest, errors=(400, 404, 409, 413)),
 )
 async def create_payment(request: Request) -> Response:
-    """Decided and written with the payments of its turn of the event loop (``Database.write_soon``),
-    answered once committed; the next action is built after."""
+    # (A comment, not a docstring: FastAPI would publish a docstring in the OpenAPI document.)
+    # Decided and written with the payments of its turn of the event loop (``Database.write_soon``),
+    # answered once committed; the next action is built after.
     db = authenticate(request).db
     body = await read_object(request)
     note_reference(request.scope, body.get("merchantReferenceId"))  # for the request log
