@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ def _insert(key: str) -> Callable[[sqlite3.Connection], str]:
 
 def _committed(db: Database, prefix: str) -> set[str]:
     """The keys another connection sees: what is committed."""
-    with sqlite3.connect(db.path) as other:
+    with closing(sqlite3.connect(db.path)) as other:
         return {row[0] for row in other.execute("SELECT key FROM meta WHERE key LIKE ?", (f"{prefix}%",))}
 
 
