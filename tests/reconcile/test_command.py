@@ -48,6 +48,7 @@ def test_completes_and_writes_reports(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == [
         "exceptions.csv",
+        "exceptions.parquet",
         "report.html",
         "report.xlsx",
         "summary.csv",

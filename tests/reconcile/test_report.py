@@ -50,7 +50,13 @@ def test_report_files_and_snapshots(tmp_path: Path) -> None:
     paths = write_report(
         result, tmp_path / "out", title="Daily reconciliation", environment=ENVIRONMENT, generated_at=WHEN
     )
-    assert sorted(paths) == ["exceptions.csv", "report.html", "report.xlsx", "summary.csv"]
+    assert sorted(paths) == [
+        "exceptions.csv",
+        "exceptions.parquet",
+        "report.html",
+        "report.xlsx",
+        "summary.csv",
+    ]
     exceptions = paths["exceptions.csv"].read_text(encoding="utf-8")
     assert exceptions.splitlines()[0] == ",".join(EXCEPTION_COLUMNS)
     check_snapshot("exceptions.csv", exceptions)
@@ -210,7 +216,14 @@ def test_report_files_get_the_usual_permissions(tmp_path: Path) -> None:
 
 def test_fx_csv_is_exact_and_written_only_with_rates(tmp_path: Path) -> None:
     paths = write_report(with_information(), tmp_path / "fx", environment=ENVIRONMENT, generated_at=WHEN)
-    assert sorted(paths) == ["exceptions.csv", "fx.csv", "report.html", "report.xlsx", "summary.csv"]
+    assert sorted(paths) == [
+        "exceptions.csv",
+        "exceptions.parquet",
+        "fx.csv",
+        "report.html",
+        "report.xlsx",
+        "summary.csv",
+    ]
     with paths["fx.csv"].open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == list(FX_COLUMNS)

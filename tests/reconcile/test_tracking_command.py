@@ -86,6 +86,7 @@ def test_command_reports_show_states(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == [
         "ages.csv",
         "exceptions.csv",
+        "exceptions.parquet",
         "report.html",
         "report.xlsx",
         "resolved.csv",

@@ -74,6 +74,9 @@ class Backend:
     spill_dir: Path | None = None
     _counter: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: One query at a time: a result's rows read back later (``SpilledRows``) may be read from
+    #: the report's threads, and neither connection serves two queries at once.
+    _queries: threading.RLock = field(default_factory=threading.RLock)
 
     def temp_name(self, stem: str) -> str:
         """A fresh name for a table or view of this connection."""
@@ -86,14 +89,14 @@ class Backend:
         # ``expr.cache()`` would pick Ibis's default backend for expressions of in-memory tables;
         # the connection's own cache is the same mechanism, on this connection. The table is
         # dropped when the last expression using it is gone.
-        with self.failures():
+        with self._queries, self.failures():
             self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables it reads
             table: ir.Table = self.con._cached_table(expr)
             return table
 
     def arrow(self, expr: ir.Table) -> pa.Table:
         """The rows of ``expr`` as an Arrow table (for results that are small by nature)."""
-        with self.failures():
+        with self._queries, self.failures():
             if self.name == "pyspark":  # Ibis goes through pandas there: int64 with nulls -> float
                 self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables
                 table: pa.Table = self.con._session.sql(self.con.compile(expr)).toArrow()
@@ -103,7 +106,7 @@ class Backend:
 
     def scalar(self, expr: ir.Scalar) -> Any:
         """The value of a scalar expression (a count)."""
-        with self.failures():
+        with self._queries, self.failures():
             return self.con.execute(expr)
 
     @contextlib.contextmanager

@@ -51,7 +51,7 @@ Rules where the issue leaves a choice:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -94,6 +94,7 @@ from toolkit.reconcile.result import (
     ReconciliationResult,
     RowCounts,
     SideTotal,
+    SpilledRows,
     _decimals,
     _sort_summary,
     rejected_exceptions,
@@ -116,6 +117,12 @@ __all__ = [
 ]
 
 _SIDES = ("ledger", "processor")
+#: Exception rows a result holds in memory (as Python objects: about 1 KB each); beyond, the
+#: engine keeps them and the result holds the first ``PREVIEW_ROWS`` of each category.
+HELD_ROWS = 250_000
+PREVIEW_ROWS = 1_000
+#: Exception rows read back from the engine at a time (``SpilledRows``).
+BATCH_ROWS = 50_000
 #: Exact sums: int64 amounts widened before they are added (100M rows of 18 digits overflow).
 _SUM_TYPE = dt.Decimal(38, 0)
 #: The columns of one side's row kept for the steps after the check: the key, and numbers only
@@ -185,6 +192,8 @@ def reconcile(
     backend: str | Backend = "duckdb",
     memory_limit: str | int | None = None,
     spill_dir: str | Path | None = None,
+    held_rows: int = HELD_ROWS,
+    preview_rows: int = PREVIEW_ROWS,
 ) -> ReconciliationResult:
     """Reconcile the ledger against the processor; see the module docstring for the rules.
 
@@ -194,7 +203,9 @@ def reconcile(
     ``fx_rates``: a rate file (``fx.py``) to compare amounts across currencies.
     ``backend`` is ``duckdb`` (default; ``memory_limit`` such as ``"6GB"`` and ``spill_dir`` set
     how far it goes before spilling, and where) or ``pyspark``, or a ``Backend`` from
-    ``backends.connect``.
+    ``backends.connect``. Up to ``held_rows`` exception rows are held in memory; beyond, the
+    result holds the first ``preview_rows`` of each category and the engine keeps every row
+    (``ReconciliationResult.spilled``), read back a batch at a time by the reports.
     """
     tolerance = Tolerance.of(amount_tolerance)
     window = DEFAULT_GRACE if grace is None else parse_grace(grace)
@@ -229,7 +240,8 @@ def reconcile(
             for side in (led, pro)
             if stats[f"duplicate_in_{side.name}"].sum()
         }
-        exceptions = exception_rows(engine, (led, pro), flagged, duplicates, stats, rules)
+        listed = exception_rows(engine, (led, pro), flagged, duplicates, stats, rules)
+        exceptions = held_exceptions(engine, listed, held_rows=held_rows, preview_rows=preview_rows)
         side_sums = side_aggregates(engine, (led, pro))
         rejected = {side.name: rejected_rows(engine, side, side_sums[side.name]) for side in (led, pro)}
         counts = count_rows((led, pro), stats, side_sums, rejected)
@@ -695,9 +707,10 @@ def exception_rows(
     duplicates: dict[str, ir.Table],
     stats: pd.DataFrame,
     rules: Rules,
-) -> pd.DataFrame:
-    """One row per exception or informational row, ``EXCEPTION_COLUMNS`` plus the summary's
-    ``_cur`` and ``_amount``, in report order (category, the ledger's before the processor's, row)."""
+) -> ir.Table | None:
+    """One row per exception or informational row (None: there is none), in the backend: what
+    ``EXCEPTION_COLUMNS`` shows, the summary's ``_cur`` and ``_amount``, and the report order's
+    ``_rank`` (category), ``_on_processor`` (the ledger's rows first) and ``_row``."""
     led, pro = sides
     f = engine.keep(_named(_named(flagged, "l", led), "p", pro))  # a few rows; read once per part
     parts: list[ir.Table] = []
@@ -736,6 +749,11 @@ def exception_rows(
             "p_source": table.p_source,
         }
         columns |= sides
+        columns["_row"] = (  # the row shown: the processor's or the ledger's
+            columns["p_row" if on_processor else "l_row"]
+            if isinstance(on_processor, bool)
+            else on_processor.ifelse(columns["p_row"], columns["l_row"])
+        )
         columns["detail"] = detail
         columns["age_days"] = age
         columns["_amount"] = amount
@@ -752,6 +770,7 @@ def exception_rows(
                     "l_row": "int64",
                     "p_row": "int64",
                     "age_days": "int64",
+                    "_row": "int64",
                     "_amount": "int64",
                     "_cur": "string",
                 }
@@ -830,11 +849,70 @@ def exception_rows(
         currency=fx.ifelse(within.p_currency, within.l_currency),
     )
     if not parts:
-        return _exception_frame(None)
+        return None
     union = parts[0]
     for more in parts[1:]:
         union = union.union(more)
-    return _exception_frame(engine.arrow(union))
+    return union
+
+
+@dataclass(frozen=True)
+class _Held:
+    """The exception rows of ``exception_rows``: those the result holds (every one, or the first
+    of each category), their count and exact sum per category and currency (``tally``), and the
+    rows the engine keeps when they are too many to hold (None when all are held)."""
+
+    frame: pd.DataFrame
+    tally: list[tuple[str, str, int, int]]
+    spilled: SpilledRows | None = None
+    preview_rows: int = 0
+
+
+def held_exceptions(engine: Backend, listed: ir.Table | None, *, held_rows: int, preview_rows: int) -> _Held:
+    """The exception rows as the result holds them: every one when there are at most
+    ``held_rows``; else the first ``preview_rows`` of each category (an informational category's
+    oldest), the engine keeping them all in report order (``_seq``) to read back in batches."""
+    if listed is None:
+        return _Held(_exception_frame(None), [])
+    order = [listed._rank, listed._on_processor, listed._row, listed.merchantReferenceId]
+    kept = engine.keep(listed.mutate(_seq=ibis.row_number().over(order_by=order)))
+    tally_table = kept.group_by(["category", "_cur"]).aggregate(
+        n=kept.count(), total=kept._amount.cast(_SUM_TYPE).sum()
+    )
+    tally = [
+        (str(r["category"]), str(r["_cur"]), int(r["n"]), int(r["total"]))
+        for r in engine.arrow(tally_table).to_pylist()
+    ]
+    sizes: dict[str, int] = {}  # in report order, as ``_seq`` has them
+    for category, _, n, _ in sorted(tally, key=lambda t: CATEGORIES.index(t[0])):
+        sizes[category] = sizes.get(category, 0) + n
+    if sum(sizes.values()) <= held_rows:
+        return _Held(_exception_frame(engine.arrow(kept.order_by("_seq"))), tally)
+    # An informational category's first rows are its oldest (the next to become a break).
+    oldest = kept.category.isin(list(INFO_CATEGORIES)).ifelse(kept.age_days.fill_null(-1), 0)
+    place = ibis.row_number().over(group_by=kept.category, order_by=[ibis.desc(oldest), kept._seq])
+    preview = kept.mutate(_place=place)
+    preview = preview.filter(preview._place < preview_rows).drop("_place").order_by("_seq")
+    starts: dict[str, int] = {}  # the first ``_seq`` (from 0) of each category
+    position = 0
+    for category in sizes:
+        starts[category] = position
+        position += sizes[category]
+
+    def read(category: str, start: int, count: int | None) -> Iterator[pd.DataFrame]:
+        """Rows ``start`` to ``start + count`` of ``category`` in report order, a batch at a
+        time; each batch is a query of its own (``_seq`` in a range), so that nothing stays
+        open on the connection between batches."""
+        size = sizes.get(category, 0)
+        end = size if count is None else min(size, start + count)
+        for first in range(start, end, BATCH_ROWS):
+            low = starts[category] + first
+            high = starts[category] + min(end, first + BATCH_ROWS)
+            rows = kept.filter((kept._seq >= low) & (kept._seq < high)).order_by("_seq")
+            yield _exception_frame(engine.arrow(rows))[list(EXCEPTION_COLUMNS)]
+
+    frame = _exception_frame(engine.arrow(preview))
+    return _Held(frame, tally, SpilledRows(sizes, read), preview_rows)
 
 
 def _duplicate_parts(
@@ -950,21 +1028,15 @@ def _texts(column: pa.ChunkedArray) -> pd.Series:
 
 
 def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
-    """The engine's exception rows as the result's frame: exact ``Decimal`` amounts, in order,
-    plus ``_cur`` and ``_amount`` (the currency and minor units the summary adds up)."""
+    """The engine's exception rows (in report order) as the result's frame: exact ``Decimal``
+    amounts, plus ``_cur`` and ``_amount`` (the currency and minor units the summary adds up)."""
     if table is None or not table.num_rows:
         frame = pd.DataFrame({name: np.empty(0, dtype=object) for name in EXCEPTION_COLUMNS})
         frame["source_row"] = np.empty(0, dtype=np.int64)
         frame["age_days"] = pd.array([], dtype="Int64")
         return frame.assign(_cur=np.empty(0, dtype=object), _amount=np.empty(0, dtype=np.int64))
     on_processor = table.column("_on_processor").to_numpy().astype(bool)
-    l_row, _ = _integers(table.column("l_row"))
-    p_row, _ = _integers(table.column("p_row"))
-    row = np.where(on_processor, p_row, l_row)
-    rank, _ = _integers(table.column("_rank"))
-    order = np.lexsort((row, on_processor, rank))
-    table = table.take(pa.array(order))
-    on_processor, row = on_processor[order], row[order]
+    row, _ = _integers(table.column("_row"))
     minors, digits = [], []
     for p in ("l", "p"):
         minor, has = _integers(table.column(f"{p}_minor"))
@@ -1114,7 +1186,7 @@ def summarise(
     keys: ir.Table,
     flagged: ir.Table,
     sides: tuple[_Side, _Side],
-    exceptions: pd.DataFrame,
+    exceptions: _Held,
     rejected: dict[str, pd.DataFrame],
     side_sums: dict[str, pd.DataFrame],
     matched: list[tuple[str, str, int, Decimal | None]],
@@ -1123,12 +1195,20 @@ def summarise(
     """The result: exceptions with the rejected rows after them, the summary, totals, counts."""
     led, pro = sides
     rejected_parts = [rejected_exceptions(rejected[s.name], s.name, s.loaded.source) for s in sides]
-    summary_rows = matched + _exception_summary(exceptions)
+    summary_rows = matched + [
+        (category, currency, n, from_minor(total, currency))
+        for category, currency, n, total in exceptions.tally
+    ]
     rejected_count = sum(len(frame) for frame in rejected.values())
     if rejected_count:
         summary_rows.append(("rejected_row", "", rejected_count, None))
     summary = _sort_summary(pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)))
-    frames = [exceptions[list(EXCEPTION_COLUMNS)], *(exc for exc, _ in rejected_parts if len(exc))]
+    unreadable = [exc for exc, _ in rejected_parts if len(exc)]
+    spilled = exceptions.spilled
+    if spilled is not None and unreadable:  # held besides, and only their first in the result's frame
+        spilled = spilled.joined(SpilledRows.held(pd.concat(unreadable, ignore_index=True)))
+        unreadable = [pd.concat(unreadable, ignore_index=True).head(exceptions.preview_rows)]
+    frames = [exceptions.frame[list(EXCEPTION_COLUMNS)], *unreadable]
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
     table["category"] = pd.Categorical(table["category"].astype(str), categories=list(CATEGORIES))
     totals = tuple(
@@ -1152,6 +1232,7 @@ def summarise(
         counts=counts,
         sources=(led.loaded.source, pro.loaded.source),
         totals=totals,
+        spilled=spilled,
     )
 
 
@@ -1229,15 +1310,3 @@ def _matched_frame(engine: Backend, matched: ir.Table) -> pd.DataFrame:
         columns=list(MATCHED_COLUMNS),
     )
     return frame
-
-
-def _exception_summary(exceptions: pd.DataFrame) -> list[tuple[str, str, int, Decimal | None]]:
-    """Count and exact sum of the exceptions per category and currency."""
-    if exceptions.empty:
-        return []
-    grouped = exceptions.groupby(["category", "_cur"], observed=True, sort=False)["_amount"]
-    rows: list[tuple[str, str, int, Decimal | None]] = []
-    for (category, currency), values in grouped:
-        total = sum(int(v) for v in values.tolist())
-        rows.append((str(category), str(currency), len(values), from_minor(total, str(currency))))
-    return rows

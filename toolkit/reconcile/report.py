@@ -1,5 +1,7 @@
-"""Rendering a ``ReconciliationResult``: report.html, report.xlsx, exceptions.csv, summary.csv,
-and fx.csv when payments were compared at reference rates.
+"""Rendering a ``ReconciliationResult``: report.html, report.xlsx, exceptions.csv (and the same
+rows typed in exceptions.parquet), summary.csv, and fx.csv when payments were compared at
+reference rates. Exceptions too many to hold (``result.spilled``) are read back from the engine
+a batch (a category, for the workbook) at a time.
 
 The result is data; this module only renders it. Amounts are written as their exact text
 (``12.30``), never as floats: the CSV files and the workbook hold every exception; the HTML page is
@@ -17,14 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from toolkit.errors import OutputError
@@ -38,12 +42,19 @@ from toolkit.reconcile.result import (
     ReconciliationResult,
     RowCounts,
     cell_text,
+    in_report_order,
 )
 from toolkit.reconcile.tracking import TRACKING_COLUMNS
-from toolkit.reconcile.workbook import write_xlsx
+from toolkit.reconcile.workbook import CategoryTexts, write_xlsx
 
 #: Written by every run.
-REPORT_FILES: tuple[str, ...] = ("report.html", "report.xlsx", "exceptions.csv", "summary.csv")
+REPORT_FILES: tuple[str, ...] = (
+    "report.html",
+    "report.xlsx",
+    "exceptions.csv",
+    "exceptions.parquet",
+    "summary.csv",
+)
 #: Written besides when ``result.fx`` has rows: each payment compared at a reference rate.
 FX_FILE = "fx.csv"
 #: Written besides for a tracked run: states per category, exceptions by age, the resolved ones.
@@ -81,15 +92,42 @@ def exception_columns(result: ReconciliationResult) -> tuple[str, ...]:
     return EXCEPTION_COLUMNS + (TRACKING_COLUMNS if result.tracking is not None else ())
 
 
-def exceptions_text_table(result: ReconciliationResult) -> pa.Table:
-    """The exceptions as exceptions.csv and the workbook hold them: exact text, '' for missing."""
-    frame = result.exceptions
+def exceptions_text_table(result: ReconciliationResult, frame: pd.DataFrame | None = None) -> pa.Table:
+    """The exceptions (or ``frame``, some of them) as exceptions.csv and the workbook hold them:
+    exact text, '' for missing."""
+    frame = result.exceptions if frame is None else frame
     return pa.table(
         {
             column: _text_array(_integers(frame[column]) if column in INTEGER_COLUMNS else frame[column])
             for column in exception_columns(result)
         }
     )
+
+
+def exception_texts(result: ReconciliationResult) -> CategoryTexts:
+    """Every exception as text, one category at a time: from the result's frame when it holds
+    them all, else read back from the engine (``result.spilled``) a category at a time."""
+    if result.spilled is None:
+        return CategoryTexts.of(exceptions_text_table(result))
+
+    def batches(category: str) -> Iterator[pa.Table]:
+        for frame in result.exception_frames(category):
+            yield exceptions_text_table(result, frame).combine_chunks()
+
+    # The currencies of every row a category can hold: the usable rows' (totals) and those of
+    # the rows held (the first of each category, the rows that could not be read).
+    held = exceptions_text_table(result)
+    codes = {total.currency for total in result.totals}
+    for column in ("ledger_currency", "processor_currency"):
+        codes.update(str(c) for c in pc.unique(held.column(column)).to_pylist() if c)
+
+    def every() -> Iterator[pa.Table]:
+        for frame in result.exception_frames():
+            yield exceptions_text_table(result, frame)
+
+    counts = result.row_counts()
+    ordered = {c: counts[c] for c in in_report_order(counts)}
+    return CategoryTexts(ordered, batches, codes, every, streamed=True)
 
 
 def fx_text_table(result: ReconciliationResult) -> pa.Table:
@@ -122,13 +160,51 @@ def _write_csv(table: pa.Table, path: Path) -> None:
 
     Every cell is neutralised first: keys, statuses and currencies come from the input files.
     """
-    header = ",".join(_csv_field(pa.array(table.column_names)).to_pylist())
     with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(header + "\n")
-        if table.num_rows:
-            fields = [_csv_field(neutralise_cells(table.column(c))) for c in table.column_names]
-            lines = pc.binary_join_element_wise(*fields, ",")
-            handle.write("\n".join(lines.to_pylist()) + "\n")
+        _write_csv_header(handle, table.column_names)
+        _write_csv_rows(handle, table)
+
+
+def _write_csv_header(handle: TextIO, columns: Sequence[str]) -> None:
+    handle.write(",".join(_csv_field(pa.array(list(columns), pa.string())).to_pylist()) + "\n")
+
+
+def _write_csv_rows(handle: TextIO, table: pa.Table) -> None:
+    if table.num_rows:
+        fields = [_csv_field(neutralise_cells(table.column(c))) for c in table.column_names]
+        lines = pc.binary_join_element_wise(*fields, ",")
+        handle.write("\n".join(lines.to_pylist()) + "\n")
+
+
+def _parquet_table(table: pa.Table) -> pa.Table:
+    """exceptions.parquet's form of a text table: the amounts exact text as in the CSV file,
+    whole numbers as integers, and null where the CSV file has ''."""
+    columns = {}
+    for name in table.column_names:
+        text = table.column(name)
+        empty = pc.equal(text, "")
+        if name in INTEGER_COLUMNS:
+            columns[name] = pc.if_else(empty, None, text).cast(pa.int64())
+        else:
+            columns[name] = pc.if_else(empty, pa.scalar(None, pa.string()), text)
+    return pa.table(columns)
+
+
+def write_exceptions(
+    result: ReconciliationResult, texts: CategoryTexts, csv_path: Path, parquet_path: Path
+) -> None:
+    """exceptions.csv and exceptions.parquet in one pass over the exceptions (``texts``), a
+    batch at a time (read back from the engine when the result does not hold them all)."""
+    columns = exception_columns(result)
+    schema = _parquet_table(pa.table({c: pa.array([], pa.string()) for c in columns})).schema
+    with (
+        csv_path.open("w", encoding="utf-8", newline="") as handle,
+        pq.ParquetWriter(parquet_path, schema) as parquet,
+    ):
+        _write_csv_header(handle, columns)
+        for table in texts.every():
+            _write_csv_rows(handle, table)
+            parquet.write_table(_parquet_table(table), row_group_size=1 << 17)
 
 
 def summary_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
@@ -188,7 +264,7 @@ def write_report(
     with_fx = not result.fx.empty
     names = REPORT_FILES + (TRACKED_FILES if tracking is not None else ()) + ((FX_FILE,) if with_fx else ())
     paths = {name: directory / name for name in names}
-    table = exceptions_text_table(result)
+    texts = exception_texts(result)
     with contextlib.ExitStack() as stack:
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
         # The workbook is mostly pyarrow kernels and zlib, which release the GIL: write it in a
@@ -203,14 +279,19 @@ def write_report(
                     title=title,
                     environment=environment,
                     generated_at=when.strftime("%Y-%m-%d %H:%M:%S UTC"),
-                    table=table,
+                    table=texts,
                 ),
             )
             html = render_html(result, title=title, environment=environment, generated_at=when, period=period)
             _written(
                 paths["report.html"], lambda: temporary["report.html"].write_text(html, encoding="utf-8")
             )
-            _written(paths["exceptions.csv"], lambda: _write_csv(table, temporary["exceptions.csv"]))
+            _written(
+                paths["exceptions.csv"],
+                lambda: write_exceptions(
+                    result, texts, temporary["exceptions.csv"], temporary["exceptions.parquet"]
+                ),
+            )
             summary = summary_csv_frame(result)
             summary_table = pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS})
             _written(paths["summary.csv"], lambda: _write_csv(summary_table, temporary["summary.csv"]))

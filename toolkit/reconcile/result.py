@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Context, Decimal, localcontext
@@ -51,6 +51,12 @@ INFO_CATEGORIES: tuple[str, ...] = ("in_transit", "within_tolerance")
 CATEGORIES: tuple[str, ...] = PAYMENT_CATEGORIES + SUBSCRIPTION_CATEGORIES + INFO_CATEGORIES
 #: Values of the ``severity`` column.
 SEVERITIES: tuple[str, ...] = ("exception", "info")
+
+
+def in_report_order(categories: Iterable[str]) -> list[str]:
+    """``categories`` in report order (an unknown one after the known ones, not lost)."""
+    order = {name: i for i, name in enumerate(CATEGORIES)}
+    return sorted(categories, key=lambda c: (order.get(c, len(order)), c))
 
 
 def severity_of(category: str) -> str:
@@ -188,6 +194,56 @@ class LazyRows:
 
 
 @dataclass(frozen=True)
+class SpilledRows:
+    """Exception rows too many to hold in memory (``ReconciliationResult.exceptions`` then holds
+    the first of each category): counted per category, and read back in report order a batch at
+    a time from where they are kept (the engine's tables)."""
+
+    #: Rows per category, in the order ``frames`` reads them (``exceptions``' order).
+    counts: dict[str, int]
+    #: ``read(category, start, count)``: that category's rows ``start`` to ``start + count``
+    #: (None: to its end), as frames of ``EXCEPTION_COLUMNS``.
+    read: Callable[[str, int, int | None], Iterator[pd.DataFrame]] = field(repr=False, compare=False)
+
+    @classmethod
+    def held(cls, frame: pd.DataFrame) -> SpilledRows:
+        """Rows in memory (a subscription check's, the rejected rows) read the same way."""
+        names = frame["category"].astype(str)
+        parts = {name: frame[names == name].reset_index(drop=True) for name in dict.fromkeys(names)}
+
+        def read(category: str, start: int, count: int | None) -> Iterator[pd.DataFrame]:
+            part = parts.get(category)
+            if part is not None and start < len(part):
+                yield part.iloc[start : None if count is None else start + count].reset_index(drop=True)
+
+        return cls({name: len(part) for name, part in parts.items()}, read)
+
+    def frames(self, category: str | None = None) -> Iterator[pd.DataFrame]:
+        """Every row of ``category`` (None: of every category, in order), in batches."""
+        for name in [category] if category is not None else list(self.counts):
+            if self.counts.get(name):
+                yield from self.read(name, 0, None)
+
+    def joined(self, other: SpilledRows) -> SpilledRows:
+        """These rows, then ``other``'s, in each category."""
+
+        def read(category: str, start: int, count: int | None) -> Iterator[pd.DataFrame]:
+            first = self.counts.get(category, 0)
+            end = None if count is None else start + count
+            if start < first:
+                yield from self.read(category, start, None if end is None else min(end, first) - start)
+            rest = max(start - first, 0)
+            rest_count = None if end is None else max(end - first, 0) - rest
+            if other.counts.get(category, 0) > rest and rest_count != 0:
+                yield from other.read(category, rest, rest_count)
+
+        counts = dict(self.counts)
+        for name, n in other.counts.items():
+            counts[name] = counts.get(name, 0) + n
+        return SpilledRows(counts, read)
+
+
+@dataclass(frozen=True)
 class ReconciliationResult:
     """The outcome of a reconciliation, as data; rendering lives in ``report.py``.
 
@@ -203,7 +259,9 @@ class ReconciliationResult:
     ``within_tolerance``), which ``exception_count`` and the thresholds leave out. ``cutoff`` and
     ``grace``: the run's cut-off and settlement window (None when it had none); ``fx``: the
     payments compared at a reference rate (``FX_COLUMNS``); ``missing_rates``: each rate a payment
-    needed and the rate file did not have (``EUR/USD on 2026-11-18``).
+    needed and the rate file did not have (``EUR/USD on 2026-11-18``). ``spilled``: None when
+    ``exceptions`` holds every row; else ``exceptions`` holds the first rows of each category and
+    ``spilled`` reads them all back (``exception_frames``, ``exceptions_page``).
     """
 
     summary: pd.DataFrame
@@ -223,6 +281,7 @@ class ReconciliationResult:
     #: ``charged``) and priced (side ``priced``), so that a net difference per currency counts
     #: them in the books' currency (``net_by_currency``).
     price_moves: tuple[SideTotal, ...] = ()
+    spilled: SpilledRows | None = field(default=None, repr=False, compare=False)
 
     def net_by_currency(self) -> dict[str, Decimal]:
         """Ledger minus processor per currency, over every usable row (``totals``), with the
@@ -247,6 +306,8 @@ class ReconciliationResult:
     @property
     def exception_count(self) -> int:
         """Number of exceptions (rejected rows included; informational rows not)."""
+        if self.spilled is not None:
+            return sum(n for name, n in self.spilled.counts.items() if name not in INFO_CATEGORIES)
         return (
             int((self.exceptions["severity"] != "info").sum())
             if "severity" in self.exceptions
@@ -256,13 +317,40 @@ class ReconciliationResult:
     @property
     def info_count(self) -> int:
         """Number of informational rows (in transit, within tolerance)."""
-        return len(self.exceptions) - self.exception_count
+        return sum(self.info_counts.values())
 
     @property
     def info_counts(self) -> dict[str, int]:
         """Informational rows per category, every informational category listed."""
-        counts = self.exceptions["category"].value_counts()
-        return {name: int(counts.get(name, 0)) for name in INFO_CATEGORIES}
+        counts = self.row_counts()
+        return {name: counts.get(name, 0) for name in INFO_CATEGORIES}
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per category of ``exceptions`` (of ``spilled`` when it holds them)."""
+        if self.spilled is not None:
+            return dict(self.spilled.counts)
+        counts = self.exceptions["category"].value_counts()  # by category: no text per row
+        return {str(name): int(n) for name, n in counts.items() if n}
+
+    def exception_frames(self, category: str | None = None) -> Iterator[pd.DataFrame]:
+        """Every row of ``category`` (None: every row) in report order, in frames of a bounded
+        size: the way to read exceptions that may be too many to hold (``spilled``)."""
+        if self.spilled is not None:
+            yield from self.spilled.frames(category)
+            return
+        frame = self.exceptions
+        yield frame if category is None else frame[frame["category"] == category].reset_index(drop=True)
+
+    def exceptions_page(self, category: str, start: int = 0, count: int = 1_000) -> pd.DataFrame:
+        """Rows ``start`` to ``start + count`` of ``category`` in report order: more of a category
+        than ``exceptions`` holds, on demand (a notebook's "load more")."""
+        if start < 0 or count < 0:
+            raise ValueError("start and count are at least 0")
+        if self.spilled is None:
+            part = self.exceptions[self.exceptions["category"] == category]
+            return part.iloc[start : start + count].reset_index(drop=True)
+        frames = list(self.spilled.read(category, start, count))
+        return pd.concat(frames, ignore_index=True) if frames else self.exceptions.iloc[:0]
 
     @property
     def fx_pairs(self) -> pd.DataFrame:
@@ -281,8 +369,8 @@ class ReconciliationResult:
     def category_counts(self) -> dict[str, int]:
         """Exceptions per category, every category of the result's kind listed (zeros included);
         informational categories are in ``info_counts``."""
-        counts = self.exceptions["category"].value_counts()  # by category: no text per row
-        present = {str(name) for name, n in counts.items() if n}
+        counts = self.row_counts()
+        present = set(counts)
         names = list(PAYMENT_CATEGORIES)
         if present & set(SUBSCRIPTION_CATEGORIES) or any(
             c.side == "subscription ledger" for c in self.counts
@@ -292,6 +380,12 @@ class ReconciliationResult:
 
     def merged(self, other: ReconciliationResult) -> ReconciliationResult:
         """One result holding both (for a report of payments and subscriptions together)."""
+        spilled = None
+        if self.spilled is not None or other.spilled is not None:
+            both = (self.spilled or SpilledRows.held(self.exceptions)).joined(
+                other.spilled or SpilledRows.held(other.exceptions)
+            )
+            spilled = SpilledRows({c: both.counts[c] for c in in_report_order(both.counts)}, both.read)
         return ReconciliationResult(
             summary=_sort_summary(pd.concat([self.summary, other.summary], ignore_index=True)),
             exceptions=_sort_exceptions(pd.concat([self.exceptions, other.exceptions], ignore_index=True)),
@@ -308,6 +402,7 @@ class ReconciliationResult:
             fx=self.fx,
             missing_rates=self.missing_rates,
             price_moves=self.price_moves + other.price_moves,
+            spilled=spilled,
         )
 
     def __repr__(self) -> str:

@@ -31,6 +31,8 @@ def reconcile(
     memory_limit: str | int | None = None,
     spill_dir: str | Path | None = None,
     track: str | None = None,
+    held_rows: int = engine.HELD_ROWS,
+    preview_rows: int = engine.PREVIEW_ROWS,
 ) -> ReconciliationResult:
     """Reconcile the ledger against the processor (``engine.reconcile``, whose docstring gives the
     rules); with ``track``, record the run in that track's history and return the result with the
@@ -50,6 +52,8 @@ def reconcile(
         backend=backend,
         memory_limit=memory_limit,
         spill_dir=spill_dir,
+        held_rows=held_rows,
+        preview_rows=preview_rows,
     )
     if track is None:
         return result

@@ -662,6 +662,11 @@ def recording(
     of the store waits.
     """
     check_track_name(track)
+    if result.spilled is not None:  # a run's history holds each of its exceptions, in memory
+        raise TrackError(
+            f"track {track!r}: this run has {sum(result.spilled.counts.values()):,} exception rows, "
+            "more than a tracked run holds; reconcile a shorter period, or without --track"
+        )
     cut_off = parse_as_of(as_of)
     hashes = _input_hashes(inputs)
     with Store.open(home, create=True) as store, store.writing():

@@ -37,10 +37,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import io
 import itertools
+import shutil
+import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import IO
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
@@ -50,11 +54,11 @@ import pyarrow.compute as pc
 from toolkit.money import is_currency, minor_digits
 from toolkit.reconcile.controller_view import moment_text, tolerance_text
 from toolkit.reconcile.result import (
-    CATEGORIES,
     FX_COLUMNS,
     SUMMARY_COLUMNS,
     ReconciliationResult,
     cell_text,
+    in_report_order,
     severity_of,
 )
 from toolkit.reconcile.timing import duration_text
@@ -114,7 +118,7 @@ class _Sheet:
 
     name: str
     header: str  # XML of the first row(s)
-    rows: str | memoryview
+    rows: str | memoryview | IO[bytes]  # a temporary file for rows read back in batches
     widths: Sequence[float]
     table: tuple[int, int, int] | None = None  # first and last row (1-based), columns filtered
     frozen: bool = False  # the first row stays in view
@@ -306,19 +310,20 @@ def _width(header: str, longest: int, *, amount: bool = False) -> float:
 
 def _categories(table: pa.Table) -> dict[str, int]:
     """Exceptions per category that has any, in report order (any unknown one after, not lost)."""
-    order = {name: i for i, name in enumerate(CATEGORIES)}
     counts = {
         str(v["values"]): int(v["counts"]) for v in pc.value_counts(table.column("category")).to_pylist()
     }
-    return {c: counts[c] for c in sorted(counts, key=lambda c: (order.get(c, len(order)), c))}
+    return {c: counts[c] for c in in_report_order(counts)}
 
 
-def _category_sheets(table: pa.Table, category: str, currencies: _Currencies) -> tuple[list[_Sheet], int]:
+def _category_sheets(
+    texts: CategoryTexts, category: str, currencies: _Currencies
+) -> tuple[list[_Sheet], int]:
     """The sheet(s) of one category (split at Excel's row limit) and its amounts kept as text.
 
     One category at a time, so that only its cells are in memory while it is written.
     """
-    return _table_sheets(table.filter(pc.equal(table.column("category"), category)), category, currencies)
+    return _batch_sheets(texts.batches(category), category, currencies, on_disk=texts.streamed)
 
 
 def _table_sheets(
@@ -326,12 +331,68 @@ def _table_sheets(
 ) -> tuple[list[_Sheet], int]:
     """The sheet(s) named ``category`` holding the rows of ``part`` (text columns, in order);
     ``amounts`` maps each amount column to the column of its currency."""
-    columns = tuple(part.column_names)
-    # Large strings (64-bit offsets): the rows of a full sheet may pass 2 GiB of XML.
-    part = part.cast(pa.schema([(c, pa.large_string()) for c in part.column_names]))
+    return _batch_sheets([part], category, currencies, amounts)
+
+
+def _batch_sheets(
+    parts: Iterable[pa.Table],
+    category: str,
+    currencies: _Currencies,
+    amounts: dict[str, str] = AMOUNT_COLUMNS,
+    *,
+    on_disk: bool = False,
+) -> tuple[list[_Sheet], int]:
+    """The sheet(s) named ``category`` holding the rows of ``parts`` (text tables, in order),
+    split at Excel's row limit, and how many amounts are kept as text. With ``on_disk``, each
+    batch's rows go to a temporary file as soon as they are made: only one batch is in memory."""
+    per_sheet = MAX_SHEET_ROWS - 1
+    as_text = 0
+    columns: tuple[str, ...] = ()
+    longest: list[int] = []
+    sheets: list[list[memoryview]] = []  # per sheet, its rows' XML in order
+    files: list[IO[bytes]] = []
+    counts: list[int] = []
+    for part in parts:
+        columns = tuple(part.column_names)
+        # Large strings (64-bit offsets): the rows of a full sheet may pass 2 GiB of XML.
+        part = part.cast(pa.schema([(c, pa.large_string()) for c in part.column_names]))
+        rows, text_amounts = _row_cells(part, currencies, amounts)
+        as_text += text_amounts
+        lengths = [pc.max(pc.utf8_length(part.column(c))).as_py() or 0 for c in columns]
+        longest = [max(a, b) for a, b in zip(longest or lengths, lengths, strict=True)]
+        start = 0
+        while start < len(rows):
+            if not counts or counts[-1] == per_sheet:
+                counts.append(0)
+                sheets.append([])
+                if on_disk:  # closed by ``_write_sheet``; an unnamed file, gone once closed
+                    files.append(tempfile.TemporaryFile())  # noqa: SIM115
+            chunk = rows.slice(start, per_sheet - counts[-1])
+            if on_disk:
+                files[-1].write(_value_bytes(chunk))
+            else:
+                sheets[-1].append(_value_bytes(chunk))
+            counts[-1] += len(chunk)
+            start += len(chunk)
+    widths = [_width(c, n, amount=c in amounts) for c, n in zip(columns, longest, strict=True)]
+    out = []
+    for number, count in enumerate(counts, start=1):
+        name = category[:31] if number == 1 else f"{category[:25]} ({number})"
+        held = sheets[number - 1]
+        rows_xml: memoryview | IO[bytes] = (
+            files[number - 1] if on_disk else held[0] if len(held) == 1 else memoryview(b"".join(held))
+        )
+        out.append(
+            _Sheet(name, _header(columns), rows_xml, widths, table=(1, count + 1, len(columns)), frozen=True)
+        )
+    return out, as_text
+
+
+def _row_cells(part: pa.Table, currencies: _Currencies, amounts: dict[str, str]) -> tuple[pa.Array, int]:
+    """One ``<row>`` of cells per row of ``part``, and how many amounts are kept as text."""
     as_text = 0
     cells = []
-    for column in columns:
+    for column in part.column_names:
         if column in amounts:
             amount_cells, count = currencies.amount_cells(part.column(column), part.column(amounts[column]))
             cells.append(amount_cells)
@@ -342,27 +403,7 @@ def _table_sheets(
             cells.append(_decimal_cells(part.column(column)))
         else:
             cells.append(_text_cells(part.column(column)))
-    rows = _rows(cells)
-    del cells
-    widths = [
-        _width(c, pc.max(pc.utf8_length(part.column(c))).as_py() or 0, amount=c in amounts) for c in columns
-    ]
-    per_sheet = MAX_SHEET_ROWS - 1
-    sheets = []
-    for number, start in enumerate(range(0, len(rows), per_sheet), start=1):
-        name = category[:31] if number == 1 else f"{category[:25]} ({number})"
-        chunk = rows.slice(start, per_sheet)
-        sheets.append(
-            _Sheet(
-                name,
-                _header(columns),
-                _value_bytes(chunk),
-                widths,
-                table=(1, len(chunk) + 1, len(columns)),
-                frozen=True,
-            )
-        )
-    return sheets, as_text
+    return _rows(cells), as_text
 
 
 def _summary_sheet(
@@ -628,6 +669,34 @@ def _workbook_rels(count: int) -> str:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class CategoryTexts:
+    """The exceptions as exact text ('' for missing), as ``report.exceptions_text_table`` makes
+    them for exceptions.csv, one category at a time: rows per category in report order, each
+    category's rows, and every currency their amounts are in."""
+
+    counts: dict[str, int]
+    batches: Callable[[str], Iterator[pa.Table]]
+    currencies: set[str]
+    #: Every row, in the order of exceptions.csv, a batch at a time.
+    every: Callable[[], Iterator[pa.Table]]
+    #: Read back a batch at a time (too many to hold): each sheet's rows go to a temporary file.
+    streamed: bool = False
+
+    @classmethod
+    def of(cls, table: pa.Table) -> CategoryTexts:
+        """Every exception in one table (all held in memory)."""
+        table = table.combine_chunks()  # filters then give arrays, whose buffers are the sheet XML
+        codes: set[str] = set()
+        for column in set(AMOUNT_COLUMNS.values()):
+            codes.update(str(c) for c in pc.unique(table.column(column)).to_pylist() if c)
+        return cls(_categories(table), functools.partial(_category_rows, table), codes, lambda: iter([table]))
+
+
+def _category_rows(table: pa.Table, category: str) -> Iterator[pa.Table]:
+    yield table.filter(pc.equal(table.column("category"), category))
+
+
 def write_xlsx(
     result: ReconciliationResult,
     path: Path,
@@ -635,19 +704,20 @@ def write_xlsx(
     title: str,
     environment: str,
     generated_at: str,
-    table: pa.Table,
+    table: pa.Table | CategoryTexts,
 ) -> None:
     """Write the workbook to ``path``; ``table`` holds the exceptions as exact text ('' for
-    missing), as ``report.exceptions_text_table`` makes it for exceptions.csv.
+    missing), as ``report.exceptions_text_table`` makes it for exceptions.csv (or reads them one
+    category at a time: ``CategoryTexts``).
 
     Each category's sheets are written as soon as they are built, and the summary, which counts
     the amounts kept as text, after them (the order of a package's parts carries no meaning, but
     file-type sniffers look for ``[Content_Types].xml`` first).
     """
-    table = table.combine_chunks()  # filters then give arrays, whose buffers are the sheet XML
+    texts = table if isinstance(table, CategoryTexts) else CategoryTexts.of(table)
     resolved, fx = _resolved_table(result), _fx_table(result)
-    currencies = _Currencies(_currency_codes(result, table, resolved, fx))
-    sources = _sheet_sources(table, resolved, fx, currencies)
+    currencies = _Currencies(_currency_codes(result, texts, resolved, fx))
+    sources = _sheet_sources(texts, resolved, fx, currencies)
     count = 1 + sum(_sheet_count(rows) for rows, _ in sources)
     overrides = "".join(
         f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="application/'
@@ -686,15 +756,15 @@ _Source = tuple[int, Callable[[], tuple[list[_Sheet], int]]]
 
 
 def _sheet_sources(
-    table: pa.Table, resolved: pa.Table | None, fx: pa.Table | None, currencies: _Currencies
+    texts: CategoryTexts, resolved: pa.Table | None, fx: pa.Table | None, currencies: _Currencies
 ) -> list[_Source]:
     """The tables after the summary, in workbook order: the exception categories, a tracked run's
     resolved exceptions, the informational categories, then FX; only those with rows (no empty
     sheet). Built one at a time when written, so only one table's cells are in memory."""
-    categories = _categories(table)
+    categories = texts.counts
 
     def category(name: str) -> _Source:
-        return categories[name], functools.partial(_category_sheets, table, name, currencies)
+        return categories[name], functools.partial(_category_sheets, texts, name, currencies)
 
     sources = [category(c) for c in categories if severity_of(c) == "exception"]
     if resolved is not None and resolved.num_rows:
@@ -714,11 +784,11 @@ def _sheet_count(rows: int) -> int:
 
 
 def _currency_codes(
-    result: ReconciliationResult, table: pa.Table, resolved: pa.Table | None, fx: pa.Table | None
+    result: ReconciliationResult, texts: CategoryTexts, resolved: pa.Table | None, fx: pa.Table | None
 ) -> set[str]:
     """Every currency an amount of the workbook is in (each gets its number format)."""
-    codes: set[str] = {str(c) for c in result.summary["currency"].unique() if c}
-    for part, columns in ((table, AMOUNT_COLUMNS), (resolved, AMOUNT_COLUMNS), (fx, FX_AMOUNT_COLUMNS)):
+    codes: set[str] = {str(c) for c in result.summary["currency"].unique() if c} | texts.currencies
+    for part, columns in ((resolved, AMOUNT_COLUMNS), (fx, FX_AMOUNT_COLUMNS)):
         if part is None:
             continue
         for column in set(columns.values()):
@@ -747,12 +817,22 @@ def _resolved_table(result: ReconciliationResult) -> pa.Table | None:
 
 
 def _write_sheet(archive: zipfile.ZipFile, name: str, sheet: _Sheet, *, selected: bool) -> None:
-    """Stream one sheet into the archive: the rows go from the arrow buffer, never one string."""
+    """Stream one sheet into the archive: the rows go from the arrow buffer (or the temporary
+    file they were written to), never one string."""
     head = _sheet_head(sheet, selected).encode()
     tail = _sheet_tail(sheet).encode()
-    rows = memoryview(sheet.rows.encode() if isinstance(sheet.rows, str) else sheet.rows)
-    size = len(head) + rows.nbytes + len(tail)
-    with archive.open(name, "w", force_zip64=size > zipfile.ZIP64_LIMIT) as handle:
-        handle.write(head)
-        handle.write(rows)
-        handle.write(tail)
+    if isinstance(sheet.rows, str | memoryview):
+        rows = memoryview(sheet.rows.encode() if isinstance(sheet.rows, str) else sheet.rows)
+        size = len(head) + rows.nbytes + len(tail)
+        with archive.open(name, "w", force_zip64=size > zipfile.ZIP64_LIMIT) as handle:
+            handle.write(head)
+            handle.write(rows)
+            handle.write(tail)
+        return
+    with sheet.rows as written:
+        size = len(head) + written.seek(0, io.SEEK_END) + len(tail)
+        written.seek(0)
+        with archive.open(name, "w", force_zip64=size > zipfile.ZIP64_LIMIT) as handle:
+            handle.write(head)
+            shutil.copyfileobj(written, handle, 1 << 20)
+            handle.write(tail)
