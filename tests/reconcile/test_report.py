@@ -91,11 +91,13 @@ def test_workbook_has_every_exception(tmp_path: Path) -> None:
 
 
 def test_html_shows_only_first_rows(tmp_path: Path) -> None:
+    """The first 5 shown; the other 25 in the page, hidden until the reader asks for more."""
     ledger = [(f"k{i}", "1.00", "USD", "success") for i in range(30)]
     result = run(ledger, [])
     html = render_html(result, title="t", environment="live", generated_at=WHEN, rows=5)
     assert "In the books, not at the processor: first 5 of 30." in html
-    assert html.count("not found at the processor") == 5
+    assert html.count("not found at the processor") == 30
+    assert html.count(" data-held hidden>") == 25
 
 
 def test_workbook_survives_control_characters_and_splits_at_the_row_limit(

@@ -274,3 +274,104 @@ def test_a_report_with_information_and_rates_fits_a_laptop_and_a4(
         opened.fill("#filter-text", "transit")
         assert column(opened, 0) == [] and opened.text_content("#filter-count") == f"0 of {total} rows shown"
         assert_fits_a4(opened)
+
+
+# ---------------------------------------------------------------------------------------------
+# More rows of a finding on demand: held in the page, hidden until asked for
+
+#: 45 rows in the books only (every third one "red"), 530 at the processor only.
+BOOKED = [(f"book-{i:02d}-{'red' if i % 3 == 0 else 'blue'}", "1.00", "USD", "success") for i in range(45)]
+CHARGED = [(f"charge-{i:03d}", "2.00", "USD", "success") for i in range(530)]
+SHOW_MORE_BOOKED = 'button[data-more="missing_in_processor"]'
+SHOW_MORE_CHARGED = 'button[data-more="missing_in_ledger"]'
+
+
+@pytest.fixture(scope="module")
+def more_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finding of 45 rows (20 shown, 25 held) and one of 530 (20 shown, 480 held)."""
+    from toolkit.reconcile import render_html
+
+    html = render_html(
+        run(BOOKED, CHARGED),
+        title="More",
+        environment="embedded sandbox",
+        generated_at=datetime(2026, 1, 2, tzinfo=UTC),
+    )
+    path = tmp_path_factory.mktemp("more") / "report.html"
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+def shown(page: Page, category: str) -> list[str]:
+    """Keys of the visible rows of one finding, in the table's order."""
+    keys: list[str] = page.eval_on_selector_all(
+        f'#exceptions tbody tr[data-category="{category}"]:not([hidden])',
+        "rows => rows.map(r => r.cells[0].textContent.trim())",
+    )
+    return keys
+
+
+def visible(page: Page) -> int:
+    """Rows laid out on screen (not only not [hidden]): a held row must never be among them."""
+    count: int = page.eval_on_selector_all(
+        "#exceptions tbody tr", "rows => rows.filter(r => r.getClientRects().length > 0).length"
+    )
+    return count
+
+
+def test_show_more_reveals_the_next_20_under_the_current_filter_and_sort(
+    browser: Browser, more_report: Path
+) -> None:
+    with opened_report(browser, more_report) as opened:
+        assert len(shown(opened, "missing_in_processor")) == 20 and visible(opened) == 40
+        assert opened.text_content("#filter-count") == "all 40 rows shown"
+        assert opened.text_content(SHOW_MORE_BOOKED) == "Show 20 more: In the books, not at the processor"
+        # A filter and a sort never reveal a held row.
+        opened.select_option("#filter-category", "missing_in_processor")
+        opened.click("#exceptions th:nth-child(1) button")
+        assert len(shown(opened, "missing_in_processor")) == 20 and visible(opened) == 20
+        opened.select_option("#filter-category", "")
+        opened.fill("#filter-text", "red")
+        opened.click("#exceptions th:nth-child(1) button")  # descending
+        reds = [key for key, *_ in BOOKED if "red" in key]
+        assert shown(opened, "missing_in_processor") == sorted(reds[:7], reverse=True)  # of the first 20
+        assert opened.text_content("#filter-count") == "7 of 40 rows shown"
+
+        opened.click(SHOW_MORE_BOOKED)
+        # Rows 20 to 39 are revealed, still filtered and in their sorted places.
+        assert shown(opened, "missing_in_processor") == sorted(reds[:14], reverse=True)
+        assert opened.text_content("#filter-count") == "14 of 60 rows shown"
+        assert opened.text_content(SHOW_MORE_BOOKED) == "Show 5 more: In the books, not at the processor"
+        assert opened.text_content("#note-missing_in_processor") == (
+            "In the books, not at the processor: first 40 of 45."
+        )
+        opened.fill("#filter-text", "")
+        assert len(shown(opened, "missing_in_processor")) == 40 and visible(opened) == 60
+
+        opened.click(SHOW_MORE_BOOKED)
+        assert len(shown(opened, "missing_in_processor")) == 45 and visible(opened) == 65
+        assert opened.is_hidden(SHOW_MORE_BOOKED)  # nothing more to show
+        assert (
+            opened.text_content("#note-missing_in_processor") == "In the books, not at the processor: all 45."
+        )
+        assert opened.text_content("#filter-count") == "all 65 rows shown"
+        assert_fits_laptop(opened)
+        assert_fits_a4(opened)
+        assert opened.is_hidden("#exception-more")  # no buttons on paper
+        assert visible(opened) == 65  # what was revealed is printed; what is held is not
+
+
+def test_show_more_stops_at_the_rows_the_page_holds_and_says_of_how_many(
+    browser: Browser, more_report: Path
+) -> None:
+    with opened_report(browser, more_report) as opened:
+        clicks = 0
+        while opened.is_visible(SHOW_MORE_CHARGED):
+            opened.click(SHOW_MORE_CHARGED)
+            clicks += 1
+        assert clicks == 24 and len(shown(opened, "missing_in_ledger")) == 500  # 20 + 24 clicks of 20
+        assert opened.text_content("#note-missing_in_ledger") == (
+            "At the processor, not in the books: first 500 of 530, all this page holds; "
+            "exceptions.csv and report.xlsx hold every one."
+        )
+        assert opened.text_content("#filter-count") == "all 520 rows shown"

@@ -31,6 +31,9 @@ STATE_ORDER = {"new": 0, "open": 1, "acknowledged": 2}
 
 #: Rows of each category shown in the HTML page (exceptions.csv and the workbook hold them all).
 HTML_ROWS = 20
+#: Rows of each category the HTML page holds: those past ``HTML_ROWS`` are hidden until the reader
+#: asks for them ("Show 20 more"), since the page is opened from disk and may fetch nothing.
+HTML_MORE_ROWS = 500
 
 #: A period as ``write_report`` takes it: (start, end) dates (ISO text or ``date``, either may be
 #: empty), text said as it is, or None for no period.
@@ -294,10 +297,24 @@ class Cell:
 
 @dataclass(frozen=True)
 class ExceptionRow:
-    """One exception as the report's table shows it: its category and its cells."""
+    """One exception as the report's table shows it: its category and its cells; ``held``: in
+    the page but hidden until the reader asks for more of its category."""
 
     category: str
     cells: tuple[Cell, ...]
+    held: bool = False
+
+
+@dataclass(frozen=True)
+class CutCategory:
+    """A category with more exceptions than the page shows at first: how many it shows, how many
+    it holds (the rest of those hidden until asked for) and how many there are."""
+
+    code: str
+    label: str
+    shown: int
+    embedded: int
+    count: int
 
 
 def _sum(values: Iterable[Any]) -> Decimal | None:
@@ -404,20 +421,25 @@ def _amount_key(amount: Any, currency: Any) -> tuple[str, Decimal] | None:
 
 
 def exception_rows(
-    result: ReconciliationResult, rows: int
-) -> tuple[list[ExceptionRow], list[tuple[str, int, int]]]:
-    """The first ``rows`` exceptions of each category as table rows, and for each category cut
-    short (label, shown, count)."""
+    result: ReconciliationResult, rows: int, embed: int = HTML_MORE_ROWS
+) -> tuple[list[ExceptionRow], list[CutCategory]]:
+    """The first ``embed`` exceptions of each category as table rows, those past the first
+    ``rows`` held (hidden until asked for), and each category cut short. Ranks are over every
+    row held, so that rows revealed later sort among those shown."""
     exceptions = result.exceptions
+    embed = max(rows, embed)
     records: list[dict[str, Any]] = []
-    cut: list[tuple[str, int, int]] = []
+    held: list[bool] = []
+    cut: list[CutCategory] = []
     for category, count in result.category_counts.items():
         if not count:
             continue
-        part = exceptions[exceptions["category"] == category].head(rows)
-        if count > len(part):
-            cut.append((category_label(category), len(part), count))
+        part = exceptions[exceptions["category"] == category].head(embed)
+        shown = min(rows, len(part))
+        if count > shown:
+            cut.append(CutCategory(category, category_label(category), shown, len(part), count))
         records += [dict(zip(part.columns, r, strict=True)) for r in part.itertuples(index=False)]
+        held += [False] * shown + [True] * (len(part) - shown)
     order = {name: i for i, name in enumerate(CATEGORIES)}
     category_rank = _ranks([(order.get(str(r["category"]), len(order)), i) for i, r in enumerate(records)])
     ledger_rank = _ranks([_amount_key(r["ledger_amount"], r["ledger_currency"]) for r in records])
@@ -446,6 +468,7 @@ def exception_rows(
                         + (f" ({r['stateReason']})" if tracked and r["stateReason"] else "")
                     ),
                 ),
+                held[i],
             )
         )
     return table, cut
@@ -657,9 +680,13 @@ def _side_cell(record: dict[str, Any], side: str, rank: int) -> Cell:
 # The page's script
 
 
-def script() -> tuple[str, str]:
-    """The inline script (sorting, filtering) and its CSP hash, so no other script can run."""
-    text = resources.files("toolkit.reconcile").joinpath("templates/report.js").read_text("utf-8")
+def script(*, more: bool = False) -> tuple[str, str]:
+    """The inline script (sorting, filtering; with ``more``, revealing held rows too) and its CSP
+    hash, so no other script can run. A page with no held rows gets the script alone, as before."""
+    templates = resources.files("toolkit.reconcile").joinpath("templates")
+    text = templates.joinpath("report.js").read_text("utf-8")
+    if more:
+        text += templates.joinpath("report-more.js").read_text("utf-8")
     digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
     return text, f"sha256-{digest}"
 
@@ -676,8 +703,9 @@ def page(
     """Everything the template shows, as plain values."""
     found, clear = category_lines(result)
     table, cut = exception_rows(result, rows)
+    held = any(row.held for row in table)
     information = info_sections(result, rows)
-    code, script_hash = script()
+    code, script_hash = script(more=held)
     return {
         "title": title,
         "environment": environment,
@@ -700,7 +728,8 @@ def page(
         "rows": table,
         "cut": cut,
         "per_category": rows,
-        "shown": len(table),
+        "shown": sum(not row.held for row in table),
+        "held": held,
         "script": code,
         "script_hash": script_hash,
         "tracking": tracking_view(result, rows),

@@ -17,7 +17,7 @@ from toolkit.views.files import output_file, write_frame
 from toolkit.views.processor import processor_side
 from toolkit.views.reading import reading_options
 from toolkit.views.subscriptions import subscription_checks
-from toolkit.views.tables import count_words, errors_table, exceptions_table, table
+from toolkit.views.tables import count_words, errors_table, exceptions_table, first_rows_note, table
 from toolkit.views.threshold import check_threshold
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "environment_label",
     "errors_table",
     "exceptions_table",
+    "first_rows_note",
     "output_file",
     "processor_side",
     "reading_options",

@@ -65,6 +65,14 @@ def exceptions_table(exceptions: pd.DataFrame) -> Styler:
     )
 
 
+def first_rows_note(category: str, shown: int, count: int) -> str:
+    """What a notebook says under a category it shows only the first rows of, and how to see more."""
+    return (
+        f"the first {shown:,} of {count:,}; more: report.exceptions_page({category!r}, {shown}, {shown}); "
+        "exceptions.csv and report.xlsx hold every one"
+    )
+
+
 def count_words(counts: Mapping[str, int] | pd.Series) -> str:
     """``{'new': 4, 'changed': 1}`` as ``4 new, 1 changed`` (a dict printed raw reads as code)."""
     return ", ".join(f"{int(n)} {name}" for name, n in dict(counts).items()) or "none"
