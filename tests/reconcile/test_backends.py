@@ -172,6 +172,15 @@ def test_memory_limits_are_read_like_duckdb_and_spark() -> None:
         parse_memory_limit("lots")
 
 
+def test_duckdb_leaves_a_quarter_of_the_memory_limit_to_the_rest_of_the_process(tmp_path: Path) -> None:
+    """The limit is the process's: Python, the Arrow results and the report live beside DuckDB's
+    buffers, and DuckDB allocates beyond its own limit (10M rows a side peaked 2.1 GB at 1.5 GiB)."""
+    engine = connect("duckdb", memory_limit="2GB", spill_dir=tmp_path)
+    setting = engine.con.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert setting == "1.5 GiB"
+    assert engine.memory_limit == 2 << 30  # what an error message names: the limit given
+
+
 def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "toolkit.cli", "reconcile", *args],
