@@ -116,10 +116,9 @@ def exception_texts(result: ReconciliationResult) -> CategoryTexts:
 
     # The currencies of every row a category can hold: the usable rows' (totals) and those of
     # the rows held (the first of each category, the rows that could not be read).
-    held = exceptions_text_table(result)
     codes = {total.currency for total in result.totals}
     for column in ("ledger_currency", "processor_currency"):
-        codes.update(str(c) for c in pc.unique(held.column(column)).to_pylist() if c)
+        codes.update(str(c) for c in result.exceptions[column].dropna().unique() if c)
 
     def every() -> Iterator[pa.Table]:
         for frame in result.exception_frames():

@@ -326,14 +326,6 @@ def _category_sheets(
     return _batch_sheets(texts.batches(category), category, currencies, on_disk=texts.streamed)
 
 
-def _table_sheets(
-    part: pa.Table, category: str, currencies: _Currencies, amounts: dict[str, str] = AMOUNT_COLUMNS
-) -> tuple[list[_Sheet], int]:
-    """The sheet(s) named ``category`` holding the rows of ``part`` (text columns, in order);
-    ``amounts`` maps each amount column to the column of its currency."""
-    return _batch_sheets([part], category, currencies, amounts)
-
-
 def _batch_sheets(
     parts: Iterable[pa.Table],
     category: str,
@@ -769,11 +761,11 @@ def _sheet_sources(
     sources = [category(c) for c in categories if severity_of(c) == "exception"]
     if resolved is not None and resolved.num_rows:
         sources.append(
-            (resolved.num_rows, functools.partial(_table_sheets, resolved, "resolved", currencies))
+            (resolved.num_rows, functools.partial(_batch_sheets, [resolved], "resolved", currencies))
         )
     sources += [category(c) for c in categories if severity_of(c) == "info"]
     if fx is not None:
-        build = functools.partial(_table_sheets, fx, "FX", currencies, FX_AMOUNT_COLUMNS)
+        build = functools.partial(_batch_sheets, [fx], "FX", currencies, FX_AMOUNT_COLUMNS)
         sources.append((fx.num_rows, build))
     return sources
 
