@@ -70,6 +70,24 @@ def test_amounts_are_exact(text: str, currency: str, minor: int) -> None:
     assert loaded.frame["currency"].astype(str).tolist() == [currency.strip().upper()]
 
 
+def test_only_spaces_tabs_and_line_breaks_around_a_value_are_trimmed() -> None:
+    """A value below "!" (empty, or starting with a control character) is tested for whitespace
+    and kept as it is when it has none; whitespace at either end goes, inner whitespace stays."""
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": [" a", "b\t", "\r\nc", "\x01d", "e f", "g\x02", " \th \n"],
+            "amount": ["\t1.00 ", "2", " 3\r", "4", "5", "6", "7"],
+            "currency": [" usd\r", "USD", "usd", "USD", "USD\n", "USD", "\tUSD"],
+            "status": ["success\n", " success", "success", "success", "success", "success", "success"],
+        }
+    )
+    loaded = load_ledger(frame)
+    assert loaded.rejected.empty
+    assert loaded.frame["merchantReferenceId"].tolist() == ["a", "b", "c", "\x01d", "e f", "g\x02", "h"]
+    assert loaded.frame["amountMinor"].tolist() == [100, 200, 300, 400, 500, 600, 700]
+    assert set(loaded.frame["currency"].astype(str)) == {"USD"}
+
+
 @pytest.mark.parametrize(
     ("amount", "currency", "status", "reason"),
     [

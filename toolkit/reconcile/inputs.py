@@ -416,9 +416,12 @@ def _trimmed(value: ir.StringValue) -> ir.StringValue:
     reads as the letters v and f. Patterns hold no backslash for the same reason (Spark SQL drops
     an unknown escape's backslash): ``[.]``, not ``\\.``.
     """
-    padded = ibis.literal(False)
-    for space in _WHITESPACE:  # prefix and suffix tests compare bytes: far cheaper than substr
-        padded |= value.startswith(space) | value.endswith(space)
+    # Strings compare by their bytes on both backends: a value below "!" is empty or starts with
+    # a control character or a space, one comparison where four prefix tests took three times
+    # as long (the regular expression then trims only whitespace, as before).
+    padded = value < "!"
+    for space in _WHITESPACE:  # suffix tests compare bytes: far cheaper than substr
+        padded |= value.endswith(space)
     return padded.ifelse(value.re_replace("^[ \t\n\r]+|[ \t\n\r]+$", ""), value)
 
 
