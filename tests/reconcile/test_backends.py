@@ -268,3 +268,23 @@ def test_a_spark_table_by_name(spark: Backend) -> None:
     assert from_table.counts[1].source == "table:settlements"
     with pytest.raises(InputError, match="'amount' holds floats"):
         reconcile(load_ledger("table:float_books"), load_processor("table:settlements"), backend=spark)
+
+
+@pytest.mark.slow
+def test_a_local_spark_run_stays_on_loopback_and_its_output_is_the_commands(tmp_path: Path) -> None:
+    """A local session binds to 127.0.0.1, and Spark's warnings (a window over a whole table,
+    a plan too long to print) stay out of the command's output."""
+    ledger, processor = tmp_path / "ledger.csv", tmp_path / "processor.csv"
+    frame(PLANTED_LEDGER).to_csv(ledger, index=False)
+    frame(PLANTED_PROCESSOR).to_csv(processor, index=False)
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_LOCAL_IP"}
+    done = _cli(
+        *("--ledger", str(ledger), "--processor", str(processor), "--output-dir", str(tmp_path / "out")),
+        *("--backend", "pyspark"),
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "exceptions" in done.stdout
+    for noise in ("WindowExec", "SparkStringUtils", "resolves to a loopback address"):
+        assert noise not in done.stderr, done.stderr

@@ -259,6 +259,9 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
             .config("spark.ui.showConsoleProgress", "false")
         )
         if not master or master.startswith("local"):
+            # A local session stays on the loopback interface: Spark would otherwise bind to the
+            # machine's first network address (and warn that it does).
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # Nothing is written where the command runs (Spark's default warehouse is ./).
             warehouse = Path(tempfile.mkdtemp(prefix="toolkit-spark-"))
             atexit.register(shutil.rmtree, warehouse, True)
@@ -271,7 +274,7 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
         if spill is not None:
             builder = builder.config("spark.local.dir", str(spill))
     try:
-        return builder.getOrCreate()
+        session = builder.getOrCreate()
     except Exception as exc:
         where = remote or master or "a local session"
         hint = (
@@ -282,3 +285,8 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
         raise EngineError(
             f"Spark could not start ({where}): {type(exc).__name__}; {hint} Or run with --backend duckdb"
         ) from None
+    if not remote:
+        # Spark's warnings (a window over a whole table: the report order, by design) would fill
+        # the command's output; its errors still show. A session of the user's keeps its level.
+        session.sparkContext.setLogLevel("ERROR")
+    return session
