@@ -367,19 +367,19 @@ def _per_key(side: _Side, *, when: bool, price: bool) -> ir.Table:
     repeated = counts.filter(counts._n > 1)
     joined = rows.left_join(repeated, rows._key == repeated._rkey)
     first = joined.filter(joined._rkey.isnull() | (joined._ord == joined._first))
-    return first.select(
-        _key=first._key,
-        **{
-            f"{p}_n": first._n.fill_null(1),
-            f"{p}_ord": first._ord,
-            f"{p}_minor": first._minor,
-            f"{p}_cur": first._cur.cast("int64"),
-            f"{p}_st": first._st.cast("int64"),
-            f"{p}_when": first._when if when else ibis.null("int64"),
-            f"{p}_pminor": first._pminor if price else ibis.null("int64"),
-            f"{p}_pcur": first._pcur.cast("int64") if price else ibis.null("int64"),
-        },
-    )
+    # Only the columns the rules read, in their stored types: the join that pairs the sides
+    # holds every key's row in a hash table, so each byte less is one less to spill.
+    values = {"n": first._n.fill_null(1), "ord": first._ord, "minor": first._minor}
+    values |= {"cur": first._cur, "st": first._st}
+    if when:
+        values["when"] = first._when
+    if price:
+        values |= {"pminor": first._pminor, "pcur": first._pcur}
+    return first.select(_key=first._key, **{f"{p}_{name}": value for name, value in values.items()})
+
+
+#: The per-key columns of each side after pairing, as ``classify`` reads them.
+_PAIRED = ("n", "ord", "minor", "cur", "st", "when", "pminor", "pcur")
 
 
 def pair_keys(led: _Side, pro: _Side, rules: Rules) -> ir.Table:
@@ -387,7 +387,14 @@ def pair_keys(led: _Side, pro: _Side, rules: Rules) -> ir.Table:
     left = _per_key(led, when=rules.ledger_dated, price=False).rename(l_key="_key")
     right = _per_key(pro, when=rules.processor_dated, price=rules.priced).rename(p_key="_key")
     joined = left.outer_join(right, left.l_key == right.p_key)
-    return joined.mutate(key=joined.l_key.fill_null(joined.p_key)).drop("l_key", "p_key")
+    paired = {
+        f"{p}_{name}": joined[f"{p}_{name}"].cast("int64")
+        if f"{p}_{name}" in joined.columns
+        else ibis.null("int64")
+        for p in "lp"
+        for name in _PAIRED
+    }
+    return joined.select(**paired, key=joined.l_key.fill_null(joined.p_key))
 
 
 # ---------------------------------------------------------------------------------------------
