@@ -369,8 +369,13 @@ def _per_key(side: _Side, *, when: bool, price: bool) -> ir.Table:
     first = joined.filter(joined._rkey.isnull() | (joined._ord == joined._first))
     # Only the columns the rules read, in their stored types: the join that pairs the sides
     # holds every key's row in a hash table, so each byte less is one less to spill.
-    values = {"n": first._n.fill_null(1), "ord": first._ord, "minor": first._minor}
-    values |= {"cur": first._cur, "st": first._st}
+    values = {
+        "n": first._n.fill_null(1),
+        "ord": first._ord,
+        "minor": first._minor,
+        "cur": first._cur,
+        "st": first._st,
+    }
     if when:
         values["when"] = first._when
     if price:
