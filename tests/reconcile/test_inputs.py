@@ -13,7 +13,7 @@ import pytest
 
 from toolkit.errors import InputError
 from toolkit.models import PAYMENT_STATUS_NAMES
-from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger
+from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger, reconcile, select_period
 from toolkit.reconcile.backends import connect
 from toolkit.reconcile.inputs import minor_text, parse_amounts
 
@@ -86,6 +86,35 @@ def test_only_spaces_tabs_and_line_breaks_around_a_value_are_trimmed() -> None:
     assert loaded.frame["merchantReferenceId"].tolist() == ["a", "b", "c", "\x01d", "e f", "g\x02", "h"]
     assert loaded.frame["amountMinor"].tolist() == [100, 200, 300, 400, 500, 600, 700]
     assert set(loaded.frame["currency"].astype(str)) == {"USD"}
+
+
+def test_dates_with_whitespace_around_them_place_rows_in_the_period_and_before_the_cut_off() -> None:
+    """A period's column and a processor's time are trimmed before they are read: a date written
+    with spaces or a line break around it is a date, not a rejected row."""
+    ledger = pd.DataFrame(
+        {
+            "merchantReferenceId": ["a", "b", "c"],
+            "amount": ["1", "2", "3"],
+            "currency": ["USD"] * 3,
+            "status": ["success"] * 3,
+            "date": [" 2026-10-05 ", "\t2026-10-31T23:59:59Z\r\n", "2026-11-01 "],
+        }
+    )
+    october = select_period(load_ledger(ledger), "date", "2026-10-01", "2026-10-31")
+    assert october.rejected.empty
+    assert october.frame["merchantReferenceId"].tolist() == ["a", "b"]
+    assert october.outside == 1
+
+    processor = ledger.drop(columns="date").assign(
+        createTime=[" 1700000000000", "1700000000000\t", "\n1600000000000"]
+    )
+    result = reconcile(
+        load_ledger(ledger.drop(columns="date")), load_processor(processor), as_of="2023-11-01"
+    )
+    assert result.rejected.empty
+    counts = {c.side: c for c in result.counts}
+    assert counts["processor"].after_cutoff == 2
+    assert counts["processor"].matched == 1
 
 
 @pytest.mark.parametrize(

@@ -656,20 +656,22 @@ def _check_subscriptions(table: ir.Table, *, decimal: str = ".") -> ir.Table:
 
 
 def with_epoch_seconds(table: ir.Table, column: str, out: str) -> ir.Table:
-    """``table`` with ``out``: the text of ``column`` (ISO dates or times, or epoch milliseconds)
-    as seconds since the epoch, UTC (null when unreadable). Seconds, not a timestamp: Spark has
-    no timestamp from milliseconds, and whole seconds compare and subtract alike everywhere.
-    Cut, never rounded, to the second (milliseconds lose their last three digits as text). Built
-    in stages (``view``) so that each value is computed once per row."""
-    t = table.mutate(_et=_trimmed(table[column])).view()
-    t = t.mutate(
-        _epoch=t._et.re_search(r"^[0-9]{11,18}$"),
-        _iso=t._et.re_search(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"),
+    """``table`` with ``out``: the text of ``column``, trimmed by the caller (once per row), as
+    seconds since the epoch, UTC (null when unreadable): ISO dates or times, or epoch
+    milliseconds. Seconds, not a timestamp: Spark has no timestamp from milliseconds, and whole
+    seconds compare and subtract alike everywhere. Cut, never rounded, to the second
+    (milliseconds lose their last three digits as text). Built in stages (``view``) so that each
+    value is computed once per row."""
+    text = table[column]
+    t = table.mutate(
+        _epoch=text.re_search(r"^[0-9]{11,18}$"),
+        _iso=text.re_search(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"),
     ).view()
-    millis = t._epoch.ifelse(t._et.substr(0, t._et.length() - 3), ibis.null("string")).cast("int64")
-    parsed = t._iso.ifelse(t._et, ibis.null("string")).try_cast("timestamp('UTC')")
+    text = t[column]
+    millis = t._epoch.ifelse(text.substr(0, text.length() - 3), ibis.null("string")).cast("int64")
+    parsed = t._iso.ifelse(text, ibis.null("string")).try_cast("timestamp('UTC')")
     whole = parsed.truncate("s").epoch_seconds().cast("int64")
-    return t.mutate(**{out: t._epoch.ifelse(millis, whole)}).drop("_et", "_epoch", "_iso")
+    return t.mutate(**{out: t._epoch.ifelse(millis, whole)}).drop("_epoch", "_iso")
 
 
 def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
@@ -688,7 +690,8 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
             f"{period.start or '...'} to {period.end or '...'} by"
         )
     lower, upper = _period_bounds(period.start, period.end)
-    table = with_epoch_seconds(table, period.column, "_period_when").view()
+    table = table.mutate(_period_text=_trimmed(table[period.column])).view()
+    table = with_epoch_seconds(table, "_period_text", "_period_when").view()
     when = table._period_when
     usable = table._problem.isnull()
     inside = ibis.literal(True)
@@ -703,7 +706,7 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
         _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
         _outside=(usable & when.notnull() & ~inside).fill_null(False),
         _day=when,
-    ).drop("_period_when")
+    ).drop("_period_text", "_period_when")
 
 
 def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
