@@ -17,7 +17,7 @@ from tests.reconcile.test_inputs import SANDBOX_EXPORT
 from tests.reconcile.test_sources import EXCEL_ROWS
 from toolkit.errors import EngineError, InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
-from toolkit.reconcile.backends import Backend, connect, parse_memory_limit
+from toolkit.reconcile.backends import Backend, connect, parse_memory_limit, size_text
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -168,6 +168,14 @@ def test_a_run_leaves_its_spill_dir_as_it_found_it(tmp_path: Path) -> None:
 def test_memory_limits_are_read_like_duckdb_and_spark() -> None:
     assert parse_memory_limit("6GB") == 6 << 30
     assert parse_memory_limit("500mb") == 500 << 20
+    assert [size_text(parse_memory_limit(t)) for t in ("6GB", "1.5g", "500MB", "8MB", "1KB", "12")] == [
+        "6 GiB",
+        "1.5 GiB",
+        "500 MiB",
+        "8 MiB",
+        "1 KiB",
+        "12 bytes",
+    ]
     with pytest.raises(EngineError, match="--memory-limit"):
         parse_memory_limit("lots")
 
@@ -226,7 +234,7 @@ def test_out_of_memory_limit_exits_2_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr
-    assert "memory limit" in lines[0] and "--memory-limit" in lines[0]
+    assert "memory limit (8 MiB)" in lines[0] and "--memory-limit" in lines[0]
     assert not (tmp_path / "out").exists()  # no partial report
 
 

@@ -59,6 +59,15 @@ def parse_memory_limit(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[unit])
 
 
+def size_text(size: int) -> str:
+    """Bytes as a person reads them, in the largest binary unit that is at least one: ``8 MiB``,
+    ``1.5 GiB`` (a limit of 8MB is not ``0.0 GiB``)."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):.1f}".removesuffix(".0") + f" {unit}"
+    return f"{size} bytes"
+
+
 def default_memory_limit() -> int:
     """``MEMORY_SHARE`` of the machine's physical memory, in bytes."""
     try:
@@ -130,7 +139,6 @@ class Backend:
 def _resource_failure(backend: Backend, exc: Exception) -> str | None:
     """What ran out, in one line, or None for any other failure (a bug: shown as it is)."""
     text = f"{type(exc).__name__}: {exc}"
-    limit = f"{backend.memory_limit / (1 << 30):.1f} GiB"
     if "No space left on device" in text or "ENOSPC" in text:
         where = backend.spill_dir or "the temporary directory"
         return (
@@ -141,6 +149,7 @@ def _resource_failure(backend: Backend, exc: Exception) -> str | None:
     if written:
         return _write_failure(backend.name, backend.spill_dir, written.group(1))
     if "OutOfMemory" in type(exc).__name__ or "Out of Memory" in text or "OutOfMemoryError" in text:
+        limit = size_text(backend.memory_limit)
         return (
             f"the {backend.name} engine ran out of its memory limit ({limit}); raise "
             "--memory-limit, or give --spill-dir on a disk with room to spill to"
