@@ -122,6 +122,17 @@ def test_a_result_too_large_to_hold_keeps_the_first_rows_and_reads_every_row_bac
             assert texts(spilled, page) == texts(held, part.iloc[start : start + count]), (category, start)
 
 
+def test_a_result_holds_every_row_up_to_held_rows_and_not_one_more() -> None:
+    """Thirty rows from the engine (ten categories of three; the three rejected rows are apart):
+    held whole at ``held_rows`` 30, kept in the engine at 29, the same rows either way."""
+    exact, fewer = run(held_rows=30), run(held_rows=29, preview_rows=3)
+    assert exact.spilled is None
+    assert len(exact.exceptions) == 33
+    assert fewer.spilled is not None
+    assert sum(fewer.spilled.counts.values()) == 33
+    assert texts(fewer, every_row(fewer)) == texts(exact)
+
+
 @pytest.mark.usefixtures("small_batches")
 @pytest.mark.parametrize("sheet_rows", [workbook.MAX_SHEET_ROWS, 3])
 def test_a_report_of_rows_read_back_is_the_report_of_rows_held(

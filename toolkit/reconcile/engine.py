@@ -241,7 +241,10 @@ def reconcile(
             if stats[f"duplicate_in_{side.name}"].sum()
         }
         listed = exception_rows(engine, (led, pro), flagged, duplicates, stats, rules)
-        exceptions = held_exceptions(engine, listed, held_rows=held_rows, preview_rows=preview_rows)
+        flags = stats[[*_EXCEPTION_FLAGS, *INFO_CATEGORIES]]
+        exceptions = held_exceptions(
+            engine, listed, listed_rows=int(flags.sum().sum()), held_rows=held_rows, preview_rows=preview_rows
+        )
         side_sums = side_aggregates(engine, (led, pro))
         rejected = {side.name: rejected_rows(engine, side, side_sums[side.name]) for side in (led, pro)}
         counts = count_rows((led, pro), stats, side_sums, rejected)
@@ -880,13 +883,21 @@ class _Held:
     preview_rows: int = 0
 
 
-def held_exceptions(engine: Backend, listed: ir.Table | None, *, held_rows: int, preview_rows: int) -> _Held:
+def held_exceptions(
+    engine: Backend, listed: ir.Table | None, *, listed_rows: int, held_rows: int, preview_rows: int
+) -> _Held:
     """The exception rows as the result holds them: every one when there are at most
     ``held_rows``; else the first ``preview_rows`` of each category (an informational category's
-    oldest), the engine keeping them all in report order (``_seq``) to read back in batches."""
+    oldest), the engine keeping them all in report order (``_seq``) to read back in batches.
+
+    ``listed_rows``, the rows the flag counts say ``listed`` has, picks the way: rows that fit
+    are read once, in report order, and counted here; only more are kept in the engine."""
     if listed is None:
         return _Held(_exception_frame(None), [])
     order = [listed._rank, listed._on_processor, listed._row, listed.merchantReferenceId]
+    if listed_rows <= held_rows:
+        table = engine.arrow(listed.order_by(order))
+        return _Held(_exception_frame(table), _tally(table))
     kept = engine.keep(listed.mutate(_seq=ibis.row_number().over(order_by=order)))
     tally_table = kept.group_by(["category", "_cur"]).aggregate(
         n=kept.count(), total=kept._amount.cast(_SUM_TYPE).sum()
@@ -925,6 +936,17 @@ def held_exceptions(engine: Backend, listed: ir.Table | None, *, held_rows: int,
 
     frame = _exception_frame(engine.arrow(preview))
     return _Held(frame, tally, SpilledRows(sizes, read), preview_rows)
+
+
+def _tally(table: pa.Table) -> list[tuple[str, str, int, int]]:
+    """Rows read whole: how many and their exact sum (Python integers) per category and currency."""
+    sums: dict[tuple[str, str], list[int]] = {}
+    columns = (table.column(name).to_pylist() for name in ("category", "_cur", "_amount"))
+    for category, currency, amount in zip(*columns, strict=True):
+        entry = sums.setdefault((str(category), str(currency)), [0, 0])
+        entry[0] += 1
+        entry[1] += amount or 0
+    return [(category, currency, n, total) for (category, currency), (n, total) in sums.items()]
 
 
 def _duplicate_parts(
