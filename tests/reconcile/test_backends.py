@@ -180,6 +180,21 @@ def test_memory_limits_are_read_like_duckdb_and_spark() -> None:
         parse_memory_limit("lots")
 
 
+def test_frames_are_kept_in_memory_and_files_in_a_database_file_in_the_spill_dir(tmp_path: Path) -> None:
+    """Inputs in memory already (frames) keep the engine's tables in memory; files, which may be
+    larger than memory, keep them in a database file in the spill directory. Same result."""
+    ledger, processor = frame(PLANTED_LEDGER), frame(PLANTED_PROCESSOR)
+    in_memory = reconcile(load_ledger(ledger), load_processor(processor), spill_dir=tmp_path / "frames")
+    assert not list((tmp_path / "frames").rglob("*.duckdb"))
+    paths = tmp_path / "ledger.parquet", tmp_path / "processor.parquet"
+    ledger.to_parquet(paths[0])
+    processor.to_parquet(paths[1])
+    on_disk = reconcile(load_ledger(paths[0]), load_processor(paths[1]), spill_dir=tmp_path / "files")
+    assert [p.name for p in (tmp_path / "files").rglob("*.duckdb")] == ["kept.duckdb"]
+    assert in_memory.category_counts == on_disk.category_counts
+    assert in_memory.counts[0].rows == on_disk.counts[0].rows
+
+
 def test_duckdb_leaves_a_quarter_of_the_memory_limit_to_the_rest_of_the_process(tmp_path: Path) -> None:
     """The limit is the process's: Python, the Arrow results and the report live beside DuckDB's
     buffers, and DuckDB allocates beyond its own limit (10M rows a side peaked 2.1 GB at 1.5 GiB)."""

@@ -281,7 +281,12 @@ def run(args: argparse.Namespace) -> int:
         _refuse_options_that_do_not_apply(args, ledger, processor)
         ledger = select_period(ledger, "date", *period)
         processor = select_period(processor, "createTime", *period)
-        engine = connect(args.backend, memory_limit=args.memory_limit, spill_dir=args.spill_dir)
+        engine = connect(
+            args.backend,
+            memory_limit=args.memory_limit,
+            spill_dir=args.spill_dir,
+            in_memory=ledger.in_memory and processor.in_memory,
+        )
         result = reconcile(
             ledger,
             processor,

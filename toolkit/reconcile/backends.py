@@ -4,8 +4,10 @@ The engine is written once, as Ibis expressions; a ``Backend`` gives it a connec
 sources into it (``sources.py``), keeps the intermediate tables it reuses, and turns the
 backend's own failures (a memory limit, a full spill disk, no Java) into one-line ``EngineError``.
 
-DuckDB runs in memory with a memory limit (default: ``MEMORY_SHARE`` of the machine's memory) and
-spills to a directory beyond it, so inputs larger than memory reconcile on one machine. Spark
+DuckDB runs with a memory limit (default: ``MEMORY_SHARE`` of the machine's memory) and spills to
+a directory beyond it, so inputs larger than memory reconcile on one machine: the tables it keeps
+from files are tables of a database file there, and those it keeps from inputs already in memory
+(frames, workbooks) stay in memory (``connect(..., in_memory=True)``). Spark
 comes from the environment: ``TOOLKIT_SPARK_MASTER`` (``spark://host:7077``, ``yarn``,
 ``local[4]``) or ``SPARK_REMOTE`` (a Spark Connect address, ``sc://host:15002``); without
 either, a local session on this machine. A session that already runs in the process (a
@@ -98,7 +100,8 @@ class Backend:
             return f"toolkit_{stem}_{self._counter}"
 
     def keep(self, expr: ir.Table) -> ir.Table:
-        """Compute ``expr`` once and keep it (a DuckDB temp table, a persisted Spark frame)."""
+        """Compute ``expr`` once and keep it (a DuckDB table, in memory or in the spill
+        directory's database file; a persisted Spark frame)."""
         # ``expr.cache()`` would pick Ibis's default backend for expressions of in-memory tables;
         # the connection's own cache is the same mechanism, on this connection. The table is
         # dropped when the last expression using it is gone.
@@ -169,14 +172,23 @@ def _write_failure(name: str, spill: Path | None, reason: str) -> str:
     )
 
 
-_CACHE: dict[tuple[str, int, str], Backend] = {}
+_CACHE: dict[tuple[str, int, str, bool], Backend] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def connect(
-    name: str = "duckdb", *, memory_limit: str | int | None = None, spill_dir: str | Path | None = None
+    name: str = "duckdb",
+    *,
+    memory_limit: str | int | None = None,
+    spill_dir: str | Path | None = None,
+    in_memory: bool = False,
 ) -> Backend:
-    """A backend for the engine; one per (name, limit, spill directory) for the whole process.
+    """A backend for the engine; one per (name, limit, spill directory, ``in_memory``) for the
+    whole process.
+
+    ``in_memory``: the inputs are in memory already (frames, workbooks), so DuckDB keeps its
+    tables in memory too (spilling beyond the limit), not in the database file that only inputs
+    larger than memory need. Spark ignores it.
 
     A Spark session takes seconds to start, so it is made once and reused; DuckDB connections
     are cheap but keep their temporary tables, so each settings combination has its own.
@@ -189,14 +201,15 @@ def connect(
         else memory_limit or default_memory_limit()
     )
     spill = Path(spill_dir).resolve() if spill_dir else None
-    key = (name, limit, str(spill or ""))
+    in_memory = in_memory and name == "duckdb"
+    key = (name, limit, str(spill or ""), in_memory)
     with _CACHE_LOCK:
         if key not in _CACHE:
-            _CACHE[key] = _duckdb(limit, spill) if name == "duckdb" else _pyspark(limit, spill)
+            _CACHE[key] = _duckdb(limit, spill, in_memory) if name == "duckdb" else _pyspark(limit, spill)
         return _CACHE[key]
 
 
-def _duckdb(limit: int, spill: Path | None) -> Backend:
+def _duckdb(limit: int, spill: Path | None, in_memory: bool) -> Backend:
     if spill is None:  # a folder of its own, removed when the process ends
         spill = Path(tempfile.mkdtemp(prefix="toolkit-spill-"))
         atexit.register(shutil.rmtree, spill, True)
@@ -204,14 +217,7 @@ def _duckdb(limit: int, spill: Path | None) -> Backend:
         spill.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise EngineError(f"--spill-dir {spill}: cannot be created ({exc.strerror})") from None
-    kept = Path(tempfile.mkdtemp(prefix="toolkit-kept-", dir=spill))
-    atexit.register(shutil.rmtree, kept, True)
-    try:
-        con = _KeptOnDisk().connect(database=str(kept / "kept.duckdb"))
-    except duckdb.IOException as exc:
-        written = _WRITE_FAILED.search(str(exc))
-        reason = written.group(1) if written else str(exc)
-        raise EngineError(_write_failure("duckdb", spill, reason)) from None
+    con = DuckDBBackend().connect() if in_memory else _kept_on_disk(spill)
     raw = con.con
     raw.execute(f"SET memory_limit = '{int(limit * (1 - RESERVE_SHARE)) // (1 << 20)}MiB'")
     raw.execute(f"SET temp_directory = '{_sql_text(str(spill))}'")
@@ -224,6 +230,19 @@ def _duckdb(limit: int, spill: Path | None) -> Backend:
     # intermediate result costs memory and time (``sources`` turns it on to number CSV rows).
     raw.execute("SET preserve_insertion_order = false")
     return Backend("duckdb", con, limit, spill_dir=spill)
+
+
+def _kept_on_disk(spill: Path) -> DuckDBBackend:
+    """A connection whose kept tables are tables of a database file in ``spill`` (removed at
+    exit)."""
+    kept = Path(tempfile.mkdtemp(prefix="toolkit-kept-", dir=spill))
+    atexit.register(shutil.rmtree, kept, True)
+    try:
+        return _KeptOnDisk().connect(database=str(kept / "kept.duckdb"))
+    except duckdb.IOException as exc:
+        written = _WRITE_FAILED.search(str(exc))
+        reason = written.group(1) if written else str(exc)
+        raise EngineError(_write_failure("duckdb", spill, reason)) from None
 
 
 class _KeptOnDisk(DuckDBBackend):  # type: ignore[misc]

@@ -224,7 +224,12 @@ def reconcile(
     engine = (
         backend
         if isinstance(backend, Backend)
-        else connect(backend, memory_limit=memory_limit, spill_dir=spill_dir)
+        else connect(
+            backend,
+            memory_limit=memory_limit,
+            spill_dir=spill_dir,
+            in_memory=ledger.in_memory and processor.in_memory,
+        )
     )
     with engine.failures():
         led, pro = (

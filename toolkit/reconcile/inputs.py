@@ -123,6 +123,12 @@ class LoadedInput:
         """The input's name for people (a path, ``<ledger frame>``, ``table:NAME``)."""
         return self.described.name
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether the rows are in memory already (a frame, a workbook), not in files or a table:
+        then the engine keeps what it computes from them in memory too."""
+        return self.described.table is not None
+
     def __repr__(self) -> str:
         """Where the side is; its counts once ``frame`` has been computed (a repr never reads a
         large input into memory)."""
@@ -185,7 +191,7 @@ class LoadedInput:
 
     @functools.cached_property
     def _view(self) -> _Evaluated:
-        return _evaluate(self, connect("duckdb"))
+        return _evaluate(self, connect("duckdb", in_memory=self.in_memory))
 
     @property
     def frame(self) -> pd.DataFrame:
