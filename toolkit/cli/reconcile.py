@@ -35,7 +35,7 @@ import pandas as pd
 
 from toolkit import runlog
 from toolkit.errors import EngineError, InputError, OutputError, TrackError
-from toolkit.reconcile.backends import BACKENDS, connect
+from toolkit.reconcile.backends import BACKENDS
 from toolkit.reconcile.engine import reconcile
 from toolkit.reconcile.fx import load_rates
 from toolkit.reconcile.inputs import (
@@ -281,12 +281,6 @@ def run(args: argparse.Namespace) -> int:
         _refuse_options_that_do_not_apply(args, ledger, processor)
         ledger = select_period(ledger, "date", *period)
         processor = select_period(processor, "createTime", *period)
-        engine = connect(
-            args.backend,
-            memory_limit=args.memory_limit,
-            spill_dir=args.spill_dir,
-            in_memory=ledger.in_memory and processor.in_memory,
-        )
         result = reconcile(
             ledger,
             processor,
@@ -294,7 +288,9 @@ def run(args: argparse.Namespace) -> int:
             as_of=clock.as_of,
             grace=clock.grace,
             fx_rates=rates,
-            backend=engine,
+            backend=args.backend,
+            memory_limit=args.memory_limit,
+            spill_dir=args.spill_dir,
         )
     except (InputError, EngineError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -7,10 +7,10 @@ backend's own failures (a memory limit, a full spill disk, no Java) into one-lin
 DuckDB runs with a memory limit (default: ``MEMORY_SHARE`` of the machine's memory) and spills to
 a directory beyond it, so inputs larger than memory reconcile on one machine: the tables it keeps
 from files are tables of a database file there, and those it keeps from inputs already in memory
-(frames, workbooks) stay in memory (``connect(..., in_memory=True)``). Spark
-comes from the environment: ``TOOLKIT_SPARK_MASTER`` (``spark://host:7077``, ``yarn``,
-``local[4]``) or ``SPARK_REMOTE`` (a Spark Connect address, ``sc://host:15002``); without
-either, a local session on this machine. A session that already runs in the process (a
+(frames, workbooks) stay in memory (``connect(..., in_memory=True)``). Spark comes from the
+environment: ``TOOLKIT_SPARK_MASTER`` (``spark://host:7077``, ``yarn``, ``local[4]``) or
+``SPARK_REMOTE`` (a Spark Connect address, ``sc://host:15002``); without either, a local session
+on this machine. A session that already runs in the process (a
 Databricks or Jupyter kernel with Spark) is used as it is.
 """
 
