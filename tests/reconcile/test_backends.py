@@ -165,7 +165,7 @@ def test_a_run_leaves_its_spill_dir_as_it_found_it(tmp_path: Path) -> None:
     assert sorted(path.name for path in spill.iterdir()) == ["mine.txt"]
 
 
-def test_memory_limits_are_read_like_duckdb_and_spark() -> None:
+def test_memory_limits_are_read_in_binary_units_as_spark_reads_them() -> None:
     assert parse_memory_limit("6GB") == 6 << 30
     assert parse_memory_limit("500mb") == 500 << 20
     assert [size_text(parse_memory_limit(t)) for t in ("6GB", "1.5g", "500MB", "8MB", "1KB", "12")] == [

@@ -53,7 +53,8 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_memory_limit(text: str) -> int:
-    """``6GB``, ``500MB``, ``2g`` -> bytes (binary units, as DuckDB and Spark read them)."""
+    """``6GB``, ``500MB``, ``2g`` -> bytes, in binary units as Spark reads them (``6GB`` is 6 GiB;
+    DuckDB would read it as 6 * 10**9 bytes, so it is given MiB)."""
     match = _SIZE.match(text)
     if not match:
         raise EngineError(f"--memory-limit {text!r}: write a size such as 6GB or 500MB")
