@@ -5,6 +5,9 @@ discrepancy in a temporary directory, then measures, in one run:
 
 * the whole command (``python -m toolkit.cli reconcile``) in a subprocess: wall time and peak RSS;
 * datacompy's ``Compare`` (load with pandas + compare + write its text report) in a subprocess;
+* the floor: ``benchmarks/reconcile_large.py``'s bare DuckDB query on the same files in a
+  subprocess (read both, number their rows, count each category; no checks beyond a cast, no
+  exception rows, no report): what any engine on DuckDB spends before it does the command's work;
 * where the command's time goes: importing it, ``reconcile`` in process (it reads both files: the
   engine's first step) and ``write_report`` in process, each the best of three.
 
@@ -16,6 +19,8 @@ Run: ``.venv/bin/python benchmarks/reconcile.py [--rows N] [--backend duckdb|pys
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -198,6 +203,15 @@ def main() -> None:
         stages = next(
             (line.split()[1:] for line in ref_out.splitlines() if line.startswith("STAGES")), ["?", "?", "?"]
         )
+        from reconcile_large import BARE_RUNNER, CATEGORIES, bare_sql  # beside this script
+
+        sql = bare_sql(ledger, processor, "1536MB", os.cpu_count() or 1, directory / "spill-bare")
+        bare_wall, _, bare_peak, bare_out = _timed(
+            f"import sys\nsys.argv[1:] = [{sql!r}]\n{BARE_RUNNER}", Path.cwd()
+        )
+        bare_counts = next(
+            json.loads(line[7:]) for line in bare_out.splitlines() if line.startswith("COUNTS ")
+        )
 
         from toolkit.reconcile import load_ledger, load_processor, reconcile, write_report
 
@@ -226,6 +240,13 @@ def main() -> None:
             f"{ref_cpu:.2f} s CPU, peak RSS {ref_peak:.0f} MB"
         )
         print(f"  datacompy stages: import+load {stages[0]} s, Compare {stages[1]} s, report {stages[2]} s")
+        print(
+            f"bare DuckDB query on the same files (the floor): {bare_wall:.2f} s wall, "
+            f"peak RSS {bare_peak:.0f} MB; the 5x target, {ref_wall / 5:.2f} s, "
+            f"is {ref_wall / 5 / bare_wall:.1f}x it"
+        )
+        agree = dict(zip(CATEGORIES, bare_counts, strict=True)) == {c: found.get(c, 0) for c in CATEGORIES}
+        print(f"  its counts {'agree' if agree else 'DIFFER'} with the command's: {bare_counts}")
         duckdb = args.backend == "duckdb"
         print(
             f"speed-up end to end on {args.backend}: {ref_wall / ours_wall:.1f}x wall, "

@@ -182,6 +182,21 @@ def generate(directory: Path, rows: int, threads: int) -> tuple[Path, Path, dict
 # The bare DuckDB reference
 
 
+def _file_sql(name: str, path: Path) -> tuple[str, str]:
+    """How the bare query reads one file: a statement to run first (or none), and the relation
+    with ``file_row_number``, the row's place in the file, which picks a key's first row.
+
+    Parquet numbers its rows itself. DuckDB's ``read_csv`` does not, so a CSV file is read whole
+    into a table in file order, as the command reads it, and numbered by ``rowid``.
+    """
+    if path.suffix == ".parquet":
+        return "", f"read_parquet('{path}', file_row_number = true)"
+    return (
+        f"CREATE TEMP TABLE {name}_rows AS FROM read_csv('{path}', all_varchar = true);",
+        f"(SELECT *, rowid AS file_row_number FROM {name}_rows)",
+    )
+
+
 def _side_sql(name: str, path: Path) -> str:
     """SQL: one side grouped by key: usable rows, rejected rows, first usable row's values.
 
@@ -207,20 +222,24 @@ def _side_sql(name: str, path: Path) -> str:
                 list_position({_array((*STATUSES, "unknown"))}, status) AS st,
                 coalesce(k <> '' AND amt IS NOT NULL AND cur IS NOT NULL AND st IS NOT NULL, false)
                     AS ok
-            FROM read_parquet('{path}', file_row_number = true)
+            FROM {_file_sql(name, path)[1]}
         )
         GROUP BY k
     )"""
 
 
 def bare_sql(ledger: Path, processor: Path, memory_limit: str, threads: int, spill: Path) -> str:
-    """The reference script: settings, then one query returning the count of each category."""
+    """The reference script: settings (and a CSV file read into a table), then one query
+    returning the count of each category."""
     both = "coalesce(l.n, 0) > 0 AND coalesce(p.n, 0) > 0"
     unknown = len(STATUSES) + 1  # the code of 'unknown' (list_position counts from 1)
     return f"""
     SET memory_limit = '{memory_limit}';
     SET threads = {threads};
     SET temp_directory = '{spill}';
+    SET preserve_insertion_order = true;
+    {_file_sql("l", ledger)[0]}
+    {_file_sql("p", processor)[0]}
     SET preserve_insertion_order = false;
     WITH {_side_sql("l", ledger)}, {_side_sql("p", processor)}
     SELECT
@@ -237,7 +256,7 @@ def bare_sql(ledger: Path, processor: Path, memory_limit: str, threads: int, spi
     """
 
 
-_BARE_RUNNER = """
+BARE_RUNNER = """
 import json, sys
 import duckdb
 con = duckdb.connect()
@@ -621,7 +640,7 @@ def main() -> int:
         bare = best_of(
             args.repeat,
             args.quiet_wait,
-            [sys.executable, "-c", _BARE_RUNNER, sql],
+            [sys.executable, "-c", BARE_RUNNER, sql],
             env=dict(os.environ),
             cwd=directory,
             timeout=args.timeout,
