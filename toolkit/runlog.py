@@ -55,11 +55,8 @@ def file_hashes(paths: Iterable[str | Path]) -> list[dict[str, str]]:
         path = Path(item)
         if not path.is_file():
             continue
-        digest = hashlib.sha256()
         with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        out.append({"path": str(path), "sha256": digest.hexdigest()})
+            out.append({"path": str(path), "sha256": hashlib.file_digest(handle, "sha256").hexdigest()})
     return out
 
 

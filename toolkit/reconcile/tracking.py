@@ -613,11 +613,8 @@ def _input_hashes(inputs: Iterable[LoadedInput]) -> list[dict[str, Any]]:
 
 
 def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def check_can_run(
