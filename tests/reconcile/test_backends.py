@@ -195,6 +195,31 @@ def test_frames_are_kept_in_memory_and_files_in_a_database_file_in_the_spill_dir
     assert in_memory.counts[0].rows == on_disk.counts[0].rows
 
 
+@pytest.mark.parametrize("users_choice", [True, False])
+def test_the_engine_compiles_unfused_and_leaves_ibis_as_the_user_set_it(
+    users_choice: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ibis's select fusing costs more than it saves on the engine's long chains of selects, so
+    the engine compiles without it; the option is global to Ibis, and a notebook's own Ibis
+    code finds it as its user left it."""
+    import ibis
+    import ibis.backends.sql.compilers.base as compilers
+
+    seen: list[bool] = []
+    original = compilers.sqlize
+
+    def sqlize(*args: object, fuse_selects: bool, **kwargs: object) -> object:
+        seen.append(fuse_selects)
+        return original(*args, fuse_selects=fuse_selects, **kwargs)
+
+    monkeypatch.setattr(compilers, "sqlize", sqlize)
+    monkeypatch.setattr(ibis.options.sql, "fuse_selects", users_choice)
+    result = reconcile(load_ledger(frame(PLANTED_LEDGER)), load_processor(frame(PLANTED_PROCESSOR)))
+    assert seen and not any(seen)
+    assert ibis.options.sql.fuse_selects is users_choice
+    assert result.category_counts["amount_mismatch"] > 0
+
+
 def test_duckdb_leaves_a_quarter_of_the_memory_limit_to_the_rest_of_the_process(tmp_path: Path) -> None:
     """The limit is the process's: Python, the Arrow results and the report live beside DuckDB's
     buffers, and DuckDB allocates beyond its own limit (10M rows a side peaked 2.1 GB at 1.5 GiB)."""
