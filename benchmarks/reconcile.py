@@ -7,7 +7,7 @@ discrepancy in a temporary directory, then measures, in one run:
 * datacompy's ``Compare`` (load with pandas + compare + write its text report) in a subprocess;
 * the floor: ``benchmarks/reconcile_large.py``'s bare DuckDB query on the same files in a
   subprocess (read both, number their rows, count each category; no checks beyond a cast, no
-  exception rows, no report): what any engine on DuckDB spends before it does the command's work;
+  exception rows, no report): the least DuckDB itself takes to count the categories of these files;
 * where the command's time goes: importing it, ``reconcile`` in process (it reads both files: the
   engine's first step) and ``write_report`` in process, each the best of three.
 

@@ -90,7 +90,8 @@ def _unfused() -> Iterator[None]:
     Fusing merges each select into the one below it and measures the whole expression again at
     every merge: on the engine's checks, chains of 30 to 70 selects, that took 0.3 s of a 2 s
     reconciliation of 10,000 rows, for nothing: DuckDB and Spark merge projections themselves
-    (10M rows took the same time either way). The option is global to Ibis, hence the lock.
+    (10M rows took the same time either way). The option is global to Ibis, hence the lock:
+    two engines' queries in two threads of one process take turns.
     """
     with _OPTIONS:
         before = ibis.options.sql.fuse_selects
