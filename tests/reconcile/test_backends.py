@@ -17,7 +17,7 @@ from tests.reconcile.test_inputs import SANDBOX_EXPORT
 from tests.reconcile.test_sources import EXCEL_ROWS
 from toolkit.errors import EngineError, InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
-from toolkit.reconcile.backends import Backend, connect, parse_memory_limit, size_text
+from toolkit.reconcile.backends import Backend, _unfused, connect, parse_memory_limit, size_text
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -218,6 +218,18 @@ def test_the_engine_compiles_unfused_and_leaves_ibis_as_the_user_set_it(
     assert seen and not any(seen)
     assert ibis.options.sql.fuse_selects is users_choice
     assert result.category_counts["amount_mismatch"] > 0
+
+
+def test_each_stage_of_the_check_is_computed_once_per_row() -> None:
+    """Unfused, each stage of the amount's check is a select of its own, read by the next: the
+    place of the point (``STRPOS``), which three later values read, is computed once per
+    amount (the charge and the price), not inlined into each reader."""
+    loaded = load_processor(frame(PLANTED_PROCESSOR).assign(pricingAmount="", pricingCurrency=""))
+    engine = connect("duckdb", in_memory=True)
+    with _unfused():
+        sql = str(engine.con.compile(loaded.rows(engine)))
+    assert sql.count("STRPOS(") == 2
+    assert sql.count("'^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$'") == 2
 
 
 def test_duckdb_leaves_a_quarter_of_the_memory_limit_to_the_rest_of_the_process(tmp_path: Path) -> None:

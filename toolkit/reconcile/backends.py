@@ -87,11 +87,13 @@ _OPTIONS = threading.RLock()
 def _unfused() -> Iterator[None]:
     """Compile without Ibis's select fusing, and give the option back as it was.
 
-    Fusing merges each select into the one below it and measures the whole expression again at
-    every merge: on the engine's checks, chains of 30 to 70 selects, that took 0.3 s of a 2 s
-    reconciliation of 10,000 rows, for nothing: DuckDB and Spark merge projections themselves
-    (10M rows took the same time either way). The option is global to Ibis, hence the lock:
-    two engines' queries in two threads of one process take turns.
+    Each ``mutate`` of the engine's checks stays a select of its own, so a value a later stage
+    reads is computed once, not inlined into each reader (no ``view()`` needed to stop fusing:
+    each one deep-copied every stage below it when compiled). Fusing also measured the whole
+    expression again at every merge: on the checks, chains of 30 to 70 selects, that took 0.3 s
+    of a 2 s reconciliation of 10,000 rows, for nothing: DuckDB and Spark merge projections
+    themselves (10M rows took the same time either way). The option is global to Ibis, hence
+    the lock: two engines' queries in two threads of one process take turns.
     """
     with _OPTIONS:
         before = ibis.options.sql.fuse_selects

@@ -449,20 +449,20 @@ def parse_amounts(
     exactly, and multiplied out into minor units. Any other (``12.300`` USD) is read by string
     operations: the digits before the point followed by those after it, padded with zeros (or
     cut, when the cut digits are zeros) to the currency's digits, as one integer. No float, no
-    rounding, either way. Built in stages (each a subquery: ``view``) so that every value is
-    computed once.
+    rounding, either way. Built in stages, each a select of its own (the engine compiles them
+    unfused: ``backends.py``), so that every value is computed once.
     """
     written = _trimmed(table[text])
-    t = table.mutate(_w=written if decimal == "." else _point_decimal(written)).view()
+    t = table.mutate(_w=written if decimal == "." else _point_decimal(written))
     t = t.mutate(
         _is_number=t._w.re_search("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$"),
         _dot=t._w.find("."),
         _signed=(t._w.startswith("-") | t._w.startswith("+")).ifelse(1, 0),
-    ).view()
+    )
     t = t.mutate(
         _whole_len=(t._dot >= 0).ifelse(t._dot, t._w.length()) - t._signed,
         _fraction_len=(t._dot >= 0).ifelse(t._w.length() - t._dot - 1, 0),
-    ).view()
+    )
     d = t[digits]
     cut = t._w.substr(t._w.length() - (t._fraction_len - d)).replace("0", "")
     t = t.mutate(
@@ -473,7 +473,7 @@ def parse_amounts(
             (cut.length() > 0, _TOO_MANY_DECIMALS),
             else_=0,
         ),
-    ).view()
+    )
     d = t[digits]
     # DECIMAL(18, n) times 10 ** n keeps n decimals: at most 18 - 2n integer digits fit it.
     by_decimal = [
@@ -533,7 +533,7 @@ def minor_text(minor: ir.IntegerValue, digits: ir.IntegerValue) -> ir.StringValu
 def _with_currency(table: ir.Table) -> ir.Table:
     """``_currency`` (trimmed, uppercase), its ``_cur`` code and ``_digits`` (both null for a code
     that is not ISO 4217)."""
-    table = table.mutate(_currency=_trimmed(table.currency).upper()).view()
+    table = table.mutate(_currency=_trimmed(table.currency).upper())
     return _currency_codes(table, "_currency", code="_cur", digits="_digits")
 
 
@@ -558,7 +558,7 @@ def _check_payments(table: ir.Table, *, priced: bool = False, decimal: str = "."
     for mark in ("=", "+", "-", "@", "\t", "\r"):
         spreadsheet |= second == mark
     guarded = ibis.cases((raw_key.startswith("'"), spreadsheet), else_=False)
-    table = table.mutate(_unguarded=guarded.ifelse(raw_key.substr(1), raw_key)).view()
+    table = table.mutate(_unguarded=guarded.ifelse(raw_key.substr(1), raw_key))
     key = _trimmed(table._unguarded)
     table = _with_currency(table.mutate(_key=key).drop("_unguarded"))
     statuses = ibis.memtable(_status_table())
@@ -600,13 +600,13 @@ def _with_pricing(table: ir.Table, *, priced: bool, decimal: str = ".") -> ir.Ta
         )
     table = table.mutate(
         _pcurrency=_trimmed(table.pricingCurrency).upper(), _ptext=_trimmed(table.pricingAmount)
-    ).view()
+    )
     currency, written = table._pcurrency, table._ptext
     present = (currency.length() > 0) & (written.length() > 0) & (currency != table._currency)
     with_price = table.mutate(
         _pcurrency=present.ifelse(currency, ibis.null("string")),
         _ptext=present.ifelse(written, ibis.null("string")),
-    ).view()
+    )
     joined = _currency_codes(with_price, "_pcurrency", code="_p_iso_code", digits="_p_digits")
     joined = joined.mutate(_pplaces=joined._p_digits.fill_null(0))
     parsed = parse_amounts(
@@ -666,13 +666,13 @@ def with_epoch_seconds(table: ir.Table, column: str, out: str) -> ir.Table:
     seconds since the epoch, UTC (null when unreadable): ISO dates or times, or epoch
     milliseconds. Seconds, not a timestamp: Spark has no timestamp from milliseconds, and whole
     seconds compare and subtract alike everywhere. Cut, never rounded, to the second
-    (milliseconds lose their last three digits as text). Built in stages (``view``) so that each
-    value is computed once per row."""
+    (milliseconds lose their last three digits as text). Built in stages (each a select of its
+    own, as ``parse_amounts``) so that each value is computed once per row."""
     text = table[column]
     t = table.mutate(
         _epoch=text.re_search(r"^[0-9]{11,18}$"),
         _iso=text.re_search(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"),
-    ).view()
+    )
     text = t[column]
     millis = t._epoch.ifelse(text.substr(0, text.length() - 3), ibis.null("string")).cast("int64")
     parsed = t._iso.ifelse(text, ibis.null("string")).try_cast("timestamp('UTC')")
@@ -696,8 +696,8 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
             f"{period.start or '...'} to {period.end or '...'} by"
         )
     lower, upper = _period_bounds(period.start, period.end)
-    table = table.mutate(_period_text=_trimmed(table[period.column])).view()
-    table = with_epoch_seconds(table, "_period_text", "_period_when").view()
+    table = table.mutate(_period_text=_trimmed(table[period.column]))
+    table = with_epoch_seconds(table, "_period_text", "_period_when")
     when = table._period_when
     usable = table._problem.isnull()
     inside = ibis.literal(True)
@@ -724,15 +724,15 @@ def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
         return table.mutate(
             _when=ibis.null("int64"), _after=ibis.literal(False), _bad_when=ibis.literal(False)
         )
-    table = table.mutate(_when_text=_trimmed(table[dated.column])).view()
+    table = table.mutate(_when_text=_trimmed(table[dated.column]))
     if dated.fallback is not None and dated.fallback in table.columns:
         empty = table._when_text.isnull() | (table._when_text.length() == 0)
         fallback = _trimmed(table[dated.fallback])
-        table = table.mutate(_when_text=empty.ifelse(fallback, table._when_text)).view()
-    table = with_epoch_seconds(table, "_when_text", "_when_read").view()
+        table = table.mutate(_when_text=empty.ifelse(fallback, table._when_text))
+    table = with_epoch_seconds(table, "_when_text", "_when_read")
     usable = table._problem.isnull() & ~table._outside
     unreadable = usable & (table._when_text.length() > 0) & table._when_read.isnull()
-    table = table.mutate(_usable=usable, _bad_when=unreadable.fill_null(False)).view()
+    table = table.mutate(_usable=usable, _bad_when=unreadable.fill_null(False))
     when, usable = table._when_read, table._usable
     return table.mutate(
         _when=table._bad_when.ifelse(ibis.null("int64"), when),
