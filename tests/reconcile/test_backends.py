@@ -17,7 +17,7 @@ from tests.reconcile.test_inputs import SANDBOX_EXPORT
 from tests.reconcile.test_sources import EXCEL_ROWS
 from toolkit.errors import EngineError, InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
-from toolkit.reconcile.backends import Backend, _unfused, connect, parse_memory_limit, size_text
+from toolkit.reconcile.backends import Backend, connect, parse_memory_limit, size_text
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -196,40 +196,38 @@ def test_frames_are_kept_in_memory_and_files_in_a_database_file_in_the_spill_dir
 
 
 @pytest.mark.parametrize("users_choice", [True, False])
-def test_the_engine_compiles_unfused_and_leaves_ibis_as_the_user_set_it(
+def test_the_checks_compile_unfused_each_stage_once_and_ibis_is_left_as_its_user_set_it(
     users_choice: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Ibis's select fusing costs more than it saves on the engine's long chains of selects, so
-    the engine compiles without it; the option is global to Ibis, and a notebook's own Ibis
-    code finds it as its user left it."""
+    """The checks' stages compile without Ibis's select fusing, each a select of its own, so the
+    place of an amount's point (``STRPOS``), which later stages read several times, is computed
+    once per amount (fused, three times); every other query compiles fused, whatever the user
+    set; and the option is global to Ibis: a notebook's own Ibis code finds it as its user
+    left it."""
     import ibis
-    import ibis.backends.sql.compilers.base as compilers
+    from ibis.backends.sql.compilers.duckdb import DuckDBCompiler
 
-    seen: list[bool] = []
-    original = compilers.sqlize
+    compiled: list[tuple[bool, str]] = []
+    original = DuckDBCompiler.to_sqlglot
 
-    def sqlize(*args: object, fuse_selects: bool, **kwargs: object) -> object:
-        seen.append(fuse_selects)
-        return original(*args, fuse_selects=fuse_selects, **kwargs)
+    def to_sqlglot(self: DuckDBCompiler, expr: object, **kwargs: object) -> object:
+        out = original(self, expr, **kwargs)
+        compiled.append((ibis.options.sql.fuse_selects, out.sql(dialect="duckdb")))
+        return out
 
-    monkeypatch.setattr(compilers, "sqlize", sqlize)
+    monkeypatch.setattr(DuckDBCompiler, "to_sqlglot", to_sqlglot)
     monkeypatch.setattr(ibis.options.sql, "fuse_selects", users_choice)
-    result = reconcile(load_ledger(frame(PLANTED_LEDGER)), load_processor(frame(PLANTED_PROCESSOR)))
-    assert seen and not any(seen)
-    assert ibis.options.sql.fuse_selects is users_choice
+    priced = frame(PLANTED_PROCESSOR).assign(pricingAmount="", pricingCurrency="")
+    result = reconcile(load_ledger(frame(PLANTED_LEDGER)), load_processor(priced))
     assert result.category_counts["amount_mismatch"] > 0
-
-
-def test_each_stage_of_the_check_is_computed_once_per_row() -> None:
-    """Unfused, each stage of the amount's check is a select of its own, read by the next: the
-    place of the point (``STRPOS``), which three later values read, is computed once per
-    amount (the charge and the price), not inlined into each reader."""
-    loaded = load_processor(frame(PLANTED_PROCESSOR).assign(pricingAmount="", pricingCurrency=""))
-    engine = connect("duckdb", in_memory=True)
-    with _unfused():
-        sql = str(engine.con.compile(loaded.rows(engine)))
-    assert sql.count("STRPOS(") == 2
-    assert sql.count("'^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$'") == 2
+    amount = "'^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$'"
+    checks = [(fused, sql) for fused, sql in compiled if amount in sql]
+    # The ledger's, the processor's (with its price: two amounts), the rejected rows' again.
+    assert [sql.count(amount) for _, sql in checks] == [1, 2, 1]
+    assert [sql.count("STRPOS(") for _, sql in checks] == [1, 2, 1]
+    assert not any(fused for fused, _ in checks)
+    assert all(fused for fused, sql in compiled if amount not in sql)
+    assert ibis.options.sql.fuse_selects is users_choice
 
 
 def test_duckdb_leaves_a_quarter_of_the_memory_limit_to_the_rest_of_the_process(tmp_path: Path) -> None:

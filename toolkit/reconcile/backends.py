@@ -84,20 +84,13 @@ _OPTIONS = threading.RLock()
 
 
 @contextlib.contextmanager
-def _unfused() -> Iterator[None]:
-    """Compile without Ibis's select fusing, and give the option back as it was.
-
-    Each ``mutate`` of the engine's checks stays a select of its own, so a value a later stage
-    reads is computed once, not inlined into each reader (no ``view()`` needed to stop fusing:
-    each one deep-copied every stage below it when compiled). Fusing also measured the whole
-    expression again at every merge: on the checks, chains of 30 to 70 selects, that took 0.3 s
-    of a 2 s reconciliation of 10,000 rows, for nothing: DuckDB and Spark merge projections
-    themselves (10M rows took the same time either way). The option is global to Ibis, hence
-    the lock: two engines' queries in two threads of one process take turns.
-    """
+def _fusing(fused: bool) -> Iterator[None]:
+    """Compile with Ibis's select fusing on or off, whatever its user set, and give the option
+    back as it was. The option is global to Ibis, hence the lock: two engines' queries in two
+    threads of one process take turns."""
     with _OPTIONS:
         before = ibis.options.sql.fuse_selects
-        ibis.options.sql.fuse_selects = False
+        ibis.options.sql.fuse_selects = fused
         try:
             yield
         finally:
@@ -124,20 +117,28 @@ class Backend:
             self._counter += 1
             return f"toolkit_{stem}_{self._counter}"
 
-    def keep(self, expr: ir.Table) -> ir.Table:
+    def keep(self, expr: ir.Table, *, staged: bool = False) -> ir.Table:
         """Compute ``expr`` once and keep it (a DuckDB table, in memory or in the spill
-        directory's database file; a persisted Spark frame)."""
+        directory's database file; a persisted Spark frame).
+
+        ``staged``: ``expr`` holds the checks' stages (``inputs.py``), compiled without Ibis's
+        select fusing, so each stage stays a select of its own and each value is computed once.
+        Fusing their chains of 30 to 70 selects took 0.3 s of a 2 s run on 10,000 rows, and a
+        ``view()`` to stop it deep-copied every stage below it. Other queries are fused: the
+        pairing query took 6.7 s unfused at 10M rows a side, 3.9 s fused.
+        """
         # ``expr.cache()`` would pick Ibis's default backend for expressions of in-memory tables;
         # the connection's own cache is the same mechanism, on this connection. The table is
         # dropped when the last expression using it is gone.
-        with self._queries, self.failures(), _unfused():
+        with self._queries, self.failures(), _fusing(not staged):
             self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables it reads
             table: ir.Table = self.con._cached_table(expr)
             return table
 
-    def arrow(self, expr: ir.Table) -> pa.Table:
-        """The rows of ``expr`` as an Arrow table (for results that are small by nature)."""
-        with self._queries, self.failures(), _unfused():
+    def arrow(self, expr: ir.Table, *, staged: bool = False) -> pa.Table:
+        """The rows of ``expr`` as an Arrow table (for results that are small by nature);
+        ``staged`` as for ``keep``."""
+        with self._queries, self.failures(), _fusing(not staged):
             if self.name == "pyspark":  # Ibis goes through pandas there: int64 with nulls -> float
                 self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables
                 table: pa.Table = self.con._session.sql(self.con.compile(expr)).toArrow()
@@ -147,7 +148,7 @@ class Backend:
 
     def scalar(self, expr: ir.Scalar) -> Any:
         """The value of a scalar expression (a count)."""
-        with self._queries, self.failures(), _unfused():
+        with self._queries, self.failures(), _fusing(True):
             return self.con.execute(expr)
 
     @contextlib.contextmanager

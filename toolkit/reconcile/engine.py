@@ -296,7 +296,7 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
     # Only what the check reads goes through its stages (fewer columns to compile and move).
     read = loaded.checked_columns() | {"source_row"}
     narrow = written.select(*(c for c in written.columns if c in read or c.startswith("_")))
-    stored = engine.keep(loaded.check(narrow).select(*(c for c in _SLIM if c not in constant)))
+    stored = engine.keep(loaded.check(narrow).select(*(c for c in _SLIM if c not in constant)), staged=True)
     rows = stored.mutate(**constant).select(*_SLIM)
     return _Side(name, loaded, written, rows, rows.filter(_usable(rows)))
 

@@ -223,7 +223,7 @@ class _Evaluated:
 
 
 def _evaluate(loaded: LoadedInput, backend: Backend) -> _Evaluated:
-    rows = backend.keep(loaded.rows(backend))
+    rows = backend.keep(loaded.rows(backend), staged=True)
     counts = backend.arrow(
         rows.aggregate(
             rows=rows.count(),
@@ -289,7 +289,7 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
     status = "status" if loaded.kind == "payments" else "state"
     flags = [c for c in rows.columns if c.startswith("_bad_")]
     bad = rows.filter(rows._rejected).order_by("_ord")
-    table = backend.arrow(
+    table = backend.arrow(  # the rows may be the checks' stages (``rejected_rows``)
         bad.select(
             "merchantReferenceId",
             "amount",
@@ -302,7 +302,8 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
             *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
             *(["_when_text"] if "_when_text" in rows.columns else []),
             *[c for c in PRICING_COLUMNS if c in rows.columns],
-        )
+        ),
+        staged=True,
     )
     records = table.to_pylist()
     period = loaded.period.column if loaded.period else ""
@@ -449,8 +450,8 @@ def parse_amounts(
     exactly, and multiplied out into minor units. Any other (``12.300`` USD) is read by string
     operations: the digits before the point followed by those after it, padded with zeros (or
     cut, when the cut digits are zeros) to the currency's digits, as one integer. No float, no
-    rounding, either way. Built in stages, each a select of its own (the engine compiles them
-    unfused: ``backends.py``), so that every value is computed once.
+    rounding, either way. Built in stages, each a select of its own (compiled unfused:
+    ``Backend.keep``'s ``staged``), so that every value is computed once.
     """
     written = _trimmed(table[text])
     t = table.mutate(_w=written if decimal == "." else _point_decimal(written))
