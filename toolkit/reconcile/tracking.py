@@ -87,6 +87,7 @@ import pandas as pd
 from toolkit.errors import TrackError, TrackIntegrityError
 from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, cell_text
+from toolkit.runlog import file_hashes
 
 #: Columns ``track_result`` adds to ``ReconciliationResult.exceptions`` (and exceptions.csv).
 TRACKING_COLUMNS: tuple[str, ...] = ("exceptionId", "state", "firstSeen", "ageDays", "stateReason")
@@ -598,7 +599,7 @@ def _input_hashes(inputs: Iterable[LoadedInput]) -> list[dict[str, Any]]:
         described = loaded.described
         item: dict[str, Any] = {"side": loaded.side, "source": loaded.source}
         if described.paths:
-            item["files"] = [{"path": str(p), "sha256": _file_hash(p)} for p in described.paths]
+            item["files"] = file_hashes(described.paths)
         elif described.table is not None:
             import pyarrow as pa
 
@@ -610,11 +611,6 @@ def _input_hashes(inputs: Iterable[LoadedInput]) -> list[dict[str, Any]]:
             item["sha256"] = None  # a table of a catalog: nothing local to hash
         out.append(item)
     return out
-
-
-def _file_hash(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def check_can_run(
