@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -123,6 +124,82 @@ def test_a_glob_of_parquet_files_reads_every_file(tmp_path: Path) -> None:
     loaded = load_ledger(str(tmp_path / "p*.parquet"))
     assert loaded.frame["merchantReferenceId"].tolist() == ["k0", "k1", "k2"]
     assert loaded.frame["source_row"].tolist() == [1, 1, 1]  # each the first row of its file
+
+
+def _parquet_file(path: Path, rows: str) -> None:
+    """A Parquet file written by DuckDB from a SELECT, with DuckDB's own types."""
+    import duckdb
+
+    duckdb.connect().execute(f"COPY ({rows}) TO '{path}'")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
+def test_parquet_files_of_different_amount_types_are_read_exactly_as_text(
+    spark: Backend, tmp_path: Path, backend: str
+) -> None:
+    """Read together, DuckDB makes DECIMAL(38,2) and DECIMAL(38,10) the former: 12.345 USD became
+    12.35 and matched. Each part is read as text instead, and 12.3450000000 USD is rejected."""
+    _parquet_file(
+        tmp_path / "a.parquet",
+        "SELECT 'w1' merchantReferenceId, 1.25::DECIMAL(38,2) amount, 'USD' currency, 'success' status",
+    )
+    _parquet_file(
+        tmp_path / "b.parquet",
+        "SELECT 'w2' merchantReferenceId, 12.345::DECIMAL(38,10) amount, 'USD' currency, "
+        "'success' status, 'x' note",
+    )
+    processor = load_processor(frame([("w1", "1.25", "USD", "success"), ("w2", "12.35", "USD", "success")]))
+    result = reconcile(load_ledger(tmp_path), processor, backend=spark if backend == "pyspark" else backend)
+    assert result.matched["merchantReferenceId"].tolist() == ["w1"]
+    assert result.rejected["merchantReferenceId"].tolist() == ["w2"]
+    assert "12.3450000000" in result.rejected["detail"].iloc[0]
+    assert result.category_counts["missing_in_ledger"] == 1
+
+
+@pytest.mark.parametrize(
+    ("second", "message"),
+    [
+        (
+            "SELECT 'd2' merchantReferenceId, 0.3::DOUBLE amount, 'USD' currency, 'success' status",
+            "column 'amount' holds floats in {path}",
+        ),
+        ("", "{path}: cannot be read"),  # an empty file, such as a part still being written
+    ],
+)
+def test_every_file_of_a_parquet_folder_is_checked_wherever_it_sorts(
+    tmp_path: Path, second: str, message: str
+) -> None:
+    """Only the first file's schema was looked at: a later file of floats was read through a
+    double (1234567890123456.78 matched .80), an empty one gave a traceback and exit 1."""
+    _parquet_file(
+        tmp_path / "a.parquet",
+        "SELECT 'd1' merchantReferenceId, 1.25::DECIMAL(18,2) amount, 'USD' currency, 'success' status",
+    )
+    path = tmp_path / "b.parquet"
+    if second:
+        _parquet_file(path, second)
+    else:
+        path.write_bytes(b"")
+    with pytest.raises(InputError, match=re.escape(message.format(path=path))):
+        load_ledger(tmp_path)
+
+
+def test_a_float_price_is_refused_like_a_float_amount(tmp_path: Path) -> None:
+    """A double cannot hold 1234567890123456.78: the price matched through its float."""
+    path = tmp_path / "export.parquet"
+    _parquet_file(
+        path,
+        "SELECT 'g1' merchantReferenceId, '560.00' amount, 'PHP' currency, 'success' status, "
+        "1234567890123456.78::DOUBLE pricingAmount, 'USD' pricingCurrency",
+    )
+    with pytest.raises(InputError, match="column 'pricingAmount' holds floats"):
+        load_processor(path)
+    with pytest.raises(InputError, match="column 'Price' holds floats"):
+        load_processor(
+            frame([("g1", "560.00", "PHP", "success")]).assign(Price=[1.5], pricingCurrency=["USD"]),
+            mapping={"pricingAmount": "Price"},
+        )
 
 
 def test_a_spill_dir_that_cannot_be_made_exits_2(tmp_path: Path) -> None:

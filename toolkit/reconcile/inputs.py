@@ -915,7 +915,12 @@ def load_payments(
     ``carry=False`` reads only the columns the engine needs (faster; nothing is carried).
     ``reading`` says how to read the file where detection is not enough (``Reading``).
     """
-    amounts = frozenset({"amount", (mapping or {}).get("amount", "amount")})
+    # A float in either amount is refused, under its own name or the one mapped to it.
+    amounts = frozenset(
+        name
+        for canonical in ("amount", "pricingAmount")
+        for name in (canonical, (mapping or {}).get(canonical, canonical))
+    )
     described = sources.describe(source, side, amounts, sources.ReadOptions(**reading))
     renames = _renames(described, mapping, REQUIRED_COLUMNS, side)
     return LoadedInput(side=side, described=described, renames=renames, carry=carry)

@@ -125,6 +125,17 @@ class ReadOptions:
 
 
 @dataclass(frozen=True)
+class ParquetPart:
+    """Parquet files with the same schema: their columns (as written) are read as they are; the
+    parts of a set are brought together as text, since a backend widening one file's type to
+    another's can round amounts (DuckDB makes ``DECIMAL(38,10)`` and ``DECIMAL(38,2)`` the
+    latter) or make them floats."""
+
+    paths: tuple[Path, ...]
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Described:
     """What a source is: its kind, its name for people, its columns, and how to read it."""
 
@@ -142,6 +153,7 @@ class Described:
     titled: bool = False  # the header was given below the first lines (a title above it)
     sheet: str = ""  # Excel: the sheet read
     decimal: str = "."  # the amounts' decimal mark (``,``: ``1.234,56``)
+    parts: tuple[ParquetPart, ...] = ()  # Parquet: the files, grouped by their schema
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,18 +416,26 @@ def _describe_parquet_set(text: str, path: Path, amount_columns: frozenset[str])
 
 
 def _describe_parquet(name: str, files: list[Path], amount_columns: frozenset[str]) -> Described:
+    """Every file's schema is read (a footer each), so that a file that cannot be read or holds
+    float amounts is named before the engine starts, wherever it sorts in the set."""
     import pyarrow.parquet as pq
 
-    try:
-        schema = pq.read_schema(files[0])
-    except Exception as exc:
-        raise InputError(f"{files[0]}: cannot be read ({type(exc).__name__}: {exc})") from exc
-    for column in schema:
-        if column.name.strip().lower() in amount_columns and pa.types.is_floating(column.type):
-            raise InputError(
-                f"{name}: column {column.name.strip()!r} holds floats; write amounts as text or decimal"
-            )
-    return Described(name, "parquet", _columns_of(schema.names, name), paths=tuple(files))
+    by_schema: dict[pa.Schema, list[Path]] = {}
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+        except Exception as exc:
+            raise InputError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from exc
+        for column in schema:
+            if column.name.strip().lower() in amount_columns and pa.types.is_floating(column.type):
+                raise InputError(
+                    f"{name}: column {column.name.strip()!r} holds floats"
+                    f"{f' in {path}' if len(files) > 1 else ''}; write amounts as text or decimal"
+                )
+        by_schema.setdefault(schema.remove_metadata(), []).append(path)
+    names = list(dict.fromkeys(n for schema in by_schema for n in schema.names))
+    parts = tuple(ParquetPart(tuple(paths), tuple(schema.names)) for schema, paths in by_schema.items())
+    return Described(name, "parquet", _columns_of(names, name), paths=tuple(files), parts=parts)
 
 
 def _columns_of(names: list[str], name: str) -> tuple[str, ...]:
@@ -580,17 +600,31 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
         table = backend.con.table(view)
         return _with_csv_lines(backend, table, path, described.delimiter, offset)
     if described.kind == "parquet":
-        files = ", ".join(_quote_literal(str(p)) for p in described.paths)
-        selected = ", ".join(f"{_ident(c)}" for c in wanted) if wanted else "1 AS _none"
         names = backend.temp_name("parquet")
-        raw.execute(
-            f"CREATE TEMP VIEW {names} AS SELECT {selected}, file_row_number + 1 AS source_row, "
-            f"filename AS _source FROM read_parquet([{files}], filename = true, "
-            "file_row_number = true, union_by_name = true)"
+        as_text = len(described.parts) > 1
+        selects = " UNION ALL BY NAME ".join(
+            _parquet_select(part, wanted, as_text) for part in described.parts
         )
+        raw.execute(f"CREATE TEMP VIEW {names} AS {selects}")
         table = backend.con.table(names)
         return _ordered_by_file(table, described)
     raise InputError(f"{described.name}: tables by name are read by the pyspark backend only")
+
+
+def _parquet_select(part: ParquetPart, wanted: list[str], as_text: bool) -> str:
+    """One part's rows; ``as_text``, its columns cast to text, so that parts of different types
+    come together without a widening (a column a part lacks is empty)."""
+    raw = {c.strip(): c for c in part.columns}
+    columns = [
+        f"{_ident(raw[c]) if c in raw else 'NULL'}{'::VARCHAR' if as_text else ''} AS {_ident(c)}"
+        for c in wanted
+    ]
+    files = ", ".join(_quote_literal(str(p)) for p in part.paths)
+    return (
+        f"SELECT {', '.join(columns) or '1 AS _none'}, file_row_number + 1 AS source_row, "
+        f"filename AS _source FROM read_parquet([{files}], filename = true, "
+        "file_row_number = true, union_by_name = true)"
+    )
 
 
 def _ordered_by_file(table: ir.Table, described: Described) -> ir.Table:
@@ -613,6 +647,7 @@ def source_of(described: Described, ord: ir.IntegerValue) -> ir.StringValue:
 
 
 def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir.Table:
+    from pyspark.sql import Column
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
@@ -641,10 +676,18 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
         return _with_csv_lines(backend, backend.con.table(view), path, described.delimiter, offset)
     if described.kind == "parquet":
         # One read per file, numbered by its place in the sorted list: a file's own path as Spark
-        # reports it need not be the path it was given.
+        # reports it need not be the path it was given. Files of different schemas come together
+        # as text (``ParquetPart``).
+        as_text = len(described.parts) > 1
+        raw = {path: {c.strip(): c for c in part.columns} for part in described.parts for path in part.paths}
+
+        def column(path: Path, name: str) -> Column:
+            value = F.col(f"`{raw[path][name]}`") if name in raw[path] else F.lit(None)
+            return (value.cast("string") if as_text else value).alias(name)
+
         parts = [
             session.read.parquet(str(path)).select(
-                *[F.col(f"`{c}`") for c in wanted],
+                *[column(path, c) for c in wanted],
                 (F.col("_metadata.row_index") + 1).alias("source_row"),
                 F.lit(str(path) if len(described.paths) > 1 else described.name).alias("_source"),
                 (F.lit(index << 40) + F.col("_metadata.row_index")).alias("_ord"),
