@@ -518,6 +518,12 @@ def test_reconciliation_of_european_books_with_their_own_column_names(
     exceptions = csv(tmp_path / "rec" / "exceptions.csv")
     found = exceptions[["merchantReferenceId", "category", "ledger_amount", "source_row"]]
     assert found.values.tolist() == [["m4", "missing_in_processor", "1234.56", "7"]]  # its line
+    # The analyst's own files were called sandbox test data, with the local path of one.
+    page = (tmp_path / "rec" / "report.html").read_text(encoding="utf-8")
+    assert "Data from: processor file export.csv" in page
+    assert "sandbox" not in page.lower() and str(tmp_path) not in page
+    notebook = "".join(str(o) for o in outputs(tmp_path / "rec" / "reconciliation_report.ipynb"))
+    assert "test data only" not in notebook and "sandbox" not in notebook.lower()
 
 
 @pytest.mark.slow

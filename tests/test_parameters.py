@@ -68,6 +68,11 @@ def test_good_values_pass(tmp_path: Path) -> None:
         REPORT,
         {"period_start": "2025-01-01", "period_end": "", "ledger_path": str(ledger), "max_exceptions": 0},
     )
+    # A folder or a glob of Parquet files, as toolkit reconcile takes them, were refused.
+    for inputs in (str(tmp_path), str(tmp_path / "*.csv")):
+        check_parameters(REPORT, {"ledger_path": inputs, "processor_path": inputs})
+    with pytest.raises(ParameterError, match="processor_path: no such file"):
+        check_parameters(REPORT, {"processor_path": str(tmp_path / "*.parquet")})
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 
 from tests.reconcile.test_tracking import sides
 from toolkit.cli import main
-from toolkit.runlog import read_manifests, reports_root, write_index
+from toolkit.runlog import file_hashes, read_manifests, reports_root, write_index
 
 
 def reconcile_into(folder: Path, output: Path, *extra: str) -> int:
@@ -92,3 +92,15 @@ def test_index_skips_unreadable_manifests_and_needs_a_reports_folder(tmp_path: P
     assert "&lt;b&gt;nb&lt;/b&gt;" in page and 'class="error"' in page and page.count("<tr><td>") == 1
     assert reports_root(root / "x" / "2") == root
     assert reports_root(tmp_path / "elsewhere") is None
+
+
+def test_an_input_that_cannot_be_read_is_recorded_with_its_reason(tmp_path: Path) -> None:
+    """The hashes are taken after the run: an input the run failed to read made them fail too,
+    so the failed run had no run.json and was missing from the index. (/proc/self/mem is a file
+    that even root cannot read from its start.)"""
+    readable = tmp_path / "ledger.csv"
+    readable.write_text("merchantReferenceId\n")
+    assert file_hashes([readable, "/proc/self/mem", tmp_path / "missing.csv"]) == [
+        {"path": str(readable), "sha256": hashlib.sha256(readable.read_bytes()).hexdigest()},
+        {"path": "/proc/self/mem", "error": "cannot be read (Input/output error)"},
+    ]

@@ -265,6 +265,6 @@ def test_banner_names_the_live_service_and_its_journal_without_starting_a_sandbo
 
 def test_processor_side_from_a_file_and_no_subscription_checks_without_a_ledger(tmp_path: Path) -> None:
     export = write(tmp_path, "export.csv", PROCESSOR)
-    assert processor_side(export) == (str(export), f"processor file {export}")
+    assert processor_side(export) == (str(export), f"processor file {export.name}")  # not a local path
     assert subscription_checks(None) is None
     assert subscription_checks("  ") is None

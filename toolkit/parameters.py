@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import glob
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
@@ -104,7 +105,7 @@ def _value_problem(name: str, value: Any) -> str | None:
         return _reading_problem(name, value)
     if not isinstance(value, str) or not value.strip():
         return None
-    if name.endswith("_path") and not Path(value).expanduser().is_file():
+    if name.endswith("_path") and not _readable_path(value):
         return f"{name}: no such file {value!r}"
     if name.startswith("period_") or name.endswith("_date"):
         try:
@@ -112,6 +113,17 @@ def _value_problem(name: str, value: Any) -> str | None:
         except ValueError:
             return f"{name}: {value!r} is not a date written YYYY-MM-DD"
     return None
+
+
+def _readable_path(value: str) -> bool:
+    """A file, a folder, or a glob that matches a file (reconciliation inputs may be a folder or
+    a glob of Parquet files, as ``toolkit reconcile`` takes them)."""
+    path = Path(value).expanduser()
+    return (
+        path.is_file()
+        or path.is_dir()
+        or any(Path(p).is_file() for p in glob.iglob(str(path), recursive=True))
+    )
 
 
 def _reading_problem(name: str, value: Any) -> str | None:

@@ -49,14 +49,19 @@ def now_text() -> str:
 
 
 def file_hashes(paths: Iterable[str | Path]) -> list[dict[str, str]]:
-    """The sha256 of each path that is a file (others are left out: a table name, a glob)."""
+    """The sha256 of each path that is a file (others are left out: a table name, a glob); a
+    file that cannot be read gets the reason instead, so that the run that failed on it is still
+    recorded."""
     out = []
     for item in paths:
         path = Path(item)
         if not path.is_file():
             continue
-        with path.open("rb") as handle:
-            out.append({"path": str(path), "sha256": hashlib.file_digest(handle, "sha256").hexdigest()})
+        try:
+            with path.open("rb") as handle:
+                out.append({"path": str(path), "sha256": hashlib.file_digest(handle, "sha256").hexdigest()})
+        except OSError as exc:
+            out.append({"path": str(path), "error": f"cannot be read ({exc.strerror or exc})"})
     return out
 
 

@@ -167,7 +167,8 @@ def read_amount(text: str, digits: int | None, currency: str) -> int | str:
     """The exact minor units of an amount, or the sentence saying why it cannot be read.
 
     An optional sign, ASCII digits with at most one decimal point, at least one digit. Extra
-    decimals are accepted only when they are zeros (never rounded). An unknown currency leaves the
+    decimals are accepted only when they are zeros (never rounded); at most 18 digits in minor
+    units, zeros that change nothing left out. An unknown currency leaves the
     amount unjudged beyond "is it a number" (the currency's own reason says enough): then the sentence is empty.
     """
     body = text.strip()
@@ -182,12 +183,13 @@ def read_amount(text: str, digits: int | None, currency: str) -> int | str:
         return f"amount {text!r} is not a number"
     if digits is None:
         return ""
-    if len(written) > MAX_DIGITS or len(whole) + digits > MAX_DIGITS:
-        return f"amount {text!r} has too many digits"
     with localcontext(Context(prec=100)):
         scaled = Decimal(f"{sign}{whole or '0'}.{fraction or '0'}").scaleb(digits)
         if scaled != scaled.to_integral_value():
             return f"amount {text!r} has more decimals than {currency} allows ({digits})"
+        # Zeros that change nothing (leading, or decimals past the currency's) are not digits.
+        if len(whole.lstrip("0")) + digits > MAX_DIGITS:
+            return f"amount {text!r} has too many digits"
         return int(scaled)
 
 

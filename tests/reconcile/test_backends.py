@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -157,6 +158,32 @@ def test_parquet_files_of_different_amount_types_are_read_exactly_as_text(
     assert result.category_counts["missing_in_ledger"] == 1
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
+def test_a_rejected_row_of_a_parquet_folder_names_its_file(
+    spark: Backend, tmp_path: Path, backend: str
+) -> None:
+    """Both were "the folder, row 1": the row numbers restart in each file."""
+    for day, key in (("2025-05-01", "r1"), ("2025-05-02", "r3")):
+        _parquet_file(
+            tmp_path / f"{day}.parquet",
+            f"SELECT '{key}' merchantReferenceId, 'abc' amount, 'USD' currency, 'success' status "
+            f"UNION ALL SELECT 'ok-{day}', '2.00', 'USD', 'success'",
+        )
+    processor = load_processor(
+        frame([(f"ok-{d}", "2.00", "USD", "success") for d in ("2025-05-01", "2025-05-02")])
+    )
+    result = reconcile(load_ledger(tmp_path), processor, backend=spark if backend == "pyspark" else backend)
+    files = [str(tmp_path / "2025-05-01.parquet"), str(tmp_path / "2025-05-02.parquet")]
+    rejected = result.exceptions[result.exceptions["category"] == "rejected_row"]
+    assert rejected[["merchantReferenceId", "source", "source_row"]].values.tolist() == [
+        ["r1", files[0], 1],
+        ["r3", files[1], 1],
+    ]
+    assert result.rejected["source"].tolist() == files
+    assert load_ledger(tmp_path).rejected["source"].tolist() == files
+
+
 @pytest.mark.parametrize(
     ("second", "message"),
     [
@@ -200,6 +227,136 @@ def test_a_float_price_is_refused_like_a_float_amount(tmp_path: Path) -> None:
             frame([("g1", "560.00", "PHP", "success")]).assign(Price=[1.5], pricingCurrency=["USD"]),
             mapping={"pricingAmount": "Price"},
         )
+
+
+@pytest.mark.slow
+def test_an_export_cut_short_refuses_the_file_on_both_backends(spark: Backend, tmp_path: Path) -> None:
+    """A row with fields missing gave a traceback and exit 1 (which a scheduler reads as
+    "findings") on both backends."""
+    ledger = tmp_path / "books.csv"
+    ledger.write_text("merchantReferenceId,amount,currency,status\nm1,1.00,USD,success\nm2,3.0")
+    processor = load_processor(frame([("m1", "1.00", "USD", "success")]))
+    with pytest.raises(InputError, match=re.escape(f"{ledger}: line 3 cannot be read (Expected Number")):
+        reconcile(load_ledger(ledger), processor)
+    with pytest.raises(InputError, match=re.escape(f"{ledger}: a row cannot be read (the row: 'm2,3.0')")):
+        reconcile(load_ledger(ledger), processor, backend=spark)
+    done = _cli("--ledger", str(ledger), "--processor", str(ledger), "--output-dir", "out", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {ledger}: line 3 cannot be read")
+    assert "the line: 'm2,3.0'" in done.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
+def test_zeros_that_change_nothing_are_not_digits_too_many(
+    spark: Backend, tmp_path: Path, backend: str
+) -> None:
+    """A DECIMAL(38,18) column (Spark's type for Python Decimals) writes 12.30 as
+    12.300000000000000000: every row of such a file was rejected for "too many digits"."""
+    import decimal
+
+    amounts = pa.array([decimal.Decimal("1500"), decimal.Decimal("12.3")], pa.decimal128(38, 18))
+    path = tmp_path / "typed.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "merchantReferenceId": ["a", "b"],
+                "amount": amounts,
+                "currency": ["JPY", "USD"],
+                "status": ["success"] * 2,
+            }
+        ),
+        path,
+    )
+    written = [
+        ("c", "000000000000000001.00", "USD"),  # 18 zeros before the 1
+        ("d", "-0000000000000000000000012.30000000000000000000", "EUR"),
+        ("e", "1234567890123456789", "JPY"),  # 19 digits: too many
+        ("f", "12.300000000000000001", "USD"),  # a decimal too many, however far out
+    ]
+    ledger = load_ledger(frame([("a", "1500", "JPY", "success"), ("b", "12.30", "USD", "success")]))
+    texts = load_processor(frame([(key, amount, currency, "success") for key, amount, currency in written]))
+    engine = spark if backend == "pyspark" else backend
+    typed = reconcile(ledger, load_processor(path), backend=engine)
+    assert typed.matched["merchantReferenceId"].tolist() == ["a", "b"] and typed.rejected.empty
+    result = reconcile(ledger, texts, backend=engine)
+    rows = result.exceptions.set_index("merchantReferenceId")
+    assert rows.loc["c", "processor_amount"] == decimal.Decimal("1.00")
+    assert rows.loc["d", "processor_amount"] == decimal.Decimal("-12.30")
+    assert result.rejected["detail"].tolist() == [
+        "amount '1234567890123456789' has too many digits",
+        "amount '12.300000000000000001' has more decimals than USD allows (2)",
+    ]
+
+
+#: Dates and times as exports write them, and what each is read as (None: rejected).
+WHEN_WRITTEN = {
+    "2025-05-04": "2025-05-04T00:00:00",
+    "2025-5-4": "2025-05-04T00:00:00",
+    "2025-05-04 10:00": "2025-05-04T10:00:00",
+    "2025-05-04T10:00:00.123456789Z": "2025-05-04T10:00:00",
+    "2025-05-04T10:00:00+0200": "2025-05-04T08:00:00",
+    "2025-05-04T10:00:00-05": "2025-05-04T15:00:00",
+    "2025-05-04 10:00:00 Europe/Paris": "2025-05-04T08:00:00",
+    "2025-05-04T10:00:00 UTC": "2025-05-04T10:00:00",
+    # Read by one backend and not the other, or differently: rejected by both.
+    "2025-05-04T24:00:00": None,  # DuckDB: the next day
+    "2025-05-04T10:00:00 +02:00": None,  # Spark: with the offset
+    "2025-05-04 10:00:00.000 +0000": None,
+    "2025-05-04T10:00:00Europe/Paris": None,
+    "2025-05-04T10:00:00UTC": None,
+    "2025-05-04T10": None,
+    "2025-02-29": None,
+}
+
+
+@pytest.mark.slow
+def test_dates_and_times_are_read_alike_on_both_backends(spark: Backend) -> None:
+    """DuckDB read 24:00 as the next day where Spark rejected it, and Spark read a zone or an
+    offset after a space where DuckDB rejected it: the same file gave other exceptions, cut-offs
+    and periods on each backend."""
+    import datetime as dt
+
+    import ibis
+
+    from toolkit.reconcile.inputs import with_epoch_seconds
+
+    table = ibis.memtable({"when": list(WHEN_WRITTEN)})
+    expected = [
+        None if v is None else int(dt.datetime.fromisoformat(v).replace(tzinfo=dt.UTC).timestamp())
+        for v in WHEN_WRITTEN.values()
+    ]
+    for backend in (connect("duckdb"), spark):
+        read = backend.con.to_pyarrow(with_epoch_seconds(table, "when", "seconds")).to_pylist()
+        assert [r["seconds"] for r in read] == expected, backend.name
+
+
+def test_a_quote_left_open_refuses_the_file_naming_its_line(tmp_path: Path) -> None:
+    ledger = tmp_path / "books.csv"
+    ledger.write_text(
+        'merchantReferenceId,amount,currency,status\nm1,1.00,USD,success\nm2,"2.00,USD,success\nm3,3.00,USD,success\n'
+    )
+    with pytest.raises(InputError, match=re.escape(f"{ledger}: line 3 cannot be read (")):
+        reconcile(load_ledger(ledger), load_processor(frame([("m1", "1.00", "USD", "success")])))
+
+
+def test_a_spill_dir_that_cannot_be_written_exits_2(tmp_path: Path) -> None:
+    """/proc is there but takes no files, like a read-only mount: DuckDB's error came with a
+    traceback and exit 1 when it first spilled, or when it made its working database."""
+    ledger, processor = _big_inputs(tmp_path, 10)
+    done = _cli(
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        "out",
+        "--spill-dir",
+        "/proc",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: --spill-dir /proc: cannot be written (")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_spill_dir_that_cannot_be_made_exits_2(tmp_path: Path) -> None:
@@ -383,7 +540,9 @@ def test_spark_without_java_exits_2_in_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     error = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-    assert len(error) == 1 and "Spark could not start" in error[0] and "Java" in error[0]
+    assert len(error) == 1 and error[0].startswith("error: Spark could not start (a local session): ")
+    # What to change, where it said only "is Java 17 installed and JAVA_HOME set?"
+    assert f"; JAVA_HOME {tmp_path / 'no-java'} has no bin/java: point it at a Java 17. Or run" in error[0]
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
 
 
@@ -403,6 +562,57 @@ def test_a_spark_table_by_name(spark: Backend) -> None:
     assert from_table.counts[1].source == "table:settlements"
     with pytest.raises(InputError, match="'amount' holds floats"):
         reconcile(load_ledger("table:float_books"), load_processor("table:settlements"), backend=spark)
+
+
+@pytest.mark.slow
+def test_a_spark_table_is_read_by_its_columns_like_a_file(spark: Backend) -> None:
+    """A table's columns were not known: its dates, prices, a column in another case and any
+    mapping were ignored or refused, so the cut-off, the settlement window, the price and the
+    rejection of a bad date were skipped. A missing table gave a traceback."""
+    rows = [
+        ("p1", "560.00", "PHP", "success", "2025-05-02T10:00:00Z", "10.00", "USD"),  # charged in PHP
+        ("p2", "5.00", "USD", "success", "2025-05-30T10:00:00Z", "", ""),  # after the cut-off
+        ("p3", "7.00", "USD", "success", "2025-02-30", "", ""),  # not a date
+        ("p4", "8.00", "USD", "pending", "2025-05-19T10:00:00Z", "", ""),  # in the window
+    ]
+    names = [
+        "MerchantReferenceId",
+        "Amount",
+        "currency",
+        "State",
+        "createTime",
+        "pricingAmount",
+        "pricingCurrency",
+    ]
+    processor = pd.DataFrame(rows, columns=names)
+    spark.con._session.createDataFrame(processor).createOrReplaceTempView("dated_settlements")
+    ledger = load_ledger(
+        pd.DataFrame(
+            [("p1", "10.00", "USD", "success", "2025-05-02"), ("p4", "8.00", "USD", "success", "2025-05-19")],
+            columns=["merchantReferenceId", "amount", "currency", "status", "date"],
+        )
+    )
+    mapping = {"status": "State"}
+    table, same_frame = (
+        load_processor("table:dated_settlements", mapping=mapping),
+        load_processor(processor, mapping=mapping),
+    )
+    from_table = reconcile(ledger, table, as_of="2025-05-20", backend=spark)
+    from_frame = reconcile(ledger, same_frame, as_of="2025-05-20", backend=spark)
+    pd.testing.assert_frame_equal(
+        from_table.exceptions.drop(columns="source"), from_frame.exceptions.drop(columns="source")
+    )
+    assert from_table.counts == (
+        from_frame.counts[0],
+        replace(from_frame.counts[1], source="table:dated_settlements"),
+    )
+    assert from_table.matched["merchantReferenceId"].tolist() == ["p1"]  # by its price
+    assert from_table.counts[1].after_cutoff == 1 and from_table.rejected["merchantReferenceId"].tolist() == [
+        "p3"
+    ]
+    assert from_table.counts[1].in_transit == 1  # p4, pending inside the window
+    with pytest.raises(InputError, match="table:nowhere: not a table of the Spark session's catalog"):
+        load_processor("table:nowhere")
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import subprocess
 import sys
@@ -139,6 +140,48 @@ def test_period_selects_rows_and_is_stated_in_the_report(
     assert '<th class="num">outside period</th>' in html
     assert main([*args, "--period-start", "2023-13-01"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    # A reversed period passed green with every row outside it.
+    assert main([*args, "--period-start", "2023-11-30", "--period-end", "2023-11-01"]) == 2
+    assert capsys.readouterr().err == (
+        "error: period_start 2023-11-30 is after period_end 2023-11-01: no day is in the period\n"
+    )
+
+
+def test_a_period_with_payments_in_transit_says_when_it_is_final(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A nightly run of yesterday showed a payment booked late and never charged as in transit,
+    and the next night's period left it out: no run ever reported it. The run now says that the
+    period is not final and when to run it again; run then, the payment is an exception."""
+    ledger, processor = tmp_path / "ledger.csv", tmp_path / "processor.csv"
+    ledger.write_text(
+        "merchantReferenceId,amount,currency,status,date\n"
+        "n0,5.00,EUR,success,2025-05-31\nn1,10.00,EUR,success,2025-05-31\n"
+    )
+    processor.write_text(
+        "merchantReferenceId,amount,currency,status,createTime\nn0,5.00,EUR,success,2025-05-31T09:00:00Z\n"
+    )
+    args = [
+        "reconcile",
+        "--ledger",
+        str(ledger),
+        "--processor",
+        str(processor),
+        "--output-dir",
+        str(tmp_path / "o"),
+    ]
+    night = [*args, "--period-start", "2025-05-31", "--period-end", "2025-05-31", "--max-exceptions", "0"]
+    said = (
+        "This period is not final: a later period's run leaves out its 1 payment in transit. "
+        "Run this period again after 4 June 2025, 00:00 UTC, when each has settled or is an exception."
+    )
+    assert main([*night, "--as-of", "2025-06-01T02:00:00Z"]) == 0
+    assert said in capsys.readouterr().out.splitlines()
+    assert said in html.unescape((tmp_path / "o" / "report.html").read_text(encoding="utf-8"))
+    assert main([*night, "--as-of", "2025-06-04T02:00:00Z"]) == 1  # n1 is missing at the processor
+    assert "not final" not in capsys.readouterr().out
+    assert main([*args, "--as-of", "2025-06-01T02:00:00Z"]) == 0  # no period: a later run sees it
+    assert "not final" not in capsys.readouterr().out
 
 
 def test_unusable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,7 +53,7 @@ from toolkit.reconcile.inputs import REJECTED_COLUMNS
 from toolkit.reconcile.result import MATCHED_COLUMNS
 
 COLUMNS = ["merchantReferenceId", "amount", "currency", "status"]
-REJECTED_FRAME_COLUMNS = (*REJECTED_COLUMNS, "side", "source")
+REJECTED_FRAME_COLUMNS = (*(c for c in REJECTED_COLUMNS if c != "source"), "side", "source")
 
 
 # ---------------------------------------------------------------------------------------------

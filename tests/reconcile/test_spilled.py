@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from toolkit.errors import TrackError
+from toolkit.errors import InputError, TrackError
 from toolkit.reconcile import (
     ReconciliationResult,
     load_ledger,
@@ -123,14 +123,33 @@ def test_a_result_too_large_to_hold_keeps_the_first_rows_and_reads_every_row_bac
 
 
 def test_a_result_holds_every_row_up_to_held_rows_and_not_one_more() -> None:
-    """Thirty rows from the engine (ten categories of three; the three rejected rows are apart):
-    held whole at ``held_rows`` 30, kept in the engine at 29, the same rows either way."""
-    exact, fewer = run(held_rows=30), run(held_rows=29, preview_rows=3)
+    """Thirty-three rows (ten categories of three from the engine, three rejected rows): held
+    whole at ``held_rows`` 33, kept in the engine at 32, the same rows either way. The rejected
+    rows count: they were left out, so that a result held more than ``held_rows``."""
+    exact, fewer = run(held_rows=33), run(held_rows=32, preview_rows=3)
     assert exact.spilled is None
     assert len(exact.exceptions) == 33
     assert fewer.spilled is not None
     assert sum(fewer.spilled.counts.values()) == 33
     assert texts(fewer, every_row(fewer)) == texts(exact)
+
+
+def test_more_rejected_rows_than_a_run_lists_stop_it_quoting_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A whole file misread (3M rows with decimal commas) held every rejected row in memory with
+    its reasons: 8.7 GB under a 500 MB limit. Beyond ``REJECTED_ROWS`` the run stops with the
+    first reasons instead."""
+    monkeypatch.setattr(engine_module, "REJECTED_ROWS", 2)
+    with pytest.raises(InputError) as raised:
+        run()
+    assert str(raised.value) == (
+        "<ledger frame>: 3 rows cannot be used, more than a run lists (2); the first: "
+        "row 12: amount 'abc' is not a number; row 24: amount 'abc' is not a number; row 36: amount "
+        "'abc' is not a number. Is the file read as it should be (--decimal, a column map)?"
+    )
+    monkeypatch.setattr(engine_module, "REJECTED_ROWS", 3)
+    assert run().rejected["merchantReferenceId"].tolist() == ["bad-0", "bad-1", "bad-2"]
 
 
 @pytest.mark.usefixtures("small_batches")

@@ -35,7 +35,8 @@ import pandas as pd
 
 from toolkit import runlog
 from toolkit.errors import EngineError, InputError, OutputError, TrackError
-from toolkit.reconcile.backends import BACKENDS
+from toolkit.reconcile.backends import BACKENDS, connect
+from toolkit.reconcile.controller_view import not_final_text
 from toolkit.reconcile.engine import reconcile
 from toolkit.reconcile.fx import load_rates
 from toolkit.reconcile.inputs import (
@@ -248,6 +249,21 @@ def _read_options(args: argparse.Namespace, side: str) -> dict[str, Any]:
     return chosen
 
 
+def _loaded_inputs(args: argparse.Namespace) -> tuple[LoadedInput, LoadedInput]:
+    """Both sides as the options say, each with the period selected. The reports use only the
+    canonical columns (and the dates, for a period): nothing else is read."""
+    ledger_map = parse_mapping(args.ledger_map, "--ledger-map")
+    processor_map = parse_mapping(args.processor_map, "--processor-map")
+    ledger_options, processor_options = _read_options(args, "ledger"), _read_options(args, "processor")
+    if args.backend == "pyspark":  # started as asked before a table input is looked up in it
+        connect("pyspark", memory_limit=args.memory_limit, spill_dir=args.spill_dir)
+    ledger = load_ledger(args.ledger, mapping=ledger_map, carry=False, **ledger_options)
+    processor = load_processor(args.processor, mapping=processor_map, carry=False, **processor_options)
+    _refuse_options_that_do_not_apply(args, ledger, processor)
+    period = (args.period_start, args.period_end)
+    return select_period(ledger, "date", *period), select_period(processor, "createTime", *period)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the reconciliation (or a track's sub-command); returns the exit code."""
     if args.action == "inspect":
@@ -270,17 +286,8 @@ def run(args: argparse.Namespace) -> int:
         tolerance = Tolerance.parse(args.amount_tolerance)
         clock = timing(args.as_of, args.grace)
         rates = None if args.fx_rates is None else load_rates(args.fx_rates)
-        ledger_map = parse_mapping(args.ledger_map, "--ledger-map")
-        processor_map = parse_mapping(args.processor_map, "--processor-map")
-        # The reports use only the canonical columns (and the dates, for a period): read nothing
-        # else.
         period = (args.period_start, args.period_end)
-        ledger_options, processor_options = _read_options(args, "ledger"), _read_options(args, "processor")
-        ledger = load_ledger(args.ledger, mapping=ledger_map, carry=False, **ledger_options)
-        processor = load_processor(args.processor, mapping=processor_map, carry=False, **processor_options)
-        _refuse_options_that_do_not_apply(args, ledger, processor)
-        ledger = select_period(ledger, "date", *period)
-        processor = select_period(processor, "createTime", *period)
+        ledger, processor = _loaded_inputs(args)
         result = reconcile(
             ledger,
             processor,
@@ -306,13 +313,13 @@ def run(args: argparse.Namespace) -> int:
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_OUTPUT
-    print(f"Data from: {environment}")
-    print(summary_text(result))
-    _print_missing_rates(result)
+    _print_summary(result, environment, period)
     rejected = sum(c.rejected for c in result.counts)
-    found = f"{result.exception_count} exceptions" + (f" ({rejected} rejected row(s))" if rejected else "")
+    found = f"{result.exception_count:,} exceptions" + (
+        f" ({rejected:,} rejected row(s))" if rejected else ""
+    )
     if result.info_count:
-        found += f", {result.info_count} for information (in transit or within tolerance)"
+        found += f", {result.info_count:,} for information (in transit or within tolerance)"
     # The last line is the run's result, for a scheduler to forward.
     if args.max_exceptions is not None and result.exception_count > args.max_exceptions:
         print(
@@ -356,6 +363,19 @@ def _refuse_options_that_do_not_apply(
             raise InputError(f"--{dashed}: it reads {what}, and neither file given is one")
 
 
+def _print_summary(
+    result: ReconciliationResult, environment: str, period: tuple[str | None, str | None]
+) -> None:
+    """Where the data came from, the summary, the rates missing and, for a period with payments
+    in transit, when it is final."""
+    print(f"Data from: {environment}")
+    print(summary_text(result))
+    _print_missing_rates(result)
+    not_final = not_final_text(result, period)
+    if not_final:
+        print(not_final)
+
+
 def _print_missing_rates(result: ReconciliationResult) -> None:
     """Every rate a payment needed and the rate file lacked, once each (on stderr)."""
     for text in result.missing_rates:
@@ -389,9 +409,7 @@ def _run_tracked(
         return EXIT_OUTPUT
     tracking = tracked.tracking
     assert tracking is not None
-    print(f"Data from: {environment}")
-    print(summary_text(tracked))
-    _print_missing_rates(tracked)
+    _print_summary(tracked, environment, period)
     print(tracking.summary_text())
     warning = runlog.index_warning(output)
     if warning:

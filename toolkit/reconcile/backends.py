@@ -35,7 +35,7 @@ import ibis.expr.types as ir
 import pyarrow as pa
 from ibis.backends.duckdb import Backend as DuckDBBackend
 
-from toolkit.errors import EngineError
+from toolkit.errors import EngineError, InputError
 
 BackendName = Literal["duckdb", "pyspark"]
 BACKENDS: tuple[BackendName, ...] = ("duckdb", "pyspark")
@@ -159,6 +159,13 @@ class Backend:
         except EngineError:
             raise
         except Exception as exc:
+            malformed = _SPARK_MALFORMED.search(str(exc))
+            if malformed:  # Spark reads a file when a query first needs it, not when it is named
+                file, record = malformed.group(1), malformed.group(2).strip()
+                raise InputError(
+                    f"{file.removeprefix('file://')}: a row cannot be read (the row: {record!r}); "
+                    "fix the row or export the file again"
+                ) from None
             reason = _resource_failure(self, exc)
             if reason is None:
                 raise
@@ -185,6 +192,11 @@ def _resource_failure(backend: Backend, exc: Exception) -> str | None:
         )
     return None
 
+
+#: Spark's words for a CSV row it cannot split into the header's columns (``mode`` FAILFAST).
+_SPARK_MALFORMED = re.compile(
+    r"error while reading file (\S+?)\.?\s+SQLSTATE.*?Malformed CSV record: ([^\n]*?)\s*SQLSTATE", re.DOTALL
+)
 
 #: DuckDB's words when the kernel refuses a write (a full disk, a file size limit).
 _WRITE_FAILED = re.compile(r'Could not write file "[^"]*": ([^\n]+)')
@@ -243,6 +255,10 @@ def _duckdb(limit: int, spill: Path | None, in_memory: bool) -> Backend:
         spill.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise EngineError(f"--spill-dir {spill}: cannot be created ({exc.strerror})") from None
+    try:  # DuckDB finds out only when it first spills, with its own words
+        tempfile.TemporaryFile(dir=spill).close()
+    except OSError as exc:
+        raise EngineError(f"--spill-dir {spill}: cannot be written ({exc.strerror})") from None
     con = DuckDBBackend().connect() if in_memory else _kept_on_disk(spill)
     raw = con.con
     raw.execute(f"SET memory_limit = '{int(limit * (1 - RESERVE_SHARE)) // (1 << 20)}MiB'")
@@ -297,6 +313,30 @@ def _pyspark(limit: int, spill: Path | None) -> Backend:
     return Backend("pyspark", ibis.pyspark.connect(session), limit, spill_dir=spill)
 
 
+def spark_session() -> Any:
+    """The process's Spark session, started from the environment when it has none (as
+    ``connect("pyspark")`` does): a table named as an input is looked up in its catalog."""
+    return connect("pyspark").con._session
+
+
+def _spark_hint(remote: str | None, master: str | None) -> str:
+    """What to change when Spark does not start: the Java it needs, first."""
+    java_home = os.environ.get("JAVA_HOME")
+    if remote:
+        return "is the Spark Connect server reachable (pip install 'pyspark[connect]' for its client)?"
+    if java_home and not (Path(java_home) / "bin" / "java").is_file():
+        return f"JAVA_HOME {java_home} has no bin/java: point it at a Java 17."
+    if not java_home and shutil.which("java") is None:
+        return "no java on PATH and JAVA_HOME is not set: install Java 17."
+    if master and not master.startswith("local"):
+        return "is the cluster reachable at TOOLKIT_SPARK_MASTER?"
+    return (
+        "is TOOLKIT_SPARK_MASTER a master URL (local[4], spark://host:7077, yarn)?"
+        if master
+        else "is Java 17 installed?"
+    )
+
+
 def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
     """A Spark session from the environment: a master URL, Spark Connect, or local."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -331,13 +371,11 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
         session = builder.getOrCreate()
     except Exception as exc:
         where = remote or master or "a local session"
-        hint = (
-            "is Java 17 installed and JAVA_HOME set?"
-            if not (remote or master)
-            else "is the cluster reachable?"
-        )
+        lines = str(exc).strip().splitlines()
+        cause = lines[0][:200] if lines else type(exc).__name__
+        hint = _spark_hint(remote, master)
         raise EngineError(
-            f"Spark could not start ({where}): {type(exc).__name__}; {hint} Or run with --backend duckdb"
+            f"Spark could not start ({where}): {cause}; {hint} Or run with --backend duckdb"
         ) from None
     if not remote:
         # Spark's warnings (a window over a whole table: the report order, by design) would fill

@@ -405,6 +405,28 @@ def information_line(result: ReconciliationResult) -> str:
     return f"For information, not exceptions: {' and '.join(found)}." if found else ""
 
 
+def not_final_text(result: ReconciliationResult, period: Period) -> str:
+    """Said when a period with a last day has payments in transit ('' otherwise): a later
+    period's run leaves them out (the books decide the period), so only this period's run, made
+    again once the window after its last day has passed, shows which of them became breaks."""
+    transit = result.info_counts["in_transit"]
+    if not transit or result.grace is None or not isinstance(period, tuple) or not period[1]:
+        return ""
+    last = period[1]
+    if not isinstance(last, date):
+        try:
+            last = date.fromisoformat(str(last).strip())
+        except ValueError:
+            return ""
+    final = datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1) + result.grace
+    noun = "payment" if transit == 1 else "payments"
+    return (
+        f"This period is not final: a later period's run leaves out its {transit:,} {noun} in "
+        f"transit. Run this period again after {moment_text(final)}, when each has settled or is "
+        "an exception."
+    )
+
+
 def _ranks(keys: list[tuple[Any, ...] | None]) -> list[int]:
     """The rank of each key in sorted order (-1 for None): exact, whatever the key holds."""
     order = sorted((k, i) for i, k in enumerate(keys) if k is not None)
@@ -714,7 +736,7 @@ def page(
         "tolerance": tolerance_text(result.amount_tolerance),
         "timing": timing_text(result.cutoff, result.grace),
         "verdict": verdict(result),
-        "information": information_line(result),
+        "information": " ".join(t for t in (information_line(result), not_final_text(result, period)) if t),
         "sources": source_lines(result),
         "outside": any(c.outside for c in result.counts),
         "in_transit": any(c.in_transit for c in result.counts),

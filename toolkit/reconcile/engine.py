@@ -66,6 +66,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit.errors import InputError
 from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.money import from_minor
 from toolkit.reconcile.backends import Backend, connect
@@ -247,11 +248,16 @@ def reconcile(
         }
         listed = exception_rows(engine, (led, pro), flagged, duplicates, stats, rules)
         flags = stats[[*_EXCEPTION_FLAGS, *INFO_CATEGORIES]]
-        exceptions = held_exceptions(
-            engine, listed, listed_rows=int(flags.sum().sum()), held_rows=held_rows, preview_rows=preview_rows
-        )
         side_sums = side_aggregates(engine, (led, pro))
         rejected = {side.name: rejected_rows(engine, side, side_sums[side.name]) for side in (led, pro)}
+        exceptions = held_exceptions(
+            engine,
+            listed,
+            listed_rows=int(flags.sum().sum()),
+            rejected_rows=sum(len(frame) for frame in rejected.values()),
+            held_rows=held_rows,
+            preview_rows=preview_rows,
+        )
         counts = count_rows((led, pro), stats, side_sums, rejected)
         matched = matched_summary(engine, led, stats, duplicates.get("ledger"), side_sums["ledger"])
         result = summarise(
@@ -889,17 +895,25 @@ class _Held:
 
 
 def held_exceptions(
-    engine: Backend, listed: ir.Table | None, *, listed_rows: int, held_rows: int, preview_rows: int
+    engine: Backend,
+    listed: ir.Table | None,
+    *,
+    listed_rows: int,
+    rejected_rows: int,
+    held_rows: int,
+    preview_rows: int,
 ) -> _Held:
     """The exception rows as the result holds them: every one when there are at most
-    ``held_rows``; else the first ``preview_rows`` of each category (an informational category's
-    oldest), the engine keeping them all in report order (``_seq``) to read back in batches.
+    ``held_rows`` with the ``rejected_rows`` (held apart, always); else the first
+    ``preview_rows`` of each category (an informational category's oldest), the engine keeping
+    them all in report order (``_seq``) to read back in batches.
 
     ``listed_rows``, the rows the flag counts say ``listed`` has, picks the way: rows that fit
     are read once, in report order, and counted here; only more are kept in the engine."""
     if listed is None:
         return _Held(_exception_frame(None), [])
     order = [listed._rank, listed._on_processor, listed._row, listed.merchantReferenceId]
+    held_rows -= rejected_rows
     if listed_rows <= held_rows:
         table = engine.arrow(listed.order_by(order))
         return _Held(_exception_frame(table), _tally(table))
@@ -1108,16 +1122,38 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
     )
 
 
+#: Rejected rows of one side a run lists (each held in memory with its reasons), and those
+#: quoted when there are more.
+REJECTED_ROWS = HELD_ROWS
+_QUOTED_REJECTED = 3
+
+
 def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFrame:
     """The rows of one side that cannot be used, with their reasons (few, by nature): only those
-    rows are read and checked again, with the columns the reasons quote."""
-    if not int(sums["rejected"].sum()):
+    rows are read and checked again, with the columns the reasons quote.
+
+    More than ``REJECTED_ROWS`` of them (a whole file misread: a wrong decimal mark, a column
+    mapped wrong) would take gigabytes with their reasons (3M: 8.7 GB): the run stops instead,
+    quoting the first ones, so that the file can be read as it should be."""
+    count, most = int(sums["rejected"].sum()), REJECTED_ROWS
+    if not count:
         return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
-    bad = side.rows.filter(side.rows._rejected).select(_bad_ord=side.rows._ord)
+    bad = side.rows.filter(side.rows._rejected)
+    if count > most:
+        bad = bad.order_by(bad._ord).limit(_QUOTED_REJECTED)
+    bad = bad.select(_bad_ord=bad._ord)
     written = side.written
-    return rejected_frame(
+    frame = rejected_frame(
         side.loaded, engine, side.loaded.check(written.semi_join(bad, written._ord == bad._bad_ord))
     )
+    if count > most:
+        quoted = "; ".join(f"row {r.source_row}: {r.detail}" for r in frame.itertuples())
+        raise InputError(
+            f"{side.loaded.source}: {count:,} rows cannot be used, more than a run lists "
+            f"({most:,}); the first: {quoted}. Is the file read as it should be (--decimal, "
+            "a column map)?"
+        )
+    return frame
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1233,7 +1269,7 @@ def summarise(
 ) -> ReconciliationResult:
     """The result: exceptions with the rejected rows after them, the summary, totals, counts."""
     led, pro = sides
-    rejected_parts = [rejected_exceptions(rejected[s.name], s.name, s.loaded.source) for s in sides]
+    rejected_parts = [rejected_exceptions(rejected[s.name], s.name) for s in sides]
     summary_rows = matched + [
         (category, currency, n, from_minor(total, currency))
         for category, currency, n, total in exceptions.tally

@@ -495,8 +495,9 @@ def build_summary(categories: list[str], currencies: list[str], amounts: list[in
     return _sort_summary(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)))
 
 
-def rejected_exceptions(rejected: pd.DataFrame, side: str, source: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Rejected rows of one input as exceptions (category ``rejected_row``) and as a side frame."""
+def rejected_exceptions(rejected: pd.DataFrame, side: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rejected rows of one input as exceptions (category ``rejected_row``) and as a side frame,
+    each with the file it came from (``source``)."""
     on_ledger = side != "processor"
     prefix_own, prefix_other = ("ledger", "processor") if on_ledger else ("processor", "ledger")
     n = len(rejected)
@@ -514,14 +515,14 @@ def rejected_exceptions(rejected: pd.DataFrame, side: str, source: str) -> tuple
             f"{prefix_other}_currency": nothing,
             f"{prefix_own}_status": rejected["status"].astype(object).to_numpy(),
             f"{prefix_other}_status": nothing,
-            "source": np.full(n, source, dtype=object),
+            "source": rejected["source"].astype(object).to_numpy(),
             "source_row": rejected["source_row"].to_numpy(dtype=np.int64),
             "detail": rejected["detail"].astype(object).to_numpy(),
             "severity": np.full(n, "exception", dtype=object),
             "age_days": pd.array([None] * n, dtype="Int64"),
         }
     )
-    side_frame = rejected.assign(side=side, source=source)
+    side_frame = rejected.drop(columns="source").assign(side=side, source=rejected["source"].to_numpy())
     return exceptions.reindex(columns=list(EXCEPTION_COLUMNS)), side_frame
 
 

@@ -37,6 +37,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import duckdb
 import ibis
 import ibis.expr.types as ir
 import numpy as np
@@ -181,7 +182,7 @@ def _describe(source: Source, side: str, amount_columns: frozenset[str], options
         table_name = text[len(TABLE_PREFIX) :].strip()
         if not table_name:
             raise InputError(f"{text!r}: name the table after {TABLE_PREFIX!r}")
-        return Described(text, "table", (), table_name=table_name)
+        return _describe_table(text, table_name, amount_columns)
     path = Path(source)
     if _GLOB_CHARS & set(text) or path.is_dir():
         return _describe_parquet_set(text, path, amount_columns)
@@ -200,6 +201,28 @@ def _describe(source: Source, side: str, amount_columns: frozenset[str], options
     except Exception as exc:  # the readers raise many types; all mean "cannot read this file"
         raise InputError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from exc
     raise InputError(f"{path}: unsupported file type {suffix!r} (use .csv, .xlsx or .parquet)")
+
+
+def _describe_table(name: str, table_name: str, amount_columns: frozenset[str]) -> Described:
+    """A table of the Spark session's catalog, by its schema: the session is the process's own,
+    or one started from the environment (``backends.spark_session``)."""
+    from toolkit.reconcile.backends import spark_session
+
+    session = spark_session()
+    try:
+        fields = session.table(table_name).schema.fields
+    except Exception as exc:  # Spark's AnalysisException: no such table or view
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{name}: not a table of the Spark session's catalog ({first})") from None
+    for column in fields:
+        if column.name.strip().lower() in amount_columns and column.dataType.typeName() in (
+            "float",
+            "double",
+        ):
+            raise InputError(
+                f"{name}: column {column.name.strip()!r} holds floats; store amounts as decimal or text"
+            )
+    return Described(name, "table", _columns_of([f.name for f in fields], name), table_name=table_name)
 
 
 def _describe_frame(frame: pd.DataFrame, side: str, amount_columns: frozenset[str]) -> Described:
@@ -593,6 +616,8 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
                 f"delim = {_quote_literal(described.delimiter)}, quote = '\"', escape = '\"', "
                 f"columns = {{{types}}}, strict_mode = false)"
             )
+        except duckdb.InvalidInputException as exc:
+            raise _malformed(described, str(exc), offset) from None
         finally:
             raw.execute("SET preserve_insertion_order = false")
         view = backend.temp_name("rows")
@@ -609,6 +634,24 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
         table = backend.con.table(names)
         return _ordered_by_file(table, described)
     raise InputError(f"{described.name}: tables by name are read by the pyspark backend only")
+
+
+_CSV_ERROR = re.compile(r"CSV Error on Line: (\d+)\s*\nOriginal Line: ([^\n]*)\n([^\n]*)")
+
+
+def _malformed(described: Described, message: str, offset: int) -> InputError:
+    """A row the CSV reader cannot split into the header's columns (an export cut short, a quote
+    left open), with the line an editor shows it on: the whole file is refused, not the row, since
+    where its fields start and end is unknown."""
+    found = _CSV_ERROR.search(message)
+    if found is None:
+        return InputError(f"{described.name}: cannot be read as CSV ({message.splitlines()[0]})")
+    line, text, reason = int(found.group(1)) + offset, found.group(2), found.group(3).strip()
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return InputError(
+        f"{described.name}: line {line} cannot be read ({reason}; the line: {shown!r}); "
+        "fix the row or export the file again"
+    )
 
 
 def _parquet_select(part: ParquetPart, wanted: list[str], as_text: bool) -> str:
@@ -698,11 +741,6 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
         frame.createOrReplaceTempView(view)
         return backend.con.table(view)
     frame = session.table(described.table_name)
-    floats = [f.name for f in frame.schema.fields if f.dataType.typeName() in ("float", "double")]
-    if floats:  # a table's columns are not known before the session starts: refuse them here
-        raise InputError(
-            f"{described.name}: column {floats[0]!r} holds floats; store amounts as decimal or text"
-        )
     columns = [c for c in frame.columns if c.strip() in wanted] if wanted else frame.columns
     frame = frame.select(
         *[F.col(f"`{c}`").alias(c.strip()) for c in columns], F.monotonically_increasing_id().alias("_ord")

@@ -215,9 +215,7 @@ def _result(
     sub_ledger: LoadedInput, found: _Exceptions, matched: list[dict[str, Any]]
 ) -> ReconciliationResult:
     """The exceptions with the rejected rows after them, the summary and the row accounting."""
-    rejected_exc, rejected_frame = rejected_exceptions(
-        sub_ledger.rejected, sub_ledger.side, sub_ledger.source
-    )
+    rejected_exc, rejected_frame = rejected_exceptions(sub_ledger.rejected, sub_ledger.side)
     rejected_exc["category"] = "rejected_row"
     exceptions = pd.DataFrame(found.records, columns=list(EXCEPTION_COLUMNS))
     if len(rejected_exc):

@@ -23,7 +23,7 @@ def processor_side(processor_path: str | Path | None) -> tuple[str | pd.DataFram
     from toolkit.journal import Journal
 
     if processor_path is not None and str(processor_path).strip():
-        return str(processor_path), f"processor file {processor_path}"
+        return str(processor_path), f"processor file {Path(processor_path).name}"
     with Client() as client:
         label = client.environment.label
         try:
