@@ -232,6 +232,19 @@ def test_fx_csv_is_exact_and_written_only_with_rates(tmp_path: Path) -> None:
     assert rows[1:] == [[str(v) for v in row] for row in FX_ROWS]  # exact text: 1.0842, 0.00
     plain = write_report(run(PLANTED_LEDGER, PLANTED_PROCESSOR), tmp_path / "no-fx", environment=ENVIRONMENT)
     assert "fx.csv" not in plain and not (tmp_path / "no-fx" / "fx.csv").exists()
+    # The same folder again, for a run without rates: its fx.csv (and a tracked run's files) stayed
+    # beside the new report as if they were its own. A file of the user's stays.
+    (tmp_path / "fx" / "states.csv").write_text("exceptionId,state\n")
+    (tmp_path / "fx" / "notes.txt").write_text("mine")
+    write_report(run(PLANTED_LEDGER, PLANTED_PROCESSOR), tmp_path / "fx", environment=ENVIRONMENT)
+    assert sorted(p.name for p in (tmp_path / "fx").iterdir()) == [
+        "exceptions.csv",
+        "exceptions.parquet",
+        "notes.txt",
+        "report.html",
+        "report.xlsx",
+        "summary.csv",
+    ]
 
 
 def test_exceptions_csv_has_severity_and_whole_day_ages(tmp_path: Path) -> None:

@@ -322,31 +322,37 @@ def visible(page: Page) -> int:
 def test_show_more_reveals_the_next_20_under_the_current_filter_and_sort(
     browser: Browser, more_report: Path
 ) -> None:
+    """A sort picks the rows shown among every row the page holds, and "Show more" reveals the
+    next ones in that order: sorted largest first, the page showed the largest of the first 20 in
+    report order, and revealed the next 20 in report order above them. A search looks through
+    every row the page holds: it found none of the held ones."""
+    keys = [key for key, *_ in BOOKED]
     with opened_report(browser, more_report) as opened:
         assert len(shown(opened, "missing_in_processor")) == 20 and visible(opened) == 40
         assert opened.text_content("#filter-count") == "all 40 rows shown"
         assert opened.text_content(SHOW_MORE_BOOKED) == "Show 20 more: In the books, not at the processor"
-        # A filter and a sort never reveal a held row.
+        # A filter and a sort show as many rows as before: the first ones in the new order.
         opened.select_option("#filter-category", "missing_in_processor")
         opened.click("#exceptions th:nth-child(1) button")
-        assert len(shown(opened, "missing_in_processor")) == 20 and visible(opened) == 20
+        opened.click("#exceptions th:nth-child(1) button")  # descending
+        assert shown(opened, "missing_in_processor") == sorted(keys, reverse=True)[:20]
+        assert visible(opened) == 20 and opened.text_content("#filter-count") == "20 of 40 rows shown"
+        # A search finds the rows held as well, in the table's order.
         opened.select_option("#filter-category", "")
         opened.fill("#filter-text", "red")
-        opened.click("#exceptions th:nth-child(1) button")  # descending
-        reds = [key for key, *_ in BOOKED if "red" in key]
-        assert shown(opened, "missing_in_processor") == sorted(reds[:7], reverse=True)  # of the first 20
-        assert opened.text_content("#filter-count") == "7 of 40 rows shown"
+        reds = sorted((key for key in keys if "red" in key), reverse=True)
+        assert shown(opened, "missing_in_processor") == reds and visible(opened) == 15
+        assert opened.text_content("#filter-count") == "15 of 545 rows shown"
 
         opened.click(SHOW_MORE_BOOKED)
-        # Rows 20 to 39 are revealed, still filtered and in their sorted places.
-        assert shown(opened, "missing_in_processor") == sorted(reds[:14], reverse=True)
-        assert opened.text_content("#filter-count") == "14 of 60 rows shown"
         assert opened.text_content(SHOW_MORE_BOOKED) == "Show 5 more: In the books, not at the processor"
         assert opened.text_content("#note-missing_in_processor") == (
             "In the books, not at the processor: first 40 of 45."
         )
         opened.fill("#filter-text", "")
-        assert len(shown(opened, "missing_in_processor")) == 40 and visible(opened) == 60
+        # The next 20 in the sorted order, below the first 20.
+        assert shown(opened, "missing_in_processor") == sorted(keys, reverse=True)[:40]
+        assert visible(opened) == 60 and opened.text_content("#filter-count") == "all 60 rows shown"
 
         opened.click(SHOW_MORE_BOOKED)
         assert len(shown(opened, "missing_in_processor")) == 45 and visible(opened) == 65

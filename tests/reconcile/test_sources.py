@@ -78,6 +78,16 @@ def test_a_title_above_the_csv_header_is_found_and_rows_keep_their_lines(tmp_pat
     assert given.rejected["source_row"].tolist() == [6]
 
 
+def test_a_title_excel_pads_with_delimiters_is_passed_over(tmp_path: Path) -> None:
+    """Excel writes a title row to CSV as wide as the table: it was taken for the header
+    ("column '' appears twice")."""
+    title = "Buchungsjournal Mai 2026;;;;\r\n;;;;\r\n"
+    path = excel_file(tmp_path, "books.csv", (title + EXCEL_ROWS).encode("cp1252"))
+    described = describe(path, "ledger", frozenset())
+    assert described.header_line == 3 and described.columns[0] == "merchantReferenceId"
+    assert load_ledger(path).rejected["source_row"].tolist() == [6]
+
+
 def test_options_where_detection_is_not_enough(tmp_path: Path) -> None:
     # A pipe inside the header's quotes would not decide; the option does.
     path = excel_file(tmp_path, "books.csv", EXCEL_ROWS.replace(";", "|").encode())

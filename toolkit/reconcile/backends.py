@@ -381,4 +381,21 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
         # Spark's warnings (a window over a whole table: the report order, by design) would fill
         # the command's output; its errors still show. A session of the user's keeps its level.
         session.sparkContext.setLogLevel("ERROR")
+        _quiet_codegen_fallback(session)
     return session
+
+
+#: Spark's logger of whole-stage code generation: a check's plan compiles to Java code past the
+#: JVM's 64 KB method limit, and Spark then runs it interpreted, after logging the whole
+#: generated class as an ERROR (400 lines on stderr for a run that succeeds).
+_CODEGEN_LOGGER = "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator"
+
+
+def _quiet_codegen_fallback(session: Any) -> None:
+    """Turn off ``_CODEGEN_LOGGER`` (Spark goes on without the generated code, as it would)."""
+    try:
+        jvm = session.sparkContext._jvm
+        level = jvm.org.apache.logging.log4j.Level.OFF
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(_CODEGEN_LOGGER, level)
+    except Exception:  # another logging backend, or no JVM of ours (Spark Connect): its errors show
+        return

@@ -363,13 +363,13 @@ def _reasons(row: dict[str, Any], status: str, period: str, dated: str = "", dec
         )
     if row.get("_bad_when"):
         parts.append(
-            f"{dated} {str(row['_when_text']).strip(_SPACE)!r} is not a date or time (e.g. 2024-05-31, or "
-            "epoch milliseconds)"
+            f"{dated} {str(row['_when_text']).strip(_SPACE)!r} is not a date or time (e.g. 2024-05-31, "
+            "31.05.2024, or epoch milliseconds)"
         )
     if row.get("_bad_date"):
         text = str(row["_date_text"]).strip(_SPACE)
         parts.append(
-            f"{period} {text!r} is not a date or time (e.g. 2024-05-31, or epoch milliseconds)"
+            f"{period} {text!r} is not a date or time (e.g. 2024-05-31, 31.05.2024, or epoch milliseconds)"
             if text
             else f"{period} is empty"
         )
@@ -686,23 +686,33 @@ _ISO_WHEN = (
 )
 
 
+#: A date as German, Swiss or Austrian Excel writes it, day first with dots (``31.05.2025``, with
+#: a time ``31.05.2025 21:30``): read as that day. A date with slashes stays refused: ``05/04``
+#: is the 5th of April or the 4th of May, depending on who wrote it.
+_DOTTED_WHEN = "^([0-9]{1,2})[.]([0-9]{1,2})[.]([0-9]{4})( ([01]?[0-9]|2[0-3]):[0-9]{1,2}(:[0-9]{1,2})?)?$"
+
+
 def with_epoch_seconds(table: ir.Table, column: str, out: str) -> ir.Table:
     """``table`` with ``out``: the text of ``column``, trimmed by the caller (once per row), as
-    seconds since the epoch, UTC (null when unreadable): ISO dates or times, or epoch
-    milliseconds. Seconds, not a timestamp: Spark has no timestamp from milliseconds, and whole
-    seconds compare and subtract alike everywhere. Cut, never rounded, to the second
-    (milliseconds lose their last three digits as text). Built in stages (each a select of its
-    own, as ``parse_amounts``) so that each value is computed once per row."""
+    seconds since the epoch, UTC (null when unreadable): ISO dates or times, day-first dotted
+    dates (``_DOTTED_WHEN``), or epoch milliseconds. Seconds, not a timestamp: Spark has no
+    timestamp from milliseconds, and whole seconds compare and subtract alike everywhere. Cut,
+    never rounded, to the second (milliseconds lose their last three digits as text). Built in
+    stages (each a select of its own, as ``parse_amounts``) so that each value is computed once
+    per row."""
     text = table[column]
     t = table.mutate(
         _epoch=text.re_search(r"^[0-9]{11,18}$"),
         _iso=text.re_search(_ISO_WHEN),
+        _dotted=text.re_search(_DOTTED_WHEN),
     )
     text = t[column]
     millis = t._epoch.ifelse(text.substr(0, text.length() - 3), ibis.null("string")).cast("int64")
-    parsed = t._iso.ifelse(text, ibis.null("string")).try_cast("timestamp('UTC')")
+    day, month, year, time = (text.re_extract(_DOTTED_WHEN, group) for group in (1, 2, 3, 4))
+    iso = t._dotted.ifelse(year + "-" + month + "-" + day + time, t._iso.ifelse(text, ibis.null("string")))
+    parsed = iso.try_cast("timestamp('UTC')")
     whole = parsed.truncate("s").epoch_seconds().cast("int64")
-    return t.mutate(**{out: t._epoch.ifelse(millis, whole)}).drop("_epoch", "_iso")
+    return t.mutate(**{out: t._epoch.ifelse(millis, whole)}).drop("_epoch", "_iso", "_dotted")
 
 
 def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:

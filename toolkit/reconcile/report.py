@@ -255,7 +255,8 @@ def write_report(
     None says that no period was selected.
 
     All are written to temporary names and moved into place only when all are written; on
-    failure none is, and ``OutputError`` names the path and the reason.
+    failure none is, and ``OutputError`` names the path and the reason. Optional files an earlier
+    report left in ``output_dir`` that this one does not write are removed.
     """
     directory = ensure_directory(output_dir)
     when = generated_at or datetime.now(UTC)
@@ -305,6 +306,12 @@ def write_report(
                 ):
                     _written(paths[name], functools.partial(_write_csv, _frame_table(frame), temporary[name]))
             workbook.result()
+    # A report of another run in the same folder (``--output-dir`` reused) loses the files this
+    # one does not write: an fx.csv or states.csv beside it would read as this run's.
+    for name in (*TRACKED_FILES, FX_FILE):
+        if name not in paths:
+            with contextlib.suppress(OSError):  # one that cannot go stays, as it was
+                (directory / name).unlink(missing_ok=True)
     return paths
 
 

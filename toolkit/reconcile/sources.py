@@ -336,11 +336,17 @@ def _find_header(lines: list[str], delimiter: str | None) -> tuple[int, str]:
     if best is None:
         return filled[0][0], delimiter or detect_delimiter(filled[0][1])
     mode, chosen = best[1], best[3]
-    return next(n for n, line in filled if _fields(line, chosen) >= max(mode - 1, 2)), chosen
+    wide = [(n, line) for n, line in filled if _fields(line, chosen) >= max(mode - 1, 2)]
+    # A title Excel pads with delimiters (``Books May 2026;;;;``) is as wide as the header, with
+    # one cell filled.
+    named = [n for n, line in wide if _fields(line, chosen, filled=True) >= 2]
+    return (named or [n for n, _ in wide])[0], chosen
 
 
-def _fields(line: str, delimiter: str) -> int:
-    return len(next(csv.reader([line], delimiter=delimiter), []))
+def _fields(line: str, delimiter: str, *, filled: bool = False) -> int:
+    """The fields of ``line`` (``filled``: those not empty)."""
+    fields = next(csv.reader([line], delimiter=delimiter), [])
+    return sum(1 for f in fields if f.strip()) if filled else len(fields)
 
 
 def detect_delimiter(header: str) -> str:
