@@ -351,14 +351,8 @@ def test_a_spill_dir_that_cannot_be_written_exits_2(tmp_path: Path) -> None:
     traceback and exit 1 when it first spilled, or when it made its working database."""
     ledger, processor = _big_inputs(tmp_path, 10)
     done = _cli(
-        "--ledger",
-        str(ledger),
-        "--processor",
-        str(processor),
-        "--output-dir",
-        "out",
-        "--spill-dir",
-        "/proc",
+        *("--ledger", str(ledger), "--processor", str(processor), "--output-dir", "out"),
+        *("--spill-dir", "/proc"),
         cwd=tmp_path,
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr

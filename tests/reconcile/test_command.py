@@ -161,15 +161,8 @@ def test_a_period_with_payments_in_transit_says_when_it_is_final(
     processor.write_text(
         "merchantReferenceId,amount,currency,status,createTime\nn0,5.00,EUR,success,2025-05-31T09:00:00Z\n"
     )
-    args = [
-        "reconcile",
-        "--ledger",
-        str(ledger),
-        "--processor",
-        str(processor),
-        "--output-dir",
-        str(tmp_path / "o"),
-    ]
+    inputs = ["--ledger", str(ledger), "--processor", str(processor)]
+    args = ["reconcile", *inputs, "--output-dir", str(tmp_path / "o")]
     night = [*args, "--period-start", "2025-05-31", "--period-end", "2025-05-31", "--max-exceptions", "0"]
     said = (
         "This period is not final: a later period's run leaves out its 1 payment in transit. "
