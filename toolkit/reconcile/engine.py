@@ -1135,22 +1135,22 @@ def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFr
     More than ``REJECTED_ROWS`` of them (a whole file misread: a wrong decimal mark, a column
     mapped wrong) would take gigabytes with their reasons (3M: 8.7 GB): the run stops instead,
     quoting the first ones, so that the file can be read as it should be."""
-    count, most = int(sums["rejected"].sum()), REJECTED_ROWS
+    count = int(sums["rejected"].sum())
     if not count:
         return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
     bad = side.rows.filter(side.rows._rejected)
-    if count > most:
+    if count > REJECTED_ROWS:
         bad = bad.order_by(bad._ord).limit(_QUOTED_REJECTED)
     bad = bad.select(_bad_ord=bad._ord)
     written = side.written
     frame = rejected_frame(
         side.loaded, engine, side.loaded.check(written.semi_join(bad, written._ord == bad._bad_ord))
     )
-    if count > most:
+    if count > REJECTED_ROWS:
         quoted = "; ".join(f"row {r.source_row}: {r.detail}" for r in frame.itertuples())
         raise InputError(
             f"{side.loaded.source}: {count:,} rows cannot be used, more than a run lists "
-            f"({most:,}); the first: {quoted}. Is the file read as it should be (--decimal, "
+            f"({REJECTED_ROWS:,}); the first: {quoted}. Is the file read as it should be (--decimal, "
             "a column map)?"
         )
     return frame
