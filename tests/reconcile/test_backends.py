@@ -70,6 +70,32 @@ def test_a_semicolon_utf16_export_with_a_title_identical_on_spark(spark: Backend
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("shifted", [False, True], ids=["lines", "spanning"])
+def test_rows_of_empty_fields_are_left_out_as_blank_lines_are(
+    spark: Backend, tmp_path: Path, shifted: bool
+) -> None:
+    """A spreadsheet's empty row is a line of delimiters (``;;;``): not a row at all, on either
+    backend, whether rows are numbered by their place or looked up (a value over two lines)."""
+    note = '"two\nlines"' if shifted else "one"
+    ledger = tmp_path / "books.csv"
+    ledger.write_text(
+        "merchantReferenceId;amount;currency;status;note\n"  # 1
+        f"m1;1,00;EUR;success;{note}\n"  # 2 (and 3)
+        ";;;;\n"
+        " ; ;\t;;\n"
+        "m9;x;EUR;success;\n"
+        ";;;;\n",
+        encoding="utf-8",
+    )
+    processor = frame([("m1", "1.00", "EUR", "success")])
+    left, right = load_ledger(ledger, decimal=","), load_processor(processor)
+    on_duckdb, on_spark = reconcile(left, right), reconcile(left, right, backend=spark)
+    same(on_duckdb, on_spark)
+    assert on_duckdb.rejected["source_row"].tolist() == [6 if shifted else 5]  # m9 only
+    assert on_duckdb.counts[0].rows == 2 and on_duckdb.counts[0].matched == 1
+
+
+@pytest.mark.slow
 def test_decimal_commas_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
     """The decimal-comma reading (no-break spaces and apostrophes among its grouping marks)."""
     ledger = tmp_path / "books.csv"

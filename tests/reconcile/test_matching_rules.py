@@ -337,6 +337,40 @@ def test_the_next_period_does_not_report_them_again(backend: Backend) -> None:
     assert all(c.adds_up for c in november.counts)
 
 
+#: Rows that cannot be used, each dated in one period: a ledger that grows keeps its old bad row.
+BAD_ROWS: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None, set[str]]] = {
+    "SEPTEMBER-BAD": (("2026-09-14", "12,50", "USD", "success"), None, set()),
+    "NOVEMBER-BAD": (None, ("2026-11-03T10:00:00Z", "3.00", "USD", "settled?", "", ""), set()),
+}
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "listed"),
+    [
+        ("2026-10-01", "2026-10-31", set()),
+        ("2026-09-01", "2026-09-30", {"SEPTEMBER-BAD"}),
+        ("2026-11-01", "2026-11-30", {"NOVEMBER-BAD"}),
+    ],
+)
+def test_a_row_that_cannot_be_used_is_listed_by_the_run_of_its_own_period_only(
+    start: str, end: str, listed: set[str], backend: Backend
+) -> None:
+    ledger, processor = sides(BOUNDARY | BAD_ROWS)
+    result = reconcile(
+        select_period(load_ledger(ledger), "date", start, end),
+        select_period(load_processor(processor), "createTime", start, end),
+        as_of="2026-12-10",
+        backend=backend,
+    )
+    rejected = {k for k, found in categories(result).items() if "rejected_row" in found}
+    assert rejected == listed
+    led, pro = result.counts
+    assert (led.rejected, pro.rejected) == (int("SEPTEMBER-BAD" in listed), int("NOVEMBER-BAD" in listed))
+    assert led.adds_up and pro.adds_up
+    if start == "2026-10-01":  # counted with the rows of other periods
+        assert (led.outside, pro.outside) == (2, 4)
+
+
 # ---------------------------------------------------------------------------------------------
 # Reference rates
 

@@ -167,6 +167,15 @@ def test_column_error_lists_the_file_suggests_and_shows_the_map(tmp_path: Path) 
         load_ledger(path, mapping={"amount": "total"})
 
 
+def test_a_mistyped_key_of_a_map_is_named_with_the_name_it_stands_for(tmp_path: Path) -> None:
+    path = excel_file(tmp_path, "books.csv", b"Ref,amount,currency,status\nm1,1.00,USD,success\n")
+    with pytest.raises(InputError) as caught:
+        load_ledger(path, mapping={"merchantRefId": "Ref"})
+    assert str(caught.value).endswith(
+        "the map's 'merchantRefId' is not a name the toolkit reads: did you mean 'merchantReferenceId'?"
+    )
+
+
 def test_ambiguous_case_is_not_guessed(tmp_path: Path) -> None:
     path = excel_file(tmp_path, "books.csv", b"merchantReferenceId,Amount,AMOUNT,currency,status\n")
     with pytest.raises(InputError, match="'amount' matches several columns but for case"):
@@ -256,3 +265,23 @@ def test_a_subscription_ledger_takes_the_same_reading_options(tmp_path: Path) ->
     for loaded in (detected, given):
         assert loaded.frame["amountMinor"].tolist() == [123450]
         assert loaded.frame["quantity"].tolist() == [2]
+
+
+def test_an_empty_row_of_a_sheet_is_not_a_row(tmp_path: Path) -> None:
+    """A row left empty between payments (or cells holding only spaces) is not a rejected row,
+    and the rows below it keep their numbers on the sheet."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["merchantReferenceId", "amount", "currency", "status", "note"])
+    sheet.append(["m1", "12.30", "USD", "success", "a note"])
+    sheet.append([])
+    sheet.append([" ", None, "", " ", None])
+    sheet.append(["m9", "x", "USD", "success", None])
+    path = tmp_path / "books.xlsx"
+    book.save(path)
+    for carry in (True, False):
+        loaded = load_ledger(path, carry=carry)
+        assert loaded.frame["source_row"].tolist() == [2]
+        assert loaded.rejected["source_row"].tolist() == [5]
+        assert loaded.row_count == 2

@@ -100,7 +100,7 @@ from toolkit.reconcile.result import (
     _sort_summary,
     rejected_exceptions,
 )
-from toolkit.reconcile.sources import source_of
+from toolkit.reconcile.sources import row_of, source_of
 from toolkit.reconcile.timing import DEFAULT_GRACE, Timing, duration_text, parse_grace, timing
 from toolkit.reconcile.tolerance import Allowance, Tolerance
 
@@ -127,16 +127,16 @@ BATCH_ROWS = 50_000
 #: Exact sums: int64 amounts widened before they are added (100M rows of 18 digits overflow).
 _SUM_TYPE = dt.Decimal(38, 0)
 #: The columns of one side's row kept for the steps after the check: the key, and numbers only
-#: (currency and status as codes, ``_cur`` and ``_st``; the file from ``_ord``), so that every
-#: step after it moves fixed-size values. Why a row is rejected is found again for the few
-#: rejected rows only, from their text as written.
+#: (currency and status as codes, ``_cur`` and ``_st``; the file and the row number from
+#: ``_ord``, by ``source_of`` and ``row_of``), so that every step after it moves fixed-size
+#: values. Why a row is rejected is found again for the few rejected rows only, from their text
+#: as written.
 _SLIM = (
     "_key",
     "_minor",
     "_cur",
     "_st",
     "_ord",
-    "source_row",
     "_rejected",
     "_outside",
     "_after",
@@ -241,11 +241,12 @@ def reconcile(
         keys = pair_keys(led, pro, rules)
         flagged, fx = resolve_fx(engine, engine.keep(classify(keys, rules)), rules)
         stats = flag_stats(engine, flagged)
-        duplicates = {
-            side.name: duplicate_rows(engine, side, flagged)
+        repeated = {
+            side.name: repeated_rows(engine, side, flagged)
             for side in (led, pro)
             if stats[f"duplicate_in_{side.name}"].sum()
         }
+        duplicates = {side: duplicate_rows(engine, side, rows) for side, rows in repeated.items()}
         listed = exception_rows(engine, (led, pro), flagged, duplicates, stats, rules)
         flags = stats[[*_EXCEPTION_FLAGS, *INFO_CATEGORIES]]
         side_sums = side_aggregates(engine, (led, pro))
@@ -259,7 +260,7 @@ def reconcile(
             preview_rows=preview_rows,
         )
         counts = count_rows((led, pro), stats, side_sums, rejected)
-        matched = matched_summary(engine, led, stats, duplicates.get("ledger"), side_sums["ledger"])
+        matched = matched_summary(engine, stats, repeated.get("ledger"), side_sums["ledger"])
         result = summarise(
             engine, keys, flagged, (led, pro), exceptions, rejected, side_sums, matched, counts
         )
@@ -300,7 +301,7 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> _Side:
     written = loaded.read(engine)
     constant = _constant_columns(loaded)
     # Only what the check reads goes through its stages (fewer columns to compile and move).
-    read = loaded.checked_columns() | {"source_row"}
+    read = loaded.checked_columns()
     narrow = written.select(*(c for c in written.columns if c in read or c.startswith("_")))
     stored = engine.keep(loaded.check(narrow).select(*(c for c in _SLIM if c not in constant)), staged=True)
     rows = stored.mutate(**constant).select(*_SLIM)
@@ -675,10 +676,10 @@ def _named_currencies(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _named(table: ir.Table, p: str, side: _Side, *, row: bool = True) -> ir.Table:
+def _named(table: ir.Table, p: str, side: _Side) -> ir.Table:
     """``table`` with what people read of the row ``p`` (``l``, ``p``, ``l2``, ``p2``): the
     names of its codes (``{p}_currency``, ``{p}_digits``, ``{p}_status``), its file
-    (``{p}_source``) and, with ``row``, its row number there (``{p}_row``, found by ``_ord``)."""
+    (``{p}_source``) and its row number there (``{p}_row``)."""
     iso = ibis.memtable(currency_table()).rename(
         **{f"{p}_currency": "_iso", f"_{p}_code": "_iso_code", f"{p}_digits": "_iso_digits"}
     )
@@ -690,26 +691,29 @@ def _named(table: ir.Table, p: str, side: _Side, *, row: bool = True) -> ir.Tabl
             f"{p}_source": source_of(side.loaded.described, joined[f"{p}_ord"]),
         }
     )
-    if not row:
-        return named
-    rows = side.rows.select(**{f"_{p}_row_ord": side.rows._ord, f"{p}_row": side.rows.source_row})
-    return named.left_join(rows, named[f"{p}_ord"] == rows[f"_{p}_row_ord"]).drop(f"_{p}_row_ord")
+    return named.mutate(**{f"{p}_row": row_of(named[f"{p}_ord"])})
 
 
 # ---------------------------------------------------------------------------------------------
 # 4. Exceptions
 
 
-def duplicate_rows(engine: Backend, side: _Side, flagged: ir.Table) -> ir.Table:
-    """Per duplicated key of one side: its rows (``_rows_text``, in file order), how many, and the
-    second row's values (the row that should not be there), as ``l2_*`` or ``p2_*``."""
-    p = side.name[0]
+def repeated_rows(engine: Backend, side: _Side, flagged: ir.Table) -> ir.Table:
+    """The usable rows of one side's duplicated keys (few): found in one pass over the side, then
+    read by ``duplicate_rows`` and ``matched_summary``."""
     keys = flagged.filter(flagged[f"duplicate_in_{side.name}"]).select(_dup_key=flagged.key)
     rows = side.usable.join(keys, side.usable._key == keys._dup_key)
+    return engine.keep(rows.select("_key", "_ord", "_minor", "_cur", "_st"))
+
+
+def duplicate_rows(engine: Backend, side: str, rows: ir.Table) -> ir.Table:
+    """Per duplicated key of ``side``: its rows (``_rows_text``, in file order), how many, and the
+    second row's values (the row that should not be there), as ``l2_*`` or ``p2_*``."""
+    p = side[0]
     rows = rows.mutate(_rank=ibis.row_number().over(group_by=rows._key, order_by=rows._ord))
     second = rows._rank == 1
     grouped = rows.group_by(_dup_key=rows._key).aggregate(
-        _rows=rows.source_row.collect(),
+        _rows=row_of(rows._ord).collect(),
         _count=rows.count(),
         **{
             f"{p}2_{name}": rows[column].max(where=second)
@@ -717,7 +721,6 @@ def duplicate_rows(engine: Backend, side: _Side, flagged: ir.Table) -> ir.Table:
                 ("minor", "_minor"),
                 ("cur", "_cur"),
                 ("st", "_st"),
-                ("row", "source_row"),
                 ("ord", "_ord"),
             )
         },
@@ -978,9 +981,7 @@ def _duplicate_parts(
             continue
         dups = duplicates[side]
         keyed = f.filter(f[f"duplicate_in_{side}"])
-        joined = _named(
-            keyed.join(dups, keyed.key == dups._dup_key), f"{p}2", sides[side == "processor"], row=False
-        )
+        joined = _named(keyed.join(dups, keyed.key == dups._dup_key), f"{p}2", sides[side == "processor"])
         # The row shown is the second occurrence: the one that should not be there.
         own = {
             f"{p}_{name}": joined[f"{p}2_{name}"]
@@ -1213,32 +1214,27 @@ def count_rows(
 
 def matched_summary(
     engine: Backend,
-    led: _Side,
     stats: pd.DataFrame,
-    duplicates: ir.Table | None,
+    repeated: ir.Table | None,
     sums: pd.DataFrame,
 ) -> list[tuple[str, str, int, Decimal | None]]:
     """Matched keys per currency, without another pass over every key: a matched key has one
     ledger row, so the matched rows are the usable ledger rows minus the rows of flagged keys
-    (the one row of each key that has one, every row of a key duplicated in the ledger)."""
+    (the one row of each key that has one, every row of a key duplicated in the ledger: the
+    ledger's ``repeated_rows``)."""
     less: dict[str, tuple[int, int]] = {}
     for row in _records(stats):
         if isinstance(row["currency"], str) and row["single_n"]:
             less[row["currency"]] = (int(row["single_n"]), int(row["single_total"]))
-    if duplicates is not None:
-        rows = led.usable
-        keys = duplicates.select("_dup_key")
-        rows = rows.join(keys, rows._key == keys._dup_key)
-        repeated = _named_currencies(
+    if repeated is not None:
+        totals = _named_currencies(
             engine.arrow(
-                rows.group_by(currency=rows._cur).aggregate(
-                    n=rows.count(), total=rows._minor.cast(_SUM_TYPE).sum()
+                repeated.group_by(currency=repeated._cur).aggregate(
+                    n=repeated.count(), total=repeated._minor.cast(_SUM_TYPE).sum()
                 )
             ).to_pandas()
         )
-        for currency, n, total in zip(
-            *(repeated[c].tolist() for c in ("currency", "n", "total")), strict=True
-        ):
+        for currency, n, total in zip(*(totals[c].tolist() for c in ("currency", "n", "total")), strict=True):
             had_n, had_total = less.get(currency, (0, 0))
             less[currency] = (had_n + int(n), had_total + int(total))
     out: list[tuple[str, str, int, Decimal | None]] = []

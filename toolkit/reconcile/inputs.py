@@ -699,13 +699,13 @@ def with_epoch_seconds(table: ir.Table, column: str, out: str) -> ir.Table:
     timestamp from milliseconds, and whole seconds compare and subtract alike everywhere. Cut,
     never rounded, to the second (milliseconds lose their last three digits as text). Built in
     stages (each a select of its own, as ``parse_amounts``) so that each value is computed once
-    per row."""
-    text = table[column]
-    t = table.mutate(
-        _epoch=text.re_search(r"^[0-9]{11,18}$"),
-        _iso=text.re_search(_ISO_WHEN),
-        _dotted=text.re_search(_DOTTED_WHEN),
-    )
+    per row. Each pattern is tried only on the rows the ones before did not read: a file is
+    almost always written in one form, and each pattern tried costs every row a match."""
+    t = table.mutate(_epoch=table[column].re_search(r"^[0-9]{11,18}$"))
+    text = t[column]
+    t = t.mutate(_iso=t._epoch.ifelse(False, text.re_search(_ISO_WHEN)))
+    text = t[column]
+    t = t.mutate(_dotted=(t._epoch | t._iso).ifelse(False, text.re_search(_DOTTED_WHEN)))
     text = t[column]
     millis = t._epoch.ifelse(text.substr(0, text.length() - 3), ibis.null("string")).cast("int64")
     day, month, year, time = (text.re_extract(_DOTTED_WHEN, group) for group in (1, 2, 3, 4))
@@ -717,7 +717,9 @@ def with_epoch_seconds(table: ir.Table, column: str, out: str) -> ir.Table:
 
 def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
     """``_outside`` and the date check of usable rows (a row without a readable date cannot be
-    placed in or out of the period: it is rejected)."""
+    placed in or out of the period: it is rejected). A row dated outside the period is outside
+    whatever else is wrong with it: the run of its own period lists it, and an old bad row of a
+    ledger that grows does not fail every later run."""
     if period is None:
         return table.mutate(
             _outside=ibis.literal(False),
@@ -741,11 +743,13 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
     if upper is not None:
         inside &= when < int(upper.timestamp())
     unreadable = usable & when.isnull()
+    outside = (when.notnull() & ~inside).fill_null(False)
+    problem = unreadable.ifelse(ibis.literal("rejected"), table._problem)
     return table.mutate(
         _bad_date=unreadable,
         _date_text=table[period.column],
-        _problem=unreadable.ifelse(ibis.literal("rejected"), table._problem),
-        _outside=(usable & when.notnull() & ~inside).fill_null(False),
+        _problem=outside.ifelse(ibis.null("string"), problem),
+        _outside=outside,
         _day=when,
     ).drop("_period_text", "_period_when")
 
@@ -840,8 +844,18 @@ def _renames(
         else:
             missing.append(column)
     if missing:
-        raise InputError(column_error(described.name, missing, names, side))
+        raise InputError(column_error(described.name, missing, names, side) + _mistyped(mapping, missing))
     return tuple((own, canonical) for own, canonical in renames.items() if own != canonical)
+
+
+def _mistyped(mapping: Mapping[str, str] | None, missing: list[str]) -> str:
+    """A map's keys are the toolkit's names: a key close to a missing one is a typo, said as such
+    (the map is not wrong about the file's column, which exists)."""
+    for key in mapping or {}:
+        close = difflib.get_close_matches(key, missing, n=1, cutoff=0.6)
+        if close and key not in missing:
+            return f"; the map's {key!r} is not a name the toolkit reads: did you mean {close[0]!r}?"
+    return ""
 
 
 def closest_column(canonical: str, names: Sequence[str]) -> str | None:
@@ -1003,7 +1017,8 @@ def select_period(loaded: LoadedInput, column: str, start: str | None, end: str 
 
     A usable row whose date is empty or cannot be read (ISO 8601 dates and times, or epoch
     milliseconds) cannot be placed in or out of the period: it is rejected with the reason.
-    Rows dated outside the period are counted in ``outside``. No bounds: ``loaded`` as it is.
+    Rows dated outside the period are counted in ``outside``, those that cannot be used too (the
+    run of their own period lists them). No bounds: ``loaded`` as it is.
     """
     first, last = str(start or "").strip(), str(end or "").strip()
     if not first and not last:

@@ -3,9 +3,11 @@
 ``describe`` looks at a source once, cheaply (a CSV header, a Parquet schema; an Excel sheet or
 a frame, which are small by nature, are read whole) and refuses what cannot be used. ``read``
 brings it into a backend as a table whose columns are the source's own, as text (missing cells
-empty), plus ``_ord`` (the row's place in the input) and ``source_row`` (its number as a person
-finds it) and ``_source`` (the file it came from). Large files are read by the backend itself,
-never through pandas.
+empty), plus ``source_row`` (the row's number as a person finds it), ``_ord`` (its place in the
+input: ``source_row``, plus the file's place in the list shifted by ``FILE_SHIFT`` bits for a set
+of files, so that the row number is computed from ``_ord`` rather than kept: ``row_of``) and
+``_source`` (the file it came from). Large files are read by the backend itself, never through
+pandas.
 
 CSV files are read as they come from spreadsheet exports: the encoding (UTF-8 with or without a
 BOM, UTF-16 with a BOM or without one, else cp1252 or latin-1) and the delimiter (``,``, ``;``,
@@ -32,6 +34,7 @@ import io
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
@@ -44,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.errors import InputError
 from toolkit.reconcile.backends import Backend
@@ -567,9 +571,15 @@ def _frame_to_table(frame: pd.DataFrame, name: str, amount_columns: frozenset[st
 
 
 def _numbered_table(table: pa.Table, first: int) -> pa.Table:
-    """``table`` with ``_ord`` (0, 1, ...) and ``source_row`` (``first``, ``first + 1``, ...)."""
-    order = np.arange(table.num_rows, dtype=np.int64)
-    return table.append_column("_ord", pa.array(order)).append_column("source_row", pa.array(order + first))
+    """``table`` with ``source_row`` (``first``, ``first + 1``, ...) and ``_ord``, the same, less
+    its blank rows (every cell empty, as a blank line of a CSV file): not rows at all, where a
+    person sees nothing to reconcile."""
+    rows = pa.array(np.arange(first, first + table.num_rows, dtype=np.int64))
+    numbered = table.append_column("_ord", rows).append_column("source_row", rows)
+    if not table.num_columns:
+        return numbered
+    cells = (pc.fill_null(table.column(i), "") for i in range(table.num_columns))
+    return numbered.filter(functools.reduce(pc.or_, (pc.match_substring_regex(c, _WRITTEN) for c in cells)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -610,7 +620,12 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
     if described.kind == "csv":
         path, offset = readable(described)
         header, skip = _csv_header_and_skip(path, described.delimiter)
-        columns = ", ".join(f"{_ident(n)} AS {_ident(n.strip())}" for n in header if n.strip() in wanted)
+        columns = ", ".join(
+            [
+                *(f"{_ident(n)} AS {_ident(n.strip())}" for n in header if n.strip() in wanted),
+                _blank_sql(header),
+            ]
+        )
         stored = backend.temp_name("csv")
         # A table keeps the file's order: its rowid is the row's place in the file.
         types = ", ".join(f"{_quote_literal(n)}: 'VARCHAR'" for n in header)
@@ -679,9 +694,19 @@ def _parquet_select(part: ParquetPart, wanted: list[str], as_text: bool) -> str:
 def _ordered_by_file(table: ir.Table, described: Described) -> ir.Table:
     """``_ord`` for rows of several files: the file's place in the sorted list, then the row."""
     if len(described.paths) == 1:
-        return table.mutate(_ord=table.source_row - 1, _source=ibis.literal(described.name))
+        return table.mutate(_ord=table.source_row, _source=ibis.literal(described.name))
     index = ibis.cases(*((table._source == str(p), i) for i, p in enumerate(described.paths)), else_=0)
-    return table.mutate(_ord=index.cast("int64") * (1 << 40) + table.source_row - 1)
+    return table.mutate(_ord=index.cast("int64") * (1 << FILE_SHIFT) + table.source_row)
+
+
+#: The bits of ``_ord`` below a file's place in a set of files: the row number in that file.
+FILE_SHIFT = 40
+
+
+def row_of(ord: ir.IntegerValue) -> ir.IntegerValue:
+    """A row's ``source_row`` from its ``_ord``: what the engine keeps of a row is its ``_ord``,
+    and the number people read is computed for the rows it reports."""
+    return ord % (1 << FILE_SHIFT)
 
 
 def source_of(described: Described, ord: ir.IntegerValue) -> ir.StringValue:
@@ -690,7 +715,7 @@ def source_of(described: Described, ord: ir.IntegerValue) -> ir.StringValue:
     if len(described.paths) <= 1:
         return ibis.literal(described.name)
     return ibis.cases(
-        *((ord < ((i + 1) << 40), str(p)) for i, p in enumerate(described.paths)),
+        *((ord < ((i + 1) << FILE_SHIFT), str(p)) for i, p in enumerate(described.paths)),
         else_=ibis.literal(described.name),
     )
 
@@ -717,8 +742,12 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
             .schema(schema)
             .csv(str(path))
         )
+        written = functools.reduce(
+            lambda a, b: a | b, (F.coalesce(F.col(f"`{n}`").rlike(_WRITTEN), F.lit(False)) for n in header)
+        )
         frame = frame.select(
             *[F.col(f"`{n}`").alias(n.strip()) for n in header if n.strip() in wanted],
+            (~written).alias("_blank"),
             F.monotonically_increasing_id().alias("_ord"),
         )
         frame.createOrReplaceTempView(view)
@@ -739,7 +768,7 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
                 *[column(path, c) for c in wanted],
                 (F.col("_metadata.row_index") + 1).alias("source_row"),
                 F.lit(str(path) if len(described.paths) > 1 else described.name).alias("_source"),
-                (F.lit(index << 40) + F.col("_metadata.row_index")).alias("_ord"),
+                (F.lit(index << FILE_SHIFT) + F.col("_metadata.row_index") + 1).alias("_ord"),
             )
             for index, path in enumerate(described.paths)
         ]
@@ -753,25 +782,42 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
     )
     frame.createOrReplaceTempView(view)
     table = backend.con.table(view)
-    number = ibis.row_number().over(order_by=table._ord)
-    return table.mutate(source_row=number + 1)
+    number = ibis.row_number().over(order_by=table._ord) + 1
+    return table.mutate(source_row=number, _ord=number)
 
 
 def _with_csv_lines(
     backend: Backend, table: ir.Table, path: Path, delimiter: str = ",", offset: int = 0
 ) -> ir.Table:
-    """``source_row`` from ``_ord``: line ``_ord + 2`` unless blank lines or values spanning
-    lines shift the rows, in which case each row's line is looked up; ``offset`` lines come
-    before the file read (a title above the header, left out of a copy)."""
+    """``source_row`` from ``_ord``, the row's place (0, 1, ...): line ``_ord + 2`` unless blank
+    lines or values spanning lines shift the rows, in which case each row's line is looked up;
+    ``offset`` lines come before the file read (a title above the header, left out of a copy).
+    ``_ord`` then becomes the line too (``row_of``). Rows whose every field is empty (``_blank``:
+    ``;;;;``, as a spreadsheet writes an empty row) are left out, as blank lines are."""
     count = int(backend.scalar(table.count()))
     lines = _csv_row_lines(path, count, delimiter)
     if lines is None:
-        return table.mutate(source_row=table._ord + 2 + offset)
-    numbers = ibis.memtable(
-        pa.table({"_line_ord": np.arange(count, dtype=np.int64), "source_row": lines + offset})
-    )
-    joined = table.join(numbers, table._ord == numbers._line_ord)
-    return joined.drop("_line_ord")
+        line = table._ord + 2 + offset
+        numbered = table.mutate(source_row=line, _ord=line)
+    else:
+        numbers = ibis.memtable(
+            pa.table({"_line_ord": np.arange(count, dtype=np.int64), "source_row": lines + offset})
+        )
+        joined = table.join(numbers, table._ord == numbers._line_ord)
+        numbered = joined.mutate(_ord=joined.source_row).drop("_line_ord")
+    return numbered.filter(~numbered._blank).drop("_blank")
+
+
+def _blank_sql(header: Sequence[str]) -> str:
+    """SQL: whether every field of a CSV row is empty (``_with_csv_lines``), a field at a time (a
+    CASE stops at the first field written, where AND would trim every field of every row)."""
+    written = " ".join(f"WHEN regexp_matches({_ident(n)}, '{_WRITTEN}') THEN false" for n in header)
+    return f"CASE {written} ELSE true END AS _blank"
+
+
+#: A character that is not the whitespace the check trims (``inputs._trimmed``): a field holding
+#: one is written. Without a backslash, for Spark's sake (``_trimmed`` says why).
+_WRITTEN = "[^ \t\n\r]"
 
 
 def _csv_row_lines(path: Path, count: int, delimiter: str = ",") -> RowNumbers | None:
