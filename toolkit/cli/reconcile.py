@@ -417,9 +417,9 @@ def _run_tracked(
     counts = tracking.state_counts()
     rejected = sum(c.rejected for c in tracked.counts)
     found = (
-        f"{tracked.exception_count} exceptions ({counts['new']} new, {counts['open']} open, "
-        f"{counts['acknowledged']} acknowledged; {counts['resolved']} resolved"
-        + (f"; {rejected} rejected row(s)" if rejected else "")
+        f"{tracked.exception_count:,} exceptions ({counts['new']:,} new, {counts['open']:,} open, "
+        f"{counts['acknowledged']:,} acknowledged; {counts['resolved']:,} resolved"
+        + (f"; {rejected:,} rejected row(s)" if rejected else "")
         + f"), track {tracking.track} run {tracking.run}"
     )
     if failed is not None:

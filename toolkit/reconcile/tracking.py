@@ -85,6 +85,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from toolkit.errors import TrackError, TrackIntegrityError
+from toolkit.reconcile.engine import HELD_ROWS
 from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, cell_text
 from toolkit.runlog import file_hashes
@@ -254,14 +255,14 @@ class Tracking:
         rerun = f"; a re-run of run {self.rerun_of}'s cut-off" if self.rerun_of else ""
         lines = [
             f"track {self.track}: run {self.run} as of {self.as_of_text} ({previous}{rerun}): "
-            + ", ".join(f"{counts[s]} {s}" for s in (*STATES, "resolved"))
+            + ", ".join(f"{counts[s]:,} {s}" for s in (*STATES, "resolved"))
         ]
         states = self.states()
         if len(states):
             lines.append(states.to_string(index=False))
         lines.append(
             "unacknowledged by age: "
-            + ", ".join(f"{r.age}: {r.unacknowledged}" for r in self.age_buckets().itertuples())
+            + ", ".join(f"{r.age}: {r.unacknowledged:,}" for r in self.age_buckets().itertuples())
         )
         return "\n".join(lines)
 
@@ -658,7 +659,8 @@ def recording(
     if result.spilled is not None:  # a run's history holds each of its exceptions, in memory
         raise TrackError(
             f"track {track!r}: this run has {sum(result.spilled.counts.values()):,} exception rows, "
-            "more than a tracked run holds; reconcile a shorter period, or without --track"
+            f"more than a tracked run holds ({HELD_ROWS:,}); reconcile a shorter period, or without "
+            "--track"
         )
     cut_off = parse_as_of(as_of)
     hashes = _input_hashes(inputs)
