@@ -810,7 +810,7 @@ def _with_csv_lines(
 
 def _blank_sql(header: Sequence[str]) -> str:
     """SQL: whether every field of a CSV row is empty (``_with_csv_lines``), a field at a time (a
-    CASE stops at the first field written, where AND would trim every field of every row)."""
+    CASE stops at the first field written, where AND would match every field of every row)."""
     written = " ".join(f"WHEN regexp_matches({_ident(n)}, '{_WRITTEN}') THEN false" for n in header)
     return f"CASE {written} ELSE true END AS _blank"
 
