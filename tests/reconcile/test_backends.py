@@ -274,6 +274,33 @@ def test_an_export_cut_short_refuses_the_file_on_both_backends(spark: Backend, t
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
+def test_a_row_with_a_field_too_many_refuses_the_file_on_both_backends(
+    spark: Backend, tmp_path: Path, backend: str
+) -> None:
+    """DuckDB dropped the field that was too many and read the row, where Spark refused the file;
+    a delimiter inside quotes is not a field."""
+    ledger = tmp_path / "books.csv"
+    ledger.write_text(
+        "merchantReferenceId,amount,currency,status\n"
+        'm1,1.00,USD,success\n"m,2","2.00",USD,success\nm3,3.00,USD,success,1.00\n'
+    )
+    processor = load_processor(frame([("m1", "1.00", "USD", "success")]))
+    engine = spark if backend == "pyspark" else backend
+    refused = (  # Spark finds the row itself, where DuckDB reads it
+        f"{ledger}: a row cannot be read (the row: 'm3,3.00,USD,success,1.00')"
+        if backend == "pyspark"
+        else f"{ledger}: line 4 cannot be read (5 fields where the header has 4; "
+        "the line: 'm3,3.00,USD,success,1.00')"
+    )
+    with pytest.raises(InputError, match=re.escape(refused)):
+        reconcile(load_ledger(ledger), processor, backend=engine)
+    ledger.write_text(ledger.read_text().replace(",1.00\n", "\n"))
+    result = reconcile(load_ledger(ledger), processor, backend=engine)
+    assert result.counts[0].rows == 3 and result.category_counts["missing_in_processor"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
 def test_zeros_that_change_nothing_are_not_digits_too_many(
     spark: Backend, tmp_path: Path, backend: str
 ) -> None:

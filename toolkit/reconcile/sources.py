@@ -644,7 +644,7 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
         view = backend.temp_name("rows")
         raw.execute(f"CREATE TEMP VIEW {view} AS SELECT *, rowid AS _ord FROM {stored}")
         table = backend.con.table(view)
-        return _with_csv_lines(backend, table, path, described.delimiter, offset)
+        return _with_csv_lines(backend, table, described, header, (path, offset))
     if described.kind == "parquet":
         names = backend.temp_name("parquet")
         as_text = len(described.parts) > 1
@@ -668,6 +668,10 @@ def _malformed(described: Described, message: str, offset: int) -> InputError:
     if found is None:
         return InputError(f"{described.name}: cannot be read as CSV ({message.splitlines()[0]})")
     line, text, reason = int(found.group(1)) + offset, found.group(2), found.group(3).strip()
+    return _unreadable_line(described, line, reason, text)
+
+
+def _unreadable_line(described: Described, line: int, reason: str, text: str) -> InputError:
     shown = text if len(text) <= 80 else text[:77] + "..."
     return InputError(
         f"{described.name}: line {line} cannot be read ({reason}; the line: {shown!r}); "
@@ -751,7 +755,7 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
             F.monotonically_increasing_id().alias("_ord"),
         )
         frame.createOrReplaceTempView(view)
-        return _with_csv_lines(backend, backend.con.table(view), path, described.delimiter, offset)
+        return _with_csv_lines(backend, backend.con.table(view), described, header, (path, offset))
     if described.kind == "parquet":
         # One read per file, numbered by its place in the sorted list: a file's own path as Spark
         # reports it need not be the path it was given. Files of different schemas come together
@@ -787,15 +791,18 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
 
 
 def _with_csv_lines(
-    backend: Backend, table: ir.Table, path: Path, delimiter: str = ",", offset: int = 0
+    backend: Backend, table: ir.Table, described: Described, header: list[str], read: tuple[Path, int]
 ) -> ir.Table:
     """``source_row`` from ``_ord``, the row's place (0, 1, ...): line ``_ord + 2`` unless blank
     lines or values spanning lines shift the rows, in which case each row's line is looked up;
     ``offset`` lines come before the file read (a title above the header, left out of a copy).
     ``_ord`` then becomes the line too (``row_of``). Rows whose every field is empty (``_blank``:
-    ``;;;;``, as a spreadsheet writes an empty row) are left out, as blank lines are."""
+    ``;;;;``, as a spreadsheet writes an empty row) are left out, as blank lines are. ``read``
+    is the file the backend read and the lines before it (``readable``)."""
+    path, offset = read
     count = int(backend.scalar(table.count()))
-    lines = _csv_row_lines(path, count, delimiter)
+    _refuse_extra_fields(described, read, len(header), count)
+    lines = _csv_row_lines(path, count, described.delimiter)
     if lines is None:
         line = table._ord + 2 + offset
         numbered = table.mutate(source_row=line, _ord=line)
@@ -806,6 +813,32 @@ def _with_csv_lines(
         joined = table.join(numbers, table._ord == numbers._line_ord)
         numbered = joined.mutate(_ord=joined.source_row).drop("_line_ord")
     return numbered.filter(~numbered._blank).drop("_blank")
+
+
+def _refuse_extra_fields(described: Described, read: tuple[Path, int], width: int, count: int) -> None:
+    """Refuse a file with a row of more fields than its header: DuckDB would drop the field that
+    is too many where Spark refuses the file, and a row whose fields shifted cannot be trusted.
+
+    The header and the ``count`` rows of ``width`` fields hold ``width - 1`` delimiters each (a
+    row of fewer fields is refused by the reader itself), so a file holding no more delimiters
+    than that has no such row: counted in C, block by block. Only when it holds more (a
+    delimiter inside quotes, or a field too many) are its records walked to find out which."""
+    path, offset = read
+    mark = described.delimiter.encode()
+    found = 0
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(_BLOCK), b""):
+            found += block.count(mark)
+    if found <= (width - 1) * (count + 1):
+        return
+    with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
+        reader = csv.reader(handle, delimiter=described.delimiter)
+        line = 0
+        for record in reader:
+            if len(record) > width:
+                reason = f"{len(record)} fields where the header has {width}"
+                raise _unreadable_line(described, line + 1 + offset, reason, described.delimiter.join(record))
+            line = reader.line_num
 
 
 def _blank_sql(header: Sequence[str]) -> str:
