@@ -29,6 +29,8 @@ from toolkit.money import (
         ("IQD", 3),
         ("CLF", 4),
         ("IDR", 2),
+        ("COP", 2),  # CLDR 47 (babel 2.19) says 0 for IDR, COP and HUF
+        ("HUF", 2),
         ("VND", 0),
     ],
 )

@@ -15,10 +15,14 @@ from babel.numbers import format_currency, get_currency_precision, list_currenci
 # Re-exported: the functions here raise it, and callers catch it as ``toolkit.money.MoneyError``.
 from toolkit.errors import MoneyError as MoneyError
 
-# ISO 4217 minor units where CLDR's default digits say otherwise (CLDR follows cash practice).
+# ISO 4217 minor units where CLDR's default digits say otherwise (CLDR follows cash practice, and
+# changes: CLDR 47, in babel 2.19, gave COP, HUF and IDR 0 digits, where ISO 4217 keeps 2).
 _ISO_DIGITS_OVERRIDES: dict[str, int] = {
     "AFN": 2,
     "ALL": 2,
+    "COP": 2,
+    "HUF": 2,
+    "IDR": 2,
     "IQD": 3,
     "IRR": 2,
     "KPW": 2,
