@@ -72,8 +72,8 @@ _AMOUNT_ERRORS: dict[int, str] = {
     _TOO_MANY_DIGITS: "amount {amount!r} has too many digits",
 }
 # Whitespace trimmed from every value (what a spreadsheet or an editor leaves around text).
-_WHITESPACE = (" ", "\t", "\n", "\r")
-_SPACE = "".join(_WHITESPACE)
+_SPACE = sources.WHITESPACE
+_WHITESPACE = tuple(_SPACE)
 
 
 @dataclass(frozen=True)
@@ -432,7 +432,7 @@ def _trimmed(value: ir.StringValue) -> ir.StringValue:
     padded = value < "!"
     for space in _WHITESPACE:  # suffix tests compare bytes: far cheaper than substr
         padded |= value.endswith(space)
-    return padded.ifelse(value.re_replace("^[ \t\n\r]+|[ \t\n\r]+$", ""), value)
+    return padded.ifelse(value.re_replace(f"^[{_SPACE}]+|[{_SPACE}]+$", ""), value)
 
 
 def parse_amounts(

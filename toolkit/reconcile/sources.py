@@ -853,9 +853,11 @@ def _blank_sql(header: Sequence[str]) -> str:
     return f"CASE {written} ELSE true END AS _blank"
 
 
-#: A character that is not the whitespace the check trims (``inputs._trimmed``): a field holding
-#: one is written. Without a backslash, for Spark's sake (``_trimmed`` says why).
-_WRITTEN = "[^ \t\n\r]"
+#: The whitespace around a value that the check trims (``inputs._trimmed``).
+WHITESPACE = " \t\n\r"
+#: A character that is not such whitespace: a field holding one is written. The characters
+#: themselves, no backslash, for Spark's sake (``_trimmed`` says why).
+_WRITTEN = f"[^{WHITESPACE}]"
 
 
 def _csv_row_lines(path: Path, count: int, delimiter: str = ",") -> RowNumbers | None:
