@@ -801,8 +801,9 @@ def _with_csv_lines(
     is the file the backend read and the lines before it (``readable``)."""
     path, offset = read
     count = int(backend.scalar(table.count()))
-    _refuse_extra_fields(described, read, len(header), count)
-    lines = _csv_row_lines(path, count, described.delimiter)
+    lines_read, delimiters = _counted(path, described.delimiter)
+    _refuse_extra_fields(described, read, len(header), count, delimiters)
+    lines = _csv_row_lines(path, count, described.delimiter, lines_read)
     if lines is None:
         line = table._ord + 2 + offset
         numbered = table.mutate(source_row=line, _ord=line)
@@ -815,22 +816,34 @@ def _with_csv_lines(
     return numbered.filter(~numbered._blank).drop("_blank")
 
 
-def _refuse_extra_fields(described: Described, read: tuple[Path, int], width: int, count: int) -> None:
+def _counted(path: Path, delimiter: str) -> tuple[int, int]:
+    """The file's lines (line breaks, less those of blank lines at its end) and its delimiters,
+    counted in C in one pass of blocks: what ``_csv_row_lines`` and ``_refuse_extra_fields``
+    decide by before walking any record."""
+    breaks = delimiters = 0
+    mark = delimiter.encode()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(_BLOCK), b""):
+            breaks += block.count(b"\n")
+            delimiters += block.count(mark)
+        handle.seek(max(handle.tell() - 65536, 0))
+        tail = handle.read()
+    return breaks - tail[len(tail.rstrip(b"\r\n")) :].count(b"\n"), delimiters
+
+
+def _refuse_extra_fields(
+    described: Described, read: tuple[Path, int], width: int, count: int, delimiters: int
+) -> None:
     """Refuse a file with a row of more fields than its header: DuckDB would drop the field that
     is too many where Spark refuses the file, and a row whose fields shifted cannot be trusted.
 
     The header and the ``count`` rows of ``width`` fields hold ``width - 1`` delimiters each (a
     row of fewer fields is refused by the reader itself), so a file holding no more delimiters
-    than that has no such row: counted in C, block by block. Only when it holds more (a
+    than that (``delimiters``, by ``_counted``) has no such row. Only when it holds more (a
     delimiter inside quotes, or a field too many) are its records walked to find out which
     (about 0.5 s a million rows)."""
     path, offset = read
-    mark = described.delimiter.encode()
-    found = 0
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(_BLOCK), b""):
-            found += block.count(mark)
-    if found <= (width - 1) * (count + 1):
+    if delimiters <= (width - 1) * (count + 1):
         return
     with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
         reader = csv.reader(handle, delimiter=described.delimiter)
@@ -860,21 +873,14 @@ WHITESPACE = " \t\n\r"
 _WRITTEN = f"[^{WHITESPACE}]"
 
 
-def _csv_row_lines(path: Path, count: int, delimiter: str = ",") -> RowNumbers | None:
+def _csv_row_lines(path: Path, count: int, delimiter: str, lines: int) -> RowNumbers | None:
     """The line each of the ``count`` data rows starts on, or None when it is ``row + 2``.
 
-    Counting the line breaks (in C, block by block) tells cheaply whether the file has neither
-    blank lines nor values spanning lines; only when it has are the records walked with the csv
-    module, which numbers lines as an editor does. Blank lines at the end shift nothing.
+    The file's ``lines`` (``_counted``: blank lines at the end shift nothing) tell cheaply whether
+    it has neither blank lines nor values spanning lines; only when it has are the records walked
+    with the csv module, which numbers lines as an editor does.
     """
-    breaks = 0
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(_BLOCK), b""):
-            breaks += block.count(b"\n")
-        handle.seek(max(handle.tell() - 65536, 0))
-        tail = handle.read()
-    trailing = tail[len(tail.rstrip(b"\r\n")) :].count(b"\n")
-    if count == 0 or breaks - trailing == count:  # header and rows: one line each, nothing between
+    if count == 0 or lines == count:  # header and rows: one line each, nothing between
         return None
     starts: list[int] = []
     try:
