@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from decimal import Decimal, localcontext
 from typing import Any
@@ -201,6 +202,28 @@ def test_notebook_html_and_repr() -> None:
     html = result._repr_html_()
     assert "amount_mismatch" in html and "<table" in html and "rejected" in html
     assert "amount_mismatch=3" in repr(result)
+
+
+def test_the_notebook_view_charts_each_category_and_shows_its_rows_as_the_report_does() -> None:
+    """A bar per category against the largest (rejected rows: 4), and each row in the report's
+    words: money with its currency, the status under it, where the row is."""
+    html = run(PLANTED_LEDGER, PLANTED_PROCESSOR)._repr_html_()
+    bar = r'<td style="width: 12em"><div style="background: #b36b00; height: .8em; width: {}%"></div></td>'
+    assert re.search(
+        r"Amounts differ <code>amount_mismatch</code></td><td[^>]*>3</td>" + bar.format(75), html
+    )
+    assert re.search(r"<code>rejected_row</code></td><td[^>]*>4</td>" + bar.format(100), html)
+    row = re.search(r"<tr><td[^>]*>amount</td>.*?</tr>", html)
+    assert row is not None
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0))
+    assert [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in cells] == [
+        "amount",
+        "$10.00 success",
+        "$10.01 success",
+        "ledger (from Python) row 6",
+        "ledger 10.00 USD, processor 10.01 USD (difference -0.01); processor row 6",
+    ]
+    assert "<h4>Row could not be read <code>rejected_row</code>: 4 exceptions</h4>" in html
 
 
 def test_empty_sides() -> None:

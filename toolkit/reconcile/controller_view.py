@@ -475,25 +475,28 @@ def exception_rows(
     table = []
     for i, r in enumerate(records):
         category = str(r["category"])
-        table.append(
-            ExceptionRow(
-                category,
-                (
-                    Cell(cell_text(r["merchantReferenceId"])),
-                    Cell(category_label(category), category, category_rank[i]),
-                    _side_cell(r, "ledger", ledger_rank[i]),
-                    _side_cell(r, "processor", processor_rank[i]),
-                    Cell(where[i], f"row {r['source_row']}", where_rank[i]),
-                    *((_state_cell(r, state_rank[i]),) if tracked else ()),
-                    Cell(
-                        cell_text(r["detail"])
-                        + (f" ({r['stateReason']})" if tracked and r["stateReason"] else "")
-                    ),
-                ),
-                held[i],
-            )
-        )
+        ranks = (ledger_rank[i], processor_rank[i], where_rank[i], state_rank[i])
+        payment, *rest = row_cells(r, tracked=tracked, ranks=ranks)
+        kind = Cell(category_label(category), category, category_rank[i])
+        table.append(ExceptionRow(category, (payment, kind, *rest), held[i]))
     return table, cut
+
+
+def row_cells(
+    record: dict[str, Any], *, tracked: bool, ranks: tuple[int, int, int, int] = (-1, -1, -1, -1)
+) -> tuple[Cell, ...]:
+    """An exception as table cells: the payment, both sides, where it is, its state (a tracked
+    run's) and the detail; ``ranks`` sort the sides, the place and the state."""
+    ledger, processor, where, state = ranks
+    reason = f" ({record['stateReason']})" if tracked and record["stateReason"] else ""
+    return (
+        Cell(cell_text(record["merchantReferenceId"])),
+        _side_cell(record, "ledger", ledger),
+        _side_cell(record, "processor", processor),
+        Cell(source_words(cell_text(record["source"]), short=True), f"row {record['source_row']}", where),
+        *((_state_cell(record, state),) if tracked else ()),
+        Cell(cell_text(record["detail"]) + reason),
+    )
 
 
 def _state_cell(record: dict[str, Any], rank: int) -> Cell:
@@ -574,7 +577,7 @@ def info_sections(result: ReconciliationResult, rows: int) -> list[InfoSection]:
         oldest = part.assign(_age=part["age_days"].astype("Int64")).sort_values(
             "_age", ascending=False, kind="stable", na_position="last"
         )
-        records = _records(oldest.head(rows))
+        records = records_of(oldest.head(rows))
         variance = code == "within_tolerance"
         sections.append(
             InfoSection(
@@ -620,7 +623,7 @@ def _info_cells(record: dict[str, Any], *, variance: bool) -> tuple[Cell, ...]:
     )
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def records_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """The rows of a frame as dicts keyed by column name."""
     columns = [str(c) for c in frame.columns]
     return [dict(zip(columns, row, strict=True)) for row in frame.itertuples(index=False)]
@@ -659,7 +662,7 @@ def fx_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | None:
     ]
     return {
         "pairs": pairs,
-        "rows": [_fx_cells(r) for r in _records(fx.head(rows))],
+        "rows": [_fx_cells(r) for r in records_of(fx.head(rows))],
         "count": len(fx),
         "cut": len(fx) > rows,
         "missing": list(result.missing_rates[:rows]),

@@ -7,7 +7,6 @@ engine (``engine.py``) and the subscription checks (``subscriptions.py``) both p
 from __future__ import annotations
 
 import functools
-import html
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -22,6 +21,7 @@ from toolkit.money import from_minor, is_currency
 from toolkit.reconcile.tolerance import Tolerance
 
 if TYPE_CHECKING:
+    from toolkit.reconcile.notebook_view import NotebookView
     from toolkit.reconcile.tracking import Tracking
 
 #: Payment categories, in report order.
@@ -412,45 +412,16 @@ class ReconciliationResult:
             f"exceptions={self.exception_count}{', ' + parts if parts else ''})"
         )
 
+    def view(self, rows: int | None = None) -> NotebookView:
+        """What a notebook cell shows of the result: the headline, the accounting, a bar per
+        category, the summary, and ``rows`` rows of each category (None: a few; 0: none, for a
+        notebook that lists them further down)."""
+        from toolkit.reconcile.notebook_view import NotebookView
+
+        return NotebookView(self) if rows is None else NotebookView(self, rows)
+
     def _repr_html_(self) -> str:
-        """A readable summary in a notebook: row accounting, then counts and amounts; the
-        informational rows on a line of their own, never among the exceptions."""
-        extra = [  # optional accounting columns, each only when some row is there
-            (name, label)
-            for name, label in (
-                ("in_transit", "in transit"),
-                ("outside", "outside period"),
-                ("after_cutoff", "after cut-off"),
-            )
-            if any(getattr(c, name) for c in self.counts)
-        ]
-        rows = "".join(
-            f"<tr><td>{html.escape(c.side)}</td><td>{html.escape(c.source)}</td>"
-            f"<td>{c.rows:,}</td><td>{c.matched:,}</td><td>{c.exceptions:,}</td>"
-            f"<td>{c.rejected:,}</td>"
-            + "".join(f"<td>{getattr(c, name):,}</td>" for name, _ in extra)
-            + "</tr>"
-            for c in self.counts
-        )
-        accounting = (
-            "<table><thead><tr><th>side</th><th>source</th><th>rows</th><th>matched</th>"
-            "<th>in exceptions</th><th>rejected</th>"
-            + "".join(f"<th>{label}</th>" for _, label in extra)
-            + f"</tr></thead><tbody>{rows}</tbody></table>"
-        )
-        summary = self.summary.assign(
-            amount=[("" if a is None else str(a)) for a in self.summary["amount"]]
-        ).to_html(index=False, na_rep="")
-        tracked = ""
-        if self.tracking is not None:
-            tracked = f"<p>{html.escape(self.tracking.summary_text().splitlines()[0])}</p>"
-        info = ", ".join(f"{n:,} {name.replace('_', ' ')}" for name, n in self.info_counts.items() if n)
-        information = f"<p>For information, not exceptions: {info}</p>" if info else ""
-        return (
-            f"<div><strong>Reconciliation</strong>: {self.matched_count:,} matched, "
-            f"{self.exception_count:,} exceptions (amount tolerance {self.amount_tolerance.text()})"
-            f"{information}{tracked}{accounting}{summary}</div>"
-        )
+        return self.view()._repr_html_()
 
 
 def _sort_exceptions(frame: pd.DataFrame) -> pd.DataFrame:

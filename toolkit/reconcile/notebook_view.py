@@ -1,0 +1,144 @@
+"""A result as a notebook cell shows it (``ReconciliationResult._repr_html_``).
+
+Typing ``result`` in a cell should answer what report.html answers, in a cell's space: how many
+matched and how many are exceptions, how every row of each input is accounted for, a bar per
+category, the summary, and the first rows of each category with the call that loads more
+(``exceptions_page``), since a result may hold more rows than a page should. The words and the
+money come from ``controller_view``, so the cell and the page never say a row differently.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from toolkit.charts import EXCEPTION_COLOUR
+from toolkit.reconcile.controller_view import Cell, category_label, category_lines, records_of, row_cells
+from toolkit.reconcile.result import INFO_CATEGORIES, in_report_order
+
+if TYPE_CHECKING:
+    from toolkit.reconcile.result import ReconciliationResult
+
+#: Rows of each category the cell shows; ``exceptions_page`` loads the rest on demand.
+NOTEBOOK_ROWS = 5
+
+#: The optional accounting columns, each shown only when some row is there.
+_ACCOUNTING_EXTRA = (
+    ("in_transit", "in transit"),
+    ("outside", "outside period"),
+    ("after_cutoff", "after cut-off"),
+)
+
+
+@dataclass(frozen=True)
+class NotebookView:
+    """A result as a cell shows it, with ``rows`` rows of each category (``result.view``)."""
+
+    result: ReconciliationResult
+    rows: int = NOTEBOOK_ROWS
+
+    def _repr_html_(self) -> str:
+        return notebook_html(self.result, self.rows)
+
+
+def notebook_html(result: ReconciliationResult, rows: int = NOTEBOOK_ROWS) -> str:
+    """The whole cell: headline, accounting, a bar per category, summary, first rows (none
+    when ``rows`` is 0)."""
+    return (
+        f"<div>{_headline(result)}{_accounting(result)}{_category_bars(result)}"
+        f"{_summary(result)}{_first_rows(result, rows)}</div>"
+    )
+
+
+def _headline(result: ReconciliationResult) -> str:
+    """Matched and exceptions; the informational rows on a line of their own, never among the
+    exceptions; a tracked run's first summary line."""
+    info = ", ".join(f"{n:,} {name.replace('_', ' ')}" for name, n in result.info_counts.items() if n)
+    information = f"<p>For information, not exceptions: {info}</p>" if info else ""
+    tracked = ""
+    if result.tracking is not None:
+        tracked = f"<p>{html.escape(result.tracking.summary_text().splitlines()[0])}</p>"
+    return (
+        f"<strong>Reconciliation</strong>: {result.matched_count:,} matched, "
+        f"{result.exception_count:,} exceptions (amount tolerance {result.amount_tolerance.text()})"
+        f"{information}{tracked}"
+    )
+
+
+def _accounting(result: ReconciliationResult) -> str:
+    """Each input's rows: matched, in exceptions, rejected (and the optional columns)."""
+    extra = [(n, label) for n, label in _ACCOUNTING_EXTRA if any(getattr(c, n) for c in result.counts)]
+    rows = "".join(
+        f"<tr><td>{html.escape(c.side)}</td><td>{html.escape(c.source)}</td>"
+        f"<td>{c.rows:,}</td><td>{c.matched:,}</td><td>{c.exceptions:,}</td>"
+        f"<td>{c.rejected:,}</td>" + "".join(f"<td>{getattr(c, name):,}</td>" for name, _ in extra) + "</tr>"
+        for c in result.counts
+    )
+    return (
+        "<table><thead><tr><th>side</th><th>source</th><th>rows</th><th>matched</th>"
+        "<th>in exceptions</th><th>rejected</th>"
+        + "".join(f"<th>{label}</th>" for _, label in extra)
+        + f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _category_bars(result: ReconciliationResult) -> str:
+    """The chart: each category with exceptions, its count as a bar against the largest."""
+    found, _ = category_lines(result)
+    if not found:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(line.label)} <code>{line.code}</code></td>"
+        f'<td style="text-align: right">{line.count:,}</td>'
+        f'<td style="width: 12em"><div style="background: {EXCEPTION_COLOUR}; height: .8em; '
+        f'width: {line.bar}%"></div></td><td>{html.escape(line.amounts)}</td></tr>'
+        for line in found
+    )
+    return (
+        "<table><thead><tr><th>exceptions by category</th><th>count</th><th></th><th>amount</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _summary(result: ReconciliationResult) -> str:
+    """Counts and exact amounts per category and currency, ``matched`` first."""
+    amounts = ["" if a is None else str(a) for a in result.summary["amount"]]
+    return str(result.summary.assign(amount=amounts).to_html(index=False, na_rep=""))
+
+
+def _first_rows(result: ReconciliationResult, rows: int) -> str:
+    """Each category's first ``rows`` rows under its name, and how to load the rest."""
+    if rows <= 0:
+        return ""
+    counts = result.row_counts()
+    tracked = result.tracking is not None
+    state = ("state",) if tracked else ()
+    names = ("merchantReferenceId", "ledger", "processor", "where", *state, "detail")
+    header = "".join(f"<th>{name}</th>" for name in names)
+    parts = []
+    for category in in_report_order(c for c, n in counts.items() if n):
+        count = counts[category]
+        page = result.exceptions_page(category, 0, rows)
+        body = "".join(
+            "<tr>" + "".join(_cell(c) for c in row_cells(r, tracked=tracked)) + "</tr>"
+            for r in records_of(page)
+        )
+        more = ""
+        if count > len(page):
+            more = (
+                f"<p>The first {len(page):,} of {count:,}; this result's "
+                f"<code>exceptions_page({category!r}, {len(page)}, 1000)</code> loads more.</p>"
+            )
+        kind = "exception" if count == 1 else "exceptions"
+        kind = "for information, not exceptions" if category in INFO_CATEGORIES else kind
+        parts.append(
+            f"<h4>{html.escape(category_label(category))} <code>{category}</code>: {count:,} {kind}</h4>"
+            f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>{more}"
+        )
+    return "".join(parts)
+
+
+def _cell(cell: Cell) -> str:
+    sub = f'<br><small style="opacity: .7">{html.escape(cell.sub)}</small>' if cell.sub else ""
+    return f'<td style="text-align: left">{html.escape(cell.text)}{sub}</td>'
