@@ -172,12 +172,21 @@ def read_amount(text: str, digits: int | None, currency: str) -> int | str:
     amount unjudged beyond "is it a number" (the currency's own reason says enough): then the sentence is empty.
     """
     body = text.strip()
+    # Thousands grouped (1,234.56), unless 1,234 of three decimals: 1.234 with a decimal comma?
+    one_comma = re.fullmatch(r"[+-]?\d{1,3},\d{3}", body)
+    if re.fullmatch(r"[+-]?\d{1,3}([, \u00a0\u202f']\d{3})+(\.\d*)?", body) and not (
+        one_comma and (digits or 0) >= 3
+    ):
+        body = re.sub(r"[, \u00a0\u202f']", "", body)
     sign = ""
     if body[:1] in ("+", "-"):
         sign, body = body[0], body[1:]
     whole, _, fraction = body.partition(".")
     written = whole + fraction
     if not written or any(c not in "0123456789" for c in written):
+        if one_comma:
+            left, right = text.strip().split(",")
+            return f"amount {text!r} is not a number ({left}{right} or {left}.{right} {currency}? write it without the comma)"
         if re.fullmatch(r"[+-]?(\d{1,3}([. \u00a0\u202f']\d{3})+|\d*),\d+", text.strip()):
             return f"amount {text!r} is not a number (a decimal comma? read the file with the decimal mark ',': --decimal ,)"
         return f"amount {text!r} is not a number"

@@ -114,6 +114,24 @@ def test_decimal_commas_identical_on_spark(spark: Backend, tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+def test_thousands_grouped_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
+    """The point-decimal reading of grouped thousands (``_ungrouped``), refusals included."""
+    ledger = tmp_path / "books.csv"
+    ledger.write_text(
+        'merchantReferenceId,amount,currency,status\nm1,"1,234.56",USD,success\nm2,"1,200",JPY,success\n'
+        'm3,1\u00a0234.5,EUR,success\nm4,1\'000,CHF,success\nm8,"1,23.4",USD,success\nm9,"1,234",KWD,success\n',
+        encoding="utf-8",
+    )
+    processor = frame([("m1", "1234.56", "USD", "success"), ("m2", "1200", "JPY", "success")])
+    left, right = load_ledger(ledger), load_processor(processor)
+    on_duckdb, on_spark = reconcile(left, right), reconcile(left, right, backend=spark)
+    same(on_duckdb, on_spark)
+    assert on_spark.rejected["source_row"].tolist() == [6, 7]
+    assert on_spark.category_counts["missing_in_processor"] == 2  # m3 and m4, read
+    assert on_spark.category_counts["amount_mismatch"] == 0
+
+
+@pytest.mark.slow
 def test_files_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
     """CSV with blank lines and a value over two lines, and a folder of Parquet files."""
     csv_path = tmp_path / "export.csv"

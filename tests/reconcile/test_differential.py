@@ -179,7 +179,7 @@ BAD_AMOUNTS = (
     "1.2.3",
     "1e3",
     "1E3",
-    "1,000.00",
+    "1,00.00",
     "--1",
     "+-1",
     "-+1",
@@ -192,7 +192,7 @@ BAD_AMOUNTS = (
     ".",
     "-",
     "+",
-    "1 000",
+    "1 00",
     "0x10",
     "½",
     "12-",
@@ -240,6 +240,10 @@ def amount_texts(draw: st.DrawFn, minor: int, digits: int) -> str:
     whole_text = draw(st.sampled_from(["", "", "", "0", "00"])) + str(whole)
     if whole == 0 and frac and draw(st.booleans()):
         whole_text = ""  # ".05"
+    # Thousands grouped, as an English export writes them (1,234 alone is refused for three
+    # decimals: it may be 1.234 with a decimal comma).
+    if whole >= 1000 and (frac or digits < 3) and draw(st.booleans()):
+        whole_text = f"{whole:,}".replace(",", draw(st.sampled_from([",", ",", " ", "'"])))
     text = whole_text + ("." + frac if frac else ("." if style == "dot" else ""))
     signs = ["", "", "+", "-"] if minor == 0 else ["", "", "+"]  # "-0" is zero too
     sign = "-" if minor < 0 else draw(st.sampled_from(signs))
@@ -564,6 +568,11 @@ def test_reference_reads_amounts_as_the_rules_say() -> None:
     for text in ("", ".", "-", "1e3", "\uff11\uff12", "1.2.3", "+-1", "NaN"):
         assert read(text, 2, "USD") == f"amount {text!r} is not a number"
     assert read("1.234", None, "ZZZ") == ""  # unknown currency: the currency's reason is enough
-    assert read("1,000.00", 2, "USD") == "amount '1,000.00' is not a number"  # no comma hint
+    assert read("1,000.00", 2, "USD") == 100000 and read("1'234", 0, "JPY") == 1234  # grouped
+    assert (
+        read("1,000", 3, "KWD")
+        == "amount '1,000' is not a number (1000 or 1.000 KWD? write it without the comma)"
+    )
+    assert read("1,00.00", 2, "USD") == "amount '1,00.00' is not a number"  # no comma hint
     hint = "(a decimal comma? read the file with the decimal mark ',': --decimal ,)"
     assert read("12,50", 2, "USD") == f"amount '12,50' is not a number {hint}"

@@ -253,6 +253,33 @@ def test_a_comma_amount_in_a_point_file_says_how_to_read_it(tmp_path: Path) -> N
     )
 
 
+# English and Swiss Excel's own amounts: a decimal point, thousands grouped.
+GROUPED_ROWS = (
+    "merchantReferenceId,amount,currency,status\n"
+    'm1,"1,234.56",USD,success\n'
+    'm2,"1,200",JPY,pending\n'
+    'm3,"-12,345,678.9",USD,failure\n'
+    "m4,1\u00a0234.50,EUR,success\n"
+    "m5,1'000.05,CHF,success\n"
+    'm8,"1,23.4",USD,success\n'
+    'm9,"1,234",KWD,success\n'
+)
+
+
+def test_thousands_grouped_in_a_point_file_are_read_exactly(tmp_path: Path) -> None:
+    """Grouping is checked (groups of three) and dropped; ``1,234`` of a currency of three
+    decimals may be 1.234 with a decimal comma, so it is refused, saying both readings."""
+    path = excel_file(tmp_path, "books.csv", GROUPED_ROWS.encode())
+    assert describe(path, "ledger", frozenset({"amount"})).decimal == "."  # 1,234.56: a point
+    loaded = load_ledger(path)
+    assert loaded.frame["amountMinor"].tolist() == [123456, 1200, -1234567890, 123450, 100005]
+    assert loaded.rejected["source_row"].tolist() == [7, 8]
+    assert loaded.rejected["detail"].tolist() == [
+        "amount '1,23.4' is not a number",
+        "amount '1,234' is not a number (1234 or 1.234 KWD? write it without the comma)",
+    ]
+
+
 def test_a_subscription_ledger_takes_the_same_reading_options(tmp_path: Path) -> None:
     rows = (
         "Subscriptions, May 2026\r\n\r\n"

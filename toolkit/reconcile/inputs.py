@@ -19,6 +19,7 @@ import dataclasses
 import difflib
 import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
@@ -74,6 +75,10 @@ _AMOUNT_ERRORS: dict[int, str] = {
 # Whitespace trimmed from every value (what a spreadsheet or an editor leaves around text).
 _SPACE = sources.WHITESPACE
 _WHITESPACE = tuple(_SPACE)
+#: A number as the engine reads it: a sign, digits and a decimal point, nothing else.
+_NUMBER = "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$"
+#: ``1,234``: a thousand grouped, or 1.234 with a decimal comma (``_ungrouped``).
+_ONE_COMMA = re.compile("[+-]?[0-9]{1,3},[0-9]{3}")
 
 
 @dataclass(frozen=True)
@@ -332,7 +337,11 @@ def _amount_reason(row: dict[str, Any], code: int, decimal: str) -> str:
     reason = _AMOUNT_ERRORS[code].format(amount=row["amount"], currency=currency, digits=digits)
     if code == _NOT_A_NUMBER and decimal == ",":
         return f"{reason} with a decimal comma (e.g. 1.234,56)"
-    if code == _NOT_A_NUMBER and sources.is_comma_decimal(str(row["amount"] or "")):
+    written = str(row["amount"] or "").strip(_SPACE)
+    if code == _NOT_A_NUMBER and _ONE_COMMA.fullmatch(written):  # refused by ``_ungrouped``
+        whole, _, fraction = written.partition(",")
+        return f"{reason} ({whole}{fraction} or {whole}.{fraction} {currency}? write it without the comma)"
+    if code == _NOT_A_NUMBER and sources.is_comma_decimal(written):
         return f"{reason} (a decimal comma? read the file with the decimal mark ',': --decimal ,)"
     return reason
 
@@ -458,11 +467,10 @@ def parse_amounts(
     """
     written = _trimmed(table[text])
     t = table.mutate(_w=written if decimal == "." else _point_decimal(written))
-    t = t.mutate(
-        _is_number=t._w.re_search("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$"),
-        _dot=t._w.find("."),
-        _signed=(t._w.startswith("-") | t._w.startswith("+")).ifelse(1, 0),
-    )
+    t = t.mutate(_is_number=t._w.re_search(_NUMBER))
+    if decimal == ".":
+        t = _ungrouped(t, t[digits])
+    t = t.mutate(_dot=t._w.find("."), _signed=(t._w.startswith("-") | t._w.startswith("+")).ifelse(1, 0))
     t = t.mutate(
         _whole_len=(t._dot >= 0).ifelse(t._dot, t._w.length()) - t._signed,
         _fraction_len=(t._dot >= 0).ifelse(t._w.length() - t._dot - 1, 0),
@@ -512,11 +520,26 @@ def parse_amounts(
     )
 
 
+def _ungrouped(t: ir.Table, digits: ir.IntegerValue) -> ir.Table:
+    """Point-decimal amounts with their thousands grouped (``1,234.56``, ``1 234``, ``1'234.5``,
+    as an English or Swiss export writes them) read as numbers, their grouping checked and
+    dropped; looked at only where ``_is_number`` failed. ``1,234`` alone stays refused for a
+    currency of three decimals, where it may be 1.234 written with a decimal comma."""
+    grouping = "," + sources.GROUPING
+    grouped = t._w.re_search(f"^[+-]?[0-9]{{1,3}}([{grouping}][0-9]{{3}})+([.][0-9]*)?$")
+    one_comma = t._w.re_search(f"^{_ONE_COMMA.pattern}$")  # 1,234: grouped, or a decimal comma
+    readable = grouped & ~(one_comma & (digits >= 3))
+    return t.mutate(
+        _w=t._is_number.ifelse(t._w, readable.ifelse(t._w.re_replace(f"[{grouping}]", ""), t._w)),
+        _is_number=t._is_number.ifelse(True, readable),
+    )
+
+
 def _point_decimal(written: ir.StringValue) -> ir.StringValue:
     """A decimal-comma amount (``1.234,56``, ``1 234,5``, ``-12,50``) as the point-decimal text
     the parser reads: its grouping checked and dropped, its comma a point. Any other text (a
     ``12.50`` included: which mark is meant?) becomes one the parser refuses as not a number."""
-    grouping = ". \u00a0\u202f'"  # point, space, no-break spaces, apostrophe
+    grouping = "." + sources.GROUPING
     pattern = f"^[+-]?([0-9]{{1,3}}([{grouping}][0-9]{{3}})+|[0-9]*)(,[0-9]*)?$"
     plain = written.re_replace(f"[{grouping}]", "").replace(",", ".")
     return written.re_search(pattern).ifelse(plain, ibis.literal("?"))

@@ -71,8 +71,11 @@ _GLOB_CHARS = frozenset("*?[")
 DELIMITERS = (",", ";", "\t", "|")
 #: The decimal marks an amount may be written with (``ReadOptions.decimal``).
 DECIMAL_MARKS = (".", ",")
-_COMMA_DECIMAL = re.compile(r"[+-]?(\d{1,3}([. \u00a0\u202f']\d{3})+|\d*),\d+")
-_POINT_DECIMAL = re.compile(r"[+-]?\d*\.\d+")
+#: What groups thousands besides the mark that is not the decimal one: spaces (no-break ones
+#: too) and the apostrophe (``1 234,56``, ``1'234.56``).
+GROUPING = " \u00a0\u202f'"
+_COMMA_DECIMAL = re.compile(rf"[+-]?(\d{{1,3}}([.{GROUPING}]\d{{3}})+|\d*),\d+")  # 12,50, 1.234,56
+_POINT_DECIMAL = re.compile(rf"[+-]?(\d{{1,3}}([,{GROUPING}]\d{{3}})+|\d*)\.\d+")  # 12.50, 1,234.56
 _GROUPED = re.compile(r"[+-]?\d{1,3}(\.\d{3})+")  # 1.234: a thousand, or a point decimal
 _SAMPLE = 1 << 16
 _HEAD_LINES = 30  # lines looked at for a title above the header
@@ -279,8 +282,9 @@ def is_comma_decimal(amount: str) -> bool:
 
 def detect_decimal(amounts: list[str]) -> str:
     """``,`` when the sampled amounts are written with a decimal comma (``12,50``, ``1.234,56``)
-    and none with a decimal point; else ``.``. A lone ``1.234`` decides nothing (a thousand, or
-    1.234 dinars): such a file keeps the point unless ``decimal`` says otherwise."""
+    and none with a decimal point (``12.50``, ``1,234.56``); else ``.``. A lone ``1.234`` decides
+    nothing (a thousand, or 1.234 dinars): such a file keeps the point unless ``decimal`` says
+    otherwise."""
     values = [value.strip() for value in amounts]
     comma = any(is_comma_decimal(v) for v in values)
     point = any(_POINT_DECIMAL.fullmatch(v) and not _GROUPED.fullmatch(v) for v in values)
