@@ -413,6 +413,20 @@ def test_reading_options_that_read_no_file_given_exit_2(
     assert not any((tmp_path / name).exists() for name in "abc")
 
 
+def test_inspect_reads_the_decimal_mark_from_amounts_under_another_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No column is named like the amount (``Betrag``): the mark comes from the columns that look
+    like amounts, not from none (which said point for a German export)."""
+    books = tmp_path / "buchungen.csv"
+    books.write_text("Referenz;Betrag;Datum;Menge\nm1;1.234,56;01.02.2026;3\nm2;12,50;02.02.2026;1\n")
+    assert main(["reconcile", "inspect", str(books)]) == 0
+    assert "decimal mark: comma ','" in capsys.readouterr().out
+    books.write_text('Ref,Betrag,Datum\nm1,"1,234.56",01.02.2026\nm2,"1,200",02.02.2026\n')
+    assert main(["reconcile", "inspect", str(books)]) == 0
+    assert "decimal mark: point '.'" in capsys.readouterr().out
+
+
 def test_decimal_comma_books_reconcile_with_the_mark_detected_or_given(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

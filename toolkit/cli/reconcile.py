@@ -25,6 +25,7 @@ file named like a sub-command is never taken for one.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -52,7 +53,15 @@ from toolkit.reconcile.inputs import (
 )
 from toolkit.reconcile.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
-from toolkit.reconcile.sources import READ_OPTIONS, Described, ReadOptions, describe, detect_decimal, sample
+from toolkit.reconcile.sources import (
+    GROUPING,
+    READ_OPTIONS,
+    Described,
+    ReadOptions,
+    describe,
+    detect_decimal,
+    sample,
+)
 from toolkit.reconcile.timing import timing
 from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracking import (
@@ -485,14 +494,30 @@ def _inspect(args: argparse.Namespace) -> int:
         described = describe(args.inspect_file, args.side, frozenset(), options)
         rows, count, exact = sample(described)
         amount = closest_column("amount", described.columns)
-        if described.kind == "csv" and options.decimal is None and amount is not None:
-            column = described.columns.index(amount)
-            described = replace(described, decimal=detect_decimal([row[column] for row in rows]))
+        if described.kind == "csv" and options.decimal is None:
+            columns = [described.columns.index(amount)] if amount is not None else _amount_like(rows)
+            described = replace(described, decimal=detect_decimal([row[c] for row in rows for c in columns]))
     except (InputError, OSError, UnicodeDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     print(inspection_text(described, rows, count, exact, args.side))
     return EXIT_OK
+
+
+#: A sampled value that may be an amount: a sign, then digits with marks and grouping.
+_AMOUNT_LIKE = re.compile(rf"[+-]?[0-9][0-9.,{GROUPING}]*")
+
+
+def _amount_like(rows: list[list[str]]) -> list[int]:
+    """The columns whose sampled values all look like amounts (digits, signs, marks): where the
+    decimal mark is read from when no column is named like the amount (``Betrag``)."""
+    width = min((len(row) for row in rows), default=0)
+    return [
+        c
+        for c in range(width)
+        if any(row[c].strip() for row in rows)
+        and all(_AMOUNT_LIKE.fullmatch(row[c].strip()) for row in rows if row[c].strip())
+    ]
 
 
 def inspection_text(described: Described, rows: list[list[str]], count: int, exact: bool, side: str) -> str:
