@@ -147,6 +147,29 @@ def test_xlsx_with_a_title_row_and_data_on_the_second_sheet(tmp_path: Path) -> N
         load_ledger(path, sheet=3)
 
 
+def test_a_cover_sheet_with_text_is_passed_over_for_the_sheet_with_the_amounts(tmp_path: Path) -> None:
+    """A workbook's first sheet is often a cover (a title, who prepared it): the sheet read is
+    the first with a column named like the amount, the map's name for it included."""
+    path = workbook(tmp_path)
+    book = openpyxl.load_workbook(path)
+    for row in (["Books, May 2026"], [], ["Prepared by", "Finance"], ["Checked by", "Controller"]):
+        book["Cover"].append(row)
+    german = book.create_sheet("Buchungen")
+    german.append(["Referenz", "Betrag", "Waehrung", "Status"])
+    german.append(["m2", "7.00", "EUR", "success"])
+    book.move_sheet("Buchungen", offset=-1)  # Cover, Buchungen, Data
+    book.save(path)
+    assert describe(path, "ledger", frozenset()).sheet == "Data"  # its Amount, not the cover
+    assert load_ledger(path).frame["amountMinor"].tolist() == [1230]
+    mapping = {
+        "merchantReferenceId": "Referenz",
+        "amount": "Betrag",
+        "currency": "Waehrung",
+        "status": "Status",
+    }
+    assert load_ledger(path, mapping=mapping).frame["merchantReferenceId"].tolist() == ["m2"]
+
+
 def test_column_error_lists_the_file_suggests_and_shows_the_map(tmp_path: Path) -> None:
     path = excel_file(tmp_path, "books.csv", b"Ref,Total,Currency,Staus\nm1,1.00,USD,success\n")
     with pytest.raises(InputError) as caught:

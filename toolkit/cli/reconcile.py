@@ -229,7 +229,8 @@ def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: s
     helps = {
         "delimiter": f"CSV delimiter of {whose}, e.g. ';' or '\\t' (default: detected)",
         "encoding": f"text encoding of {whose}, e.g. utf-16, cp1252 (default: detected)",
-        "sheet": f"Excel sheet of {whose}, a name or 1-based number (default: the first with data)",
+        "sheet": f"Excel sheet of {whose}, a name or 1-based number "
+        "(default: the first with an amount column, else the first with data)",
         "header-row": f"1-based line (CSV) or row (Excel) of the column names in {whose}, "
         "for a title above them (default: the first line; Excel: detected)",
         "decimal": f"decimal mark of the amounts in {whose}, '.' or ',' for 1.234,56 "

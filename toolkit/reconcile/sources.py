@@ -388,9 +388,10 @@ def _head_lines(path: Path, encoding: str, header_row: int | None) -> list[str]:
 
 
 def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[str]) -> Described:
-    """A sheet: the one named or numbered, else the first with data; its header row the one given,
-    else the first of the top 30 rows that fills about as many cells as the widest of them (one
-    fewer allows a data column without a name; a title above the header fills fewer)."""
+    """A sheet: the one named or numbered, else the first with a column named like the amount (a
+    cover sheet before the data is passed over), else the first with data; its header row the one
+    given, else the first of the top 30 rows that fills about as many cells as the widest of them
+    (one fewer allows a data column without a name; a title above the header fills fewer)."""
     import openpyxl
 
     book = openpyxl.load_workbook(path, read_only=True, data_only=True)
@@ -408,7 +409,12 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
                 raise InputError(f"{path}: no sheet {options.sheet!r}; sheets are {', '.join(names)}")
             sheet = options.sheet
         else:
-            sheet = next((n for n in names if _top_rows(book[n])), names[0])
+            tops = {n: _top_rows(book[n]) for n in names}
+            wanted = amount_columns | {"amount"}
+            sheet = next(
+                (n for n in names if any(str(c).strip().lower() in wanted for _, r in tops[n] for c in r)),
+                next((n for n in names if tops[n]), names[0]),
+            )
         top = _top_rows(book[sheet])
     finally:
         book.close()
