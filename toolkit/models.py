@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from decimal import Decimal
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
 import simplejson
@@ -32,6 +32,9 @@ from pydantic_core import PydanticCustomError
 
 from toolkit.errors import MoneyError, RequestValidationError
 from toolkit.money import check_amount_range, check_currency, fits_currency, minor_digits
+from toolkit.payment_status import PAYMENT_STATUS_LABELS as PAYMENT_STATUS_LABELS
+from toolkit.payment_status import PAYMENT_STATUS_NAMES as PAYMENT_STATUS_NAMES
+from toolkit.payment_status import PaymentStatus as PaymentStatus
 
 
 class PaymentMethodType(StrEnum):
@@ -85,24 +88,6 @@ class TaxCategory(StrEnum):
     DIGITAL_GOODS_OR_SERVICE = "digital_goods_or_service"
     EBOOK = "ebook"
     SOFTWARE_SERVICE = "software_service"
-
-
-class PaymentStatus(IntEnum):
-    """Field ``status`` of the payment result."""
-
-    SUCCESS = 1
-    PENDING = 2
-    FAILURE = 3
-    NEXT_ACTION = 5
-
-    @property
-    def label(self) -> str:
-        """The lowercase name used in frames and reports (``next_action``)."""
-        return self.name.lower()
-
-    def __str__(self) -> str:
-        """``print(result.status)`` says ``next_action (5)``, not a bare ``5``; JSON keeps the number."""
-        return f"{self.label} ({self.value})"
 
 
 class PriceType(StrEnum):
@@ -567,12 +552,6 @@ class Envelope(ResponseModel, Generic[DataT]):
     msg: str | None = None
     data: DataT | None = None
 
-
-#: The API's status codes and their names, from ``PaymentStatus`` (the one place they are written).
-PAYMENT_STATUS_LABELS: dict[int, str] = {status.value: status.label for status in PaymentStatus}
-
-#: Status names used in frames, exports and reports; ``unknown`` is the journal's own (no outcome known).
-PAYMENT_STATUS_NAMES: tuple[str, ...] = ("success", "pending", "failure", "next_action", "unknown")
 
 SUCCESS_CODE = 200
 SUCCESS_MSG: Literal["success"] = "success"

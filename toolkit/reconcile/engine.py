@@ -67,8 +67,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.errors import InputError
-from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.money import from_minor
+from toolkit.payment_status import PAYMENT_STATUS_NAMES
 from toolkit.reconcile.backends import Backend, connect
 from toolkit.reconcile.fx import Rates, load_rates
 from toolkit.reconcile.inputs import (

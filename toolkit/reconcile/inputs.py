@@ -32,8 +32,8 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.errors import InputError
-from toolkit.models import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES
 from toolkit.money import minor_digits
+from toolkit.payment_status import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES
 from toolkit.reconcile import sources
 from toolkit.reconcile.backends import Backend, connect
 from toolkit.reconcile.sources import Described, Source
