@@ -530,14 +530,14 @@ def test_reconciliation_of_european_books_with_their_own_column_names(
 def test_reconciliation_shows_the_first_rows_of_a_category_and_how_to_load_more(
     service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """60 payments missing at the processor: the notebook shows 50 of them, says how to load
-    more, and the report files hold all 60."""
+    """1,060 payments missing at the processor: the notebook shows 50 of them, says how to load
+    more, and the report files hold all 1,060; counts are grouped by thousands."""
     export = tmp_path / "export.csv"
     export.write_text(SANDBOX_EXPORT, encoding="utf-8")
     books = tmp_path / "books.csv"
     books.write_text(
         "merchantReferenceId,amount,currency,status\n"
-        + "".join(f"gone-{i:02},1.00,USD,success\n" for i in range(60))
+        + "".join(f"gone-{i:04},1.00,USD,success\n" for i in range(1060))
     )
     code, out, err = toolkit_run(
         capsys,
@@ -548,16 +548,18 @@ def test_reconciliation_shows_the_first_rows_of_a_category_and_how_to_load_more(
         secrets=[CANARY],
     )
     assert code == 0, err
-    assert "reconciliation_report: ok: 63 exceptions" in out  # and the export's 3 payments
-    assert len(csv(tmp_path / "rec" / "exceptions.csv")) == 63
+    assert "reconciliation_report: ok: 1,063 exceptions" in out  # and the export's 3 payments
+    assert len(csv(tmp_path / "rec" / "exceptions.csv")) == 1063
     notebook = tmp_path / "rec" / "reconciliation_report.ipynb"
     text = "".join(str(o.get("text", "")) for o in outputs(notebook))
     assert (
-        "the first 50 of 60; more: report.exceptions_page('missing_in_processor', 50, 50); "
+        "the first 50 of 1,060; more: report.exceptions_page('missing_in_processor', 50, 50); "
         "exceptions.csv and report.xlsx hold every one"
     ) in text
     shown = "".join(str(o.get("data", {}).get("text/html", "")) for o in outputs(notebook))
-    assert "gone-49" in shown and "gone-50" not in shown
+    assert "gone-0049" in shown and "gone-0050" not in shown
+    headings = [str(o.get("data", {}).get("text/markdown", "")) for o in outputs(notebook)]
+    assert "### missing_in_processor (1,060)" in headings
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ def check_threshold(result: ReconciliationResult, max_exceptions: int | None) ->
     """Raise ``NotebookFailure`` when exceptions exceed ``max_exceptions`` (-1 or None: no threshold)."""
     count = int(result.exception_count)
     rejected = sum(c.rejected for c in result.counts)
-    found = f"{count} exceptions" + (f" ({rejected} rejected row(s))" if rejected else "")
+    found = f"{count:,} exceptions" + (f" ({rejected:,} rejected row(s))" if rejected else "")
     if max_exceptions is None or int(max_exceptions) < 0:
         return f"{found}, no threshold set"
     if count > int(max_exceptions):
