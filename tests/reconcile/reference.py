@@ -15,7 +15,6 @@ documents one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal, localcontext
@@ -163,6 +162,31 @@ def read_key(text: str) -> str:
     return text.strip()
 
 
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _grouped(whole: str, marks: str) -> bool:
+    """Whether ``whole`` is grouped in threes by one of ``marks`` (the same throughout), its
+    first group not starting with 0."""
+    for mark in marks:
+        first, *rest = whole.split(mark)
+        leading = 1 <= len(first) <= 3 and _digits(first) and first[0] != "0"
+        if rest and leading and all(len(g) == 3 and _digits(g) for g in rest):
+            return True
+    return False
+
+
+def _ungrouped(text: str, marks: str) -> str | None:
+    """``text`` (a point decimal) without its thousands grouping when its whole part is
+    grouped (``_grouped``), else None."""
+    sign = text[:1] if text[:1] in ("+", "-") else ""
+    whole, point, fraction = text[len(sign) :].partition(".")
+    if (fraction and not _digits(fraction)) or not _grouped(whole, marks):
+        return None
+    return sign + whole.translate({ord(m): None for m in marks}) + point + fraction
+
+
 def read_amount(text: str, digits: int | None, currency: str) -> int | str:
     """The exact minor units of an amount, or the sentence saying why it cannot be read.
 
@@ -173,21 +197,26 @@ def read_amount(text: str, digits: int | None, currency: str) -> int | str:
     """
     body = text.strip()
     # Thousands grouped (1,234.56), unless 1,234 of three decimals: 1.234 with a decimal comma?
-    one_comma = re.fullmatch(r"[+-]?\d{1,3},\d{3}", body)
-    if re.fullmatch(r"[+-]?\d{1,3}([, \u00a0\u202f']\d{3})+(\.\d*)?", body) and not (
-        one_comma and (digits or 0) >= 3
-    ):
-        body = re.sub(r"[, \u00a0\u202f']", "", body)
+    ambiguous = _ungrouped(body, ",") is not None and body.count(",") == 1 and "." not in body
+    ungrouped = _ungrouped(body, ", \u00a0\u202f'")
+    if ungrouped is not None and not (ambiguous and (digits or 0) >= 3):
+        body = ungrouped
     sign = ""
     if body[:1] in ("+", "-"):
         sign, body = body[0], body[1:]
     whole, _, fraction = body.partition(".")
     written = whole + fraction
     if not written or any(c not in "0123456789" for c in written):
-        if one_comma:
-            left, right = text.strip().split(",")
-            return f"amount {text!r} is not a number ({left}{right} or {left}.{right} {currency}? write it without the comma)"
-        if re.fullmatch(r"[+-]?(\d{1,3}([. \u00a0\u202f']\d{3})+|\d*),\d+", text.strip()):
+        if ambiguous:
+            thousand, decimal = text.strip().replace(",", ""), text.strip().replace(",", ".")
+            return f"amount {text!r} is not a number ({thousand} or {decimal} {currency}? write {thousand} or {decimal})"
+        whole_part, comma, decimals = text.strip().partition(",")
+        plain = whole_part[1:] if whole_part[:1] in ("+", "-") else whole_part
+        if (
+            comma
+            and _digits(decimals)
+            and (not plain or _digits(plain) or _grouped(plain, ". \u00a0\u202f'"))
+        ):
             return f"amount {text!r} is not a number (a decimal comma? read the file with the decimal mark ',': --decimal ,)"
         return f"amount {text!r} is not a number"
     if digits is None:

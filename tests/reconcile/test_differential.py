@@ -570,9 +570,10 @@ def test_reference_reads_amounts_as_the_rules_say() -> None:
     assert read("1.234", None, "ZZZ") == ""  # unknown currency: the currency's reason is enough
     assert read("1,000.00", 2, "USD") == 100000 and read("1'234", 0, "JPY") == 1234  # grouped
     assert (
-        read("1,000", 3, "KWD")
-        == "amount '1,000' is not a number (1000 or 1.000 KWD? write it without the comma)"
+        read("1,000", 3, "KWD") == "amount '1,000' is not a number (1000 or 1.000 KWD? write 1000 or 1.000)"
     )
+    for text in ("0,500", "1,234 567.8", "01,234.56"):  # a decimal comma; two marks; a group of 0
+        assert str(read(text, 2, "EUR")).startswith(f"amount {text!r} is not a number"), text
     assert read("1,00.00", 2, "USD") == "amount '1,00.00' is not a number"  # no comma hint
     hint = "(a decimal comma? read the file with the decimal mark ',': --decimal ,)"
     assert read("12,50", 2, "USD") == f"amount '12,50' is not a number {hint}"

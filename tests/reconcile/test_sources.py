@@ -284,23 +284,50 @@ GROUPED_ROWS = (
     'm3,"-12,345,678.9",USD,failure\n'
     "m4,1\u00a0234.50,EUR,success\n"
     "m5,1'000.05,CHF,success\n"
+    'm6,"0,500",EUR,success\n'
+    'm7,"1,234 567.8",USD,success\n'
     'm8,"1,23.4",USD,success\n'
     'm9,"1,234",KWD,success\n'
 )
 
 
 def test_thousands_grouped_in_a_point_file_are_read_exactly(tmp_path: Path) -> None:
-    """Grouping is checked (groups of three) and dropped; ``1,234`` of a currency of three
-    decimals may be 1.234 with a decimal comma, so it is refused, saying both readings."""
+    """Grouping is checked (groups of three, one mark throughout, no group of ``0,500``: a
+    decimal comma, never a thousand) and dropped; ``1,234`` of a currency of three decimals may
+    be 1.234 with a decimal comma, so it is refused, saying both readings."""
     path = excel_file(tmp_path, "books.csv", GROUPED_ROWS.encode())
     assert describe(path, "ledger", frozenset({"amount"})).decimal == "."  # 1,234.56: a point
     loaded = load_ledger(path)
     assert loaded.frame["amountMinor"].tolist() == [123456, 1200, -1234567890, 123450, 100005]
-    assert loaded.rejected["source_row"].tolist() == [7, 8]
+    assert loaded.rejected["source_row"].tolist() == [7, 8, 9, 10]
     assert loaded.rejected["detail"].tolist() == [
+        "amount '0,500' is not a number (a decimal comma? read the file with the decimal mark ',': --decimal ,)",
+        "amount '1,234 567.8' is not a number",
         "amount '1,23.4' is not a number",
-        "amount '1,234' is not a number (1234 or 1.234 KWD? write it without the comma)",
+        "amount '1,234' is not a number (1234 or 1.234 KWD? write 1234 or 1.234)",
     ]
+
+
+def test_whole_amounts_grouped_by_commas_decide_no_decimal_comma(tmp_path: Path) -> None:
+    """``1,200``, ``15,000``: thousands, or decimals with a comma? Like ``1.234`` they decide
+    nothing, so the file keeps the point (it read 1.20, 2.50 and 15.00 USD, silently); a
+    decimal comma that cannot be a thousand (``0,500``, ``12,50``) still says the comma."""
+    rows = 'merchantReferenceId,amount,currency,status\nA1,"1,200",USD,success\nA2,"2,500",USD,success\n'
+    path = excel_file(tmp_path, "books.csv", (rows + 'A3,"15,000",JPY,success\n').encode())
+    assert describe(path, "ledger", frozenset({"amount"})).decimal == "."
+    assert load_ledger(path).frame["amountMinor"].tolist() == [120000, 250000, 15000]
+    for comma in ("0,500", "12,50", "1234,500"):
+        path.write_text(rows + f'A3,"{comma}",EUR,success\n')
+        assert describe(path, "ledger", frozenset({"amount"})).decimal == ",", comma
+
+
+def test_a_decimal_comma_file_refuses_a_point_decimal_read_as_grouping(tmp_path: Path) -> None:
+    """``0.500`` and ``1.234 567`` in a decimal-comma file are no thousands: refused, not 500."""
+    rows = "merchantReferenceId;amount;currency;status\nm1;12,50;EUR;success\nm2;0.500;EUR;success\n"
+    path = excel_file(tmp_path, "books.csv", (rows + "m3;1.234 567,5;EUR;success\n").encode())
+    loaded = load_ledger(path)
+    assert loaded.frame["amountMinor"].tolist() == [1250]
+    assert loaded.rejected["source_row"].tolist() == [3, 4]
 
 
 def test_a_subscription_ledger_takes_the_same_reading_options(tmp_path: Path) -> None:

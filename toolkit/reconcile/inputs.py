@@ -19,7 +19,6 @@ import dataclasses
 import difflib
 import functools
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
@@ -77,8 +76,6 @@ _SPACE = sources.WHITESPACE
 _WHITESPACE = tuple(_SPACE)
 #: A number as the engine reads it: a sign, digits and a decimal point, nothing else.
 _NUMBER = "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$"
-#: ``1,234``: a thousand grouped, or 1.234 with a decimal comma (``_ungrouped``).
-_ONE_COMMA = re.compile("[+-]?[0-9]{1,3},[0-9]{3}")
 
 
 @dataclass(frozen=True)
@@ -338,9 +335,9 @@ def _amount_reason(row: dict[str, Any], code: int, decimal: str) -> str:
     if code == _NOT_A_NUMBER and decimal == ",":
         return f"{reason} with a decimal comma (e.g. 1.234,56)"
     written = str(row["amount"] or "").strip(_SPACE)
-    if code == _NOT_A_NUMBER and _ONE_COMMA.fullmatch(written):  # refused by ``_ungrouped``
-        whole, _, fraction = written.partition(",")
-        return f"{reason} ({whole}{fraction} or {whole}.{fraction} {currency}? write it without the comma)"
+    if code == _NOT_A_NUMBER and sources.ONE_COMMA.fullmatch(written):  # refused by ``_ungrouped``
+        thousand, decimal_text = written.replace(",", ""), written.replace(",", ".")
+        return f"{reason} ({thousand} or {decimal_text} {currency}? write {thousand} or {decimal_text})"
     if code == _NOT_A_NUMBER and sources.is_comma_decimal(written):
         return f"{reason} (a decimal comma? read the file with the decimal mark ',': --decimal ,)"
     return reason
@@ -526,8 +523,8 @@ def _ungrouped(t: ir.Table, digits: ir.IntegerValue) -> ir.Table:
     dropped; looked at only where ``_is_number`` failed. ``1,234`` alone stays refused for a
     currency of three decimals, where it may be 1.234 written with a decimal comma."""
     grouping = "," + sources.GROUPING
-    grouped = t._w.re_search(f"^[+-]?[0-9]{{1,3}}([{grouping}][0-9]{{3}})+([.][0-9]*)?$")
-    one_comma = t._w.re_search(f"^{_ONE_COMMA.pattern}$")  # 1,234: grouped, or a decimal comma
+    grouped = t._w.re_search(f"^[+-]?{sources.grouped_whole(grouping)}([.][0-9]*)?$")
+    one_comma = t._w.re_search(f"^{sources.ONE_COMMA.pattern}$")  # 1,234: grouped, or a decimal comma
     readable = grouped & ~(one_comma & (digits >= 3))
     return t.mutate(
         _w=t._is_number.ifelse(t._w, readable.ifelse(t._w.re_replace(f"[{grouping}]", ""), t._w)),
@@ -540,7 +537,7 @@ def _point_decimal(written: ir.StringValue) -> ir.StringValue:
     the parser reads: its grouping checked and dropped, its comma a point. Any other text (a
     ``12.50`` included: which mark is meant?) becomes one the parser refuses as not a number."""
     grouping = "." + sources.GROUPING
-    pattern = f"^[+-]?([0-9]{{1,3}}([{grouping}][0-9]{{3}})+|[0-9]*)(,[0-9]*)?$"
+    pattern = f"^[+-]?({sources.grouped_whole(grouping)}|[0-9]*)(,[0-9]*)?$"
     plain = written.re_replace(f"[{grouping}]", "").replace(",", ".")
     return written.re_search(pattern).ifelse(plain, ibis.literal("?"))
 

@@ -74,8 +74,20 @@ DECIMAL_MARKS = (".", ",")
 #: What groups thousands besides the mark that is not the decimal one: spaces (no-break ones
 #: too) and the apostrophe (``1 234,56``, ``1'234.56``).
 GROUPING = " \u00a0\u202f'"
-_COMMA_DECIMAL = re.compile(rf"[+-]?(\d{{1,3}}([.{GROUPING}]\d{{3}})+|\d*),\d+")  # 12,50, 1.234,56
-_POINT_DECIMAL = re.compile(rf"[+-]?(\d{{1,3}}([,{GROUPING}]\d{{3}})+|\d*)\.\d+")  # 12.50, 1,234.56
+
+
+def grouped_whole(separators: str) -> str:
+    """A regular expression (for both backends and Python: no backslash) of a whole number
+    grouped in threes by one of ``separators``, the same one throughout (``1,234 567`` is not a
+    number), its first group not starting with 0 (``0,500`` is a decimal, never a thousand)."""
+    groups = "|".join(f"([{mark}][0-9]{{3}})+" for mark in separators)
+    return f"[1-9][0-9]{{0,2}}({groups})"
+
+
+_COMMA_DECIMAL = re.compile(rf"[+-]?({grouped_whole('.' + GROUPING)}|[0-9]*),[0-9]+")  # 12,50, 1.234,56
+_POINT_DECIMAL = re.compile(rf"[+-]?({grouped_whole(',' + GROUPING)}|[0-9]*)[.][0-9]+")  # 12.50, 1,234.56
+#: ``1,234``: a thousand grouped, or 1.234 with a decimal comma; like ``1.234`` it decides nothing.
+ONE_COMMA = re.compile("[+-]?[1-9][0-9]{0,2},[0-9]{3}")
 _GROUPED = re.compile(r"[+-]?\d{1,3}(\.\d{3})+")  # 1.234: a thousand, or a point decimal
 _SAMPLE = 1 << 16
 _HEAD_LINES = 30  # lines looked at for a title above the header
@@ -282,11 +294,11 @@ def is_comma_decimal(amount: str) -> bool:
 
 def detect_decimal(amounts: list[str]) -> str:
     """``,`` when the sampled amounts are written with a decimal comma (``12,50``, ``1.234,56``)
-    and none with a decimal point (``12.50``, ``1,234.56``); else ``.``. A lone ``1.234`` decides
-    nothing (a thousand, or 1.234 dinars): such a file keeps the point unless ``decimal`` says
-    otherwise."""
+    and none with a decimal point (``12.50``, ``1,234.56``); else ``.``. A lone ``1.234`` or
+    ``1,234`` decides nothing (a thousand, or 1.234 dinars): such a file keeps the point unless
+    ``decimal`` says otherwise, and the point reading refuses ``1,234`` where it is ambiguous."""
     values = [value.strip() for value in amounts]
-    comma = any(is_comma_decimal(v) for v in values)
+    comma = any(is_comma_decimal(v) and not ONE_COMMA.fullmatch(v) for v in values)
     point = any(_POINT_DECIMAL.fullmatch(v) and not _GROUPED.fullmatch(v) for v in values)
     return "," if comma and not point else "."
 
