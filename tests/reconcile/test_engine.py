@@ -224,6 +224,9 @@ def test_the_notebook_view_charts_each_category_and_shows_its_rows_as_the_report
         "ledger 10.00 USD, processor 10.01 USD (difference -0.01); processor row 6",
     ]
     assert "<h4>Row could not be read <code>rejected_row</code>: 4 exceptions</h4>" in html
+    one = run([("a", "1.00", "USD", "success")], [])._repr_html_()
+    assert "0 matched, 1 exception (" in one  # not "1 exceptions"
+    assert "<td>Ledger (the books)</td><td>ledger data passed in from Python</td>" in one  # as the report
 
 
 def test_empty_sides() -> None:

@@ -195,12 +195,12 @@ def test_results_merged_read_back_in_the_order_of_results_held() -> None:
 @pytest.mark.usefixtures("small_batches")
 def test_the_notebook_view_shows_the_first_rows_of_each_category_held_or_read_back() -> None:
     """Typing the result in a cell shows each category's first rows, however few it holds, and
-    the call that loads the rest; a result held and one read back show the same cell."""
-    held, spilled = run(), run(held_rows=0, preview_rows=1)
+    the call that loads the rest; an informational category's oldest, as the report does; a
+    result held and one read back show the same cell."""
+    held, spilled = run(), run(held_rows=0, preview_rows=2)
     view = spilled._repr_html_()
-    assert view == held._repr_html_()
-    for key in ("am-0", "am-1", "am-2", "tr-2", "bad-2"):  # the third row of each: read back
-        assert f'<td style="text-align: left">{key}</td>' in view
+    for key in ("am-0", "am-1", "am-2", "bad-2"):  # the third row of each: read back
+        assert f'<td style="text-align: left; overflow-wrap: anywhere">{key}</td>' in view
     assert "<h4>Amounts differ <code>amount_mismatch</code>: 3 exceptions</h4>" in view
     assert "loads more" not in view  # three rows a category: all shown
     cut = spilled.view(rows=2)._repr_html_()
@@ -208,9 +208,22 @@ def test_the_notebook_view_shows_the_first_rows_of_each_category_held_or_read_ba
     assert "am-1" in cut and "am-2" not in cut
     assert "The first 2 of 3; this result's <code>exceptions_page('amount_mismatch', 2, 1000)</code>" in cut
     assert list(spilled.exceptions_page("amount_mismatch", 2, 1000)["merchantReferenceId"]) == ["am-2"]
+    transit = cut[cut.index("<code>in_transit</code>: 3 for information") :]
+    assert transit.index(">tr-0<") < transit.index(">tr-1<") and ">tr-2<" not in transit  # aged 2, 1
+    assert "The 2 oldest of 3; this result's <code>exceptions_page('in_transit', 0, 1000)</code>" in transit
     counts_only = spilled.view(rows=0)._repr_html_()  # for a notebook that lists the rows below
     assert "am-0" not in counts_only and "<h4>" not in counts_only
     assert counts_only.startswith(view[: view.index("<h4>")])
+
+
+def test_a_tracked_result_shows_states_and_its_informational_rows_in_a_cell(tmp_path: Path) -> None:
+    """A tracked run's exceptions have a state; its rows in transit or within tolerance have none
+    (they are not exceptions), and the cell shows them without one, where it raised."""
+    tracked = track_result(run(), "cell", as_of="2026-11-20", home=tmp_path)
+    view = tracked._repr_html_()
+    assert "<th>state</th>" in view and "<code>in_transit</code>: 3 for information" in view
+    assert "<code>within_tolerance</code>: 3 for information" in view
+    assert ">new<" in view
 
 
 def test_the_parquet_file_holds_the_csv_file_typed(tmp_path: Path) -> None:

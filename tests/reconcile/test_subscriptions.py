@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import pandas as pd
 
-from toolkit.reconcile import load_subscription_ledger, reconcile_subscriptions
+from toolkit.reconcile import load_subscription_ledger, reconcile_subscriptions, write_report
 
 LEDGER = pd.DataFrame(
     [
@@ -85,3 +86,19 @@ def test_merged_with_payments() -> None:
     assert both.exception_count == payments.exception_count + subs.exception_count
     assert both.category_counts["subscription_state_mismatch"] == 1
     assert len(both.counts) == 3
+
+
+def test_merged_with_checks_that_found_nothing_keeps_whole_counts(tmp_path: Path) -> None:
+    """Subscription checks with no row to show have an empty summary; merged, the payments'
+    counts stay whole numbers in the summary, summary.csv and the notebook view (not 1.0)."""
+    from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
+
+    payments = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    clean = reconcile_subscriptions(load_subscription_ledger(LEDGER.iloc[:0]), PROCESSOR.iloc[:0])
+    both = payments.merged(clean)
+    assert both.summary["count"].tolist() == payments.summary["count"].tolist()
+    assert str(both.summary["count"].dtype) == "int64"
+    written = write_report(both, tmp_path, environment="tests")
+    counts = pd.read_csv(written["summary.csv"], dtype=str)["count"].tolist()
+    assert counts == [str(n) for n in payments.summary["count"]]
+    assert "<td>1.0</td>" not in both._repr_html_()

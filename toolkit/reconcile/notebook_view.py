@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from toolkit.charts import EXCEPTION_COLOUR
-from toolkit.reconcile.controller_view import Cell, category_label, category_lines, records_of, row_cells
+from toolkit.reconcile.controller_view import (
+    Cell,
+    category_label,
+    category_lines,
+    info_sections,
+    records_of,
+    row_cells,
+    source_lines,
+)
 from toolkit.reconcile.result import INFO_CATEGORIES, in_report_order
 
 if TYPE_CHECKING:
@@ -47,7 +55,7 @@ def notebook_html(result: ReconciliationResult, rows: int = NOTEBOOK_ROWS) -> st
     when ``rows`` is 0)."""
     return (
         f"<div>{_headline(result)}{_accounting(result)}{_category_bars(result)}"
-        f"{_summary(result)}{_first_rows(result, rows)}</div>"
+        f"{_summary(result)}{_first_rows(result, rows)}{_information_rows(result, rows)}</div>"
     )
 
 
@@ -59,21 +67,23 @@ def _headline(result: ReconciliationResult) -> str:
     tracked = ""
     if result.tracking is not None:
         tracked = f"<p>{html.escape(result.tracking.summary_text().splitlines()[0])}</p>"
+    count = result.exception_count
     return (
-        f"<strong>Reconciliation</strong>: {result.matched_count:,} matched, "
-        f"{result.exception_count:,} exceptions (amount tolerance {result.amount_tolerance.text()})"
+        f"<strong>Reconciliation</strong>: {result.matched_count:,} matched, {count:,} "
+        f"exception{'' if count == 1 else 's'} (amount tolerance {result.amount_tolerance.text()})"
         f"{information}{tracked}"
     )
 
 
 def _accounting(result: ReconciliationResult) -> str:
-    """Each input's rows: matched, in exceptions, rejected (and the optional columns)."""
+    """Each input's rows, its side and source in the report's words (a file by its name, not its
+    local path): matched, in exceptions, rejected (and the optional columns)."""
     extra = [(n, label) for n, label in _ACCOUNTING_EXTRA if any(getattr(c, n) for c in result.counts)]
     rows = "".join(
         f"<tr><td>{html.escape(c.side)}</td><td>{html.escape(c.source)}</td>"
         f"<td>{c.rows:,}</td><td>{c.matched:,}</td><td>{c.exceptions:,}</td>"
         f"<td>{c.rejected:,}</td>" + "".join(f"<td>{getattr(c, name):,}</td>" for name, _ in extra) + "</tr>"
-        for c in result.counts
+        for c in source_lines(result)
     )
     return (
         "<table><thead><tr><th>side</th><th>source</th><th>rows</th><th>matched</th>"
@@ -108,22 +118,18 @@ def _summary(result: ReconciliationResult) -> str:
 
 
 def _first_rows(result: ReconciliationResult, rows: int) -> str:
-    """Each category's first ``rows`` rows under its name, and how to load the rest."""
+    """Each category's first ``rows`` exceptions under its name, and how to load the rest."""
     if rows <= 0:
         return ""
     counts = result.row_counts()
     tracked = result.tracking is not None
     state = ("state",) if tracked else ()
-    names = ("merchantReferenceId", "ledger", "processor", "where", *state, "detail")
-    header = "".join(f"<th>{name}</th>" for name in names)
+    header = _header(("merchantReferenceId", "ledger", "processor", "where", *state, "detail"))
     parts = []
-    for category in in_report_order(c for c, n in counts.items() if n):
+    for category in in_report_order(c for c, n in counts.items() if n and c not in INFO_CATEGORIES):
         count = counts[category]
         page = result.exceptions_page(category, 0, rows)
-        body = "".join(
-            "<tr>" + "".join(_cell(c) for c in row_cells(r, tracked=tracked)) + "</tr>"
-            for r in records_of(page)
-        )
+        body = "".join(_row(row_cells(r, tracked=tracked)) for r in records_of(page))
         more = ""
         if count > len(page):
             more = (
@@ -131,14 +137,43 @@ def _first_rows(result: ReconciliationResult, rows: int) -> str:
                 f"<code>exceptions_page({category!r}, {len(page)}, 1000)</code> loads more.</p>"
             )
         kind = "exception" if count == 1 else "exceptions"
-        kind = "for information, not exceptions" if category in INFO_CATEGORIES else kind
         parts.append(
             f"<h4>{html.escape(category_label(category))} <code>{category}</code>: {count:,} {kind}</h4>"
-            f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>{more}"
+            f"<table>{header}<tbody>{body}</tbody></table>{more}"
         )
     return "".join(parts)
 
 
+def _information_rows(result: ReconciliationResult, rows: int) -> str:
+    """The informational categories as the report lists them: the oldest first (an in-transit
+    payment near the end of its window is the next break), with their age or variance."""
+    if rows <= 0:
+        return ""
+    parts = []
+    for section in info_sections(result, rows):
+        names = ("merchantReferenceId", "ledger", "processor", section.fifth_column, "age (days)", "detail")
+        body = "".join(_row(cells) for cells in section.rows)
+        more = ""
+        if section.count > len(section.rows):
+            more = (
+                f"<p>The {len(section.rows):,} oldest of {section.count:,}; this result's "
+                f"<code>exceptions_page({section.code!r}, 0, 1000)</code> lists them in report order.</p>"
+            )
+        parts.append(
+            f"<h4>{html.escape(section.label)} <code>{section.code}</code>: {section.count:,} "
+            f"for information, not exceptions</h4><table>{_header(names)}<tbody>{body}</tbody></table>{more}"
+        )
+    return "".join(parts)
+
+
+def _header(names: tuple[str, ...]) -> str:
+    return "<thead><tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in names) + "</tr></thead>"
+
+
+def _row(cells: tuple[Cell, ...]) -> str:
+    return "<tr>" + "".join(_cell(c) for c in cells) + "</tr>"
+
+
 def _cell(cell: Cell) -> str:
     sub = f'<br><small style="opacity: .7">{html.escape(cell.sub)}</small>' if cell.sub else ""
-    return f'<td style="text-align: left">{html.escape(cell.text)}{sub}</td>'
+    return f'<td style="text-align: left; overflow-wrap: anywhere">{html.escape(cell.text)}{sub}</td>'

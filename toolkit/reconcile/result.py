@@ -452,8 +452,8 @@ def build_summary(categories: list[str], currencies: list[str], amounts: list[in
             "has": has,
         }
     )
-    if frame.empty:
-        return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS})
+    if frame.empty:  # typed as a summary with rows is: a merged summary keeps whole counts
+        return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS}).astype({"count": "int64", "amount": object})
     totals = (
         frame.groupby(["category", "currency"], sort=False)
         .agg(size=("minor", "size"), total=("minor", "sum"), counted=("has", "sum"))
