@@ -413,16 +413,20 @@ def test_reading_options_that_read_no_file_given_exit_2(
     assert not any((tmp_path / name).exists() for name in "abc")
 
 
-def test_inspect_reads_the_decimal_mark_from_amounts_under_another_name(
+def test_inspect_says_the_decimal_mark_the_run_reads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """No column is named like the amount (``Betrag``): the mark comes from the columns that look
-    like amounts, not from none (which said point for a German export)."""
+    """No column is named like the amount (``Betrag``): the mark is not guessed (``point`` was said
+    of a German export), and ``--map`` names the column it is read from, as by the run. The first
+    rows looked at are the run's too, not only the five shown."""
     books = tmp_path / "buchungen.csv"
-    books.write_text("Referenz;Betrag;Datum;Menge\nm1;1.234,56;01.02.2026;3\nm2;12,50;02.02.2026;1\n")
+    books.write_text("Referenz;Betrag;Gebuehr;Waehrung\nm1;1.234,56;1,5;EUR\nm2;12,50;0,75;EUR\n")
     assert main(["reconcile", "inspect", str(books)]) == 0
+    assert "decimal mark: not detected: no column is named like the amount" in capsys.readouterr().out
+    assert main(["reconcile", "inspect", str(books), "--map", "amount=Betrag"]) == 0
     assert "decimal mark: comma ','" in capsys.readouterr().out
-    books.write_text('Ref,Betrag,Datum\nm1,"1,234.56",01.02.2026\nm2,"1,200",02.02.2026\n')
+    rows = "".join(f'm{i},"{i},50",USD\n' for i in range(1, 6))  # five decimal commas shown
+    books.write_text(f'Ref,amount,currency\n{rows}m6,"1,234.56",USD\n')  # the sixth row decides
     assert main(["reconcile", "inspect", str(books)]) == 0
     assert "decimal mark: point '.'" in capsys.readouterr().out
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from toolkit.cli import main
 from toolkit.errors import InputError
 from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger
 from toolkit.reconcile.sources import ReadOptions, describe
@@ -147,19 +148,32 @@ def test_xlsx_with_a_title_row_and_data_on_the_second_sheet(tmp_path: Path) -> N
         load_ledger(path, sheet=3)
 
 
-def test_a_cover_sheet_with_text_is_passed_over_for_the_sheet_with_the_amounts(tmp_path: Path) -> None:
-    """A workbook's first sheet is often a cover (a title, who prepared it): the sheet read is
-    the first with a column named like the amount, the map's name for it included."""
+def test_a_cover_sheet_with_text_is_passed_over_for_the_sheet_with_the_amounts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workbook's first sheet is often a cover (a title, who prepared it, a small table of
+    totals under "Amount"), or an old sheet hidden: the sheet read is the first visible one whose
+    header names the amount (as mapped) among a payment's columns."""
     path = workbook(tmp_path)
     book = openpyxl.load_workbook(path)
-    for row in (["Books, May 2026"], [], ["Prepared by", "Finance"], ["Checked by", "Controller"]):
-        book["Cover"].append(row)
-    german = book.create_sheet("Buchungen")
+    cover = book["Cover"]
+    for row in (
+        ["Books, May 2026"],
+        [],
+        ["Prepared by", "Finance"],
+        ["Currency", "Amount"],
+        ["USD", "12.30"],
+    ):
+        cover.append(row)
+    old = book.create_sheet("Old", 0)  # hidden, with every column: last month's data
+    old.append(["merchantReferenceId", "amount", "currency", "status"])
+    old.append(["m0", "99.00", "USD", "success"])
+    old.sheet_state = "hidden"
+    german = book.create_sheet("Buchungen", 2)  # Old, Cover, Buchungen, Data
     german.append(["Referenz", "Betrag", "Waehrung", "Status"])
     german.append(["m2", "7.00", "EUR", "success"])
-    book.move_sheet("Buchungen", offset=-1)  # Cover, Buchungen, Data
     book.save(path)
-    assert describe(path, "ledger", frozenset()).sheet == "Data"  # its Amount, not the cover
+    assert describe(path, "ledger", frozenset()).sheet == "Data"  # its Amount
     assert load_ledger(path).frame["amountMinor"].tolist() == [1230]
     mapping = {
         "merchantReferenceId": "Referenz",
@@ -168,6 +182,8 @@ def test_a_cover_sheet_with_text_is_passed_over_for_the_sheet_with_the_amounts(t
         "status": "Status",
     }
     assert load_ledger(path, mapping=mapping).frame["merchantReferenceId"].tolist() == ["m2"]
+    assert main(["reconcile", "inspect", str(path)]) == 0
+    assert "sheet: Data (others: Old, Cover, Buchungen; --sheet NAME)" in capsys.readouterr().out
 
 
 def test_column_error_lists_the_file_suggests_and_shows_the_map(tmp_path: Path) -> None:

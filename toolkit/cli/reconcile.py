@@ -25,9 +25,7 @@ file named like a sub-command is never taken for one.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,12 +52,10 @@ from toolkit.reconcile.inputs import (
 from toolkit.reconcile.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
 from toolkit.reconcile.sources import (
-    GROUPING,
     READ_OPTIONS,
     Described,
     ReadOptions,
     describe,
-    detect_decimal,
     sample,
 )
 from toolkit.reconcile.timing import timing
@@ -204,6 +200,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = actions.add_parser("inspect", help=words, description=words)
     sub.add_argument("inspect_file", metavar="FILE")
     sub.add_argument("--side", choices=("ledger", "processor"), default="ledger", help="whose map to propose")
+    sub.add_argument(
+        "--map",
+        dest="inspect_map",
+        metavar="MAP",
+        help="the file's map, as --ledger-map (amount=Betrag): the decimal mark is then detected from "
+        "its amount column, as the run detects it",
+    )
     _add_read_options(sub, "", dest_prefix="inspect_")
     for name, words in (
         ("ack", "acknowledge exceptions of a track's latest run, with a note"),
@@ -492,37 +495,32 @@ def _inspect(args: argparse.Namespace) -> int:
         except InputError as exc:
             option, _, detail = str(exc).partition(": ")
             raise InputError(f"--{option}: {detail}") from None
+        mapping = parse_mapping(args.inspect_map, "--map") or {}
         described = describe(args.inspect_file, args.side, frozenset(), options)
+        amount = mapping.get("amount") or closest_column("amount", described.columns)
+        if described.kind == "csv" and amount is not None:  # the mark as the run detects it
+            described = describe(args.inspect_file, args.side, frozenset({amount}), options)
         rows, count, exact = sample(described)
-        amount = closest_column("amount", described.columns)
-        if described.kind == "csv" and options.decimal is None:
-            columns = [described.columns.index(amount)] if amount is not None else _amount_like(rows)
-            described = replace(described, decimal=detect_decimal([row[c] for row in rows for c in columns]))
     except (InputError, OSError, UnicodeDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    print(inspection_text(described, rows, count, exact, args.side))
+    unknown = described.kind == "csv" and amount is None and options.decimal is None
+    print(inspection_text(described, rows, count, exact, args.side, mark_unknown=unknown))
     return EXIT_OK
 
 
-#: A sampled value that may be an amount: a sign, then digits with marks and grouping.
-_AMOUNT_LIKE = re.compile(rf"[+-]?[0-9][0-9.,{GROUPING}]*")
-
-
-def _amount_like(rows: list[list[str]]) -> list[int]:
-    """The columns whose sampled values all look like amounts (digits, signs, marks): where the
-    decimal mark is read from when no column is named like the amount (``Betrag``)."""
-    width = min((len(row) for row in rows), default=0)
-    return [
-        c
-        for c in range(width)
-        if any(row[c].strip() for row in rows)
-        and all(_AMOUNT_LIKE.fullmatch(row[c].strip()) for row in rows if row[c].strip())
-    ]
-
-
-def inspection_text(described: Described, rows: list[list[str]], count: int, exact: bool, side: str) -> str:
-    """What ``inspect`` prints: how the file is read, its columns, a sample and a mapping."""
+def inspection_text(
+    described: Described,
+    rows: list[list[str]],
+    count: int,
+    exact: bool,
+    side: str,
+    *,
+    mark_unknown: bool = False,
+) -> str:
+    """What ``inspect`` prints: how the file is read, its columns, a sample and a mapping;
+    ``mark_unknown``: no column is named like the amount, so the decimal mark is not detected
+    (the run detects it from the column mapped to amount)."""
     lines = [f"file: {described.name} ({described.kind})"]
     if described.kind == "csv":
         names = {",": "comma ','", ";": "semicolon ';'", "\t": "tab '\\t'", "|": "pipe '|'"}
@@ -530,12 +528,15 @@ def inspection_text(described: Described, rows: list[list[str]], count: int, exa
         lines.append(f"delimiter: {names.get(described.delimiter, repr(described.delimiter))}")
         lines.append(f"encoding: {encoding}" + (" (with BOM)" if described.bom else " (no BOM)"))
     if described.kind == "xlsx":
-        lines.append(f"sheet: {described.sheet}")
+        others = ", ".join(name for name in described.sheets if name != described.sheet)
+        lines.append(f"sheet: {described.sheet}" + (f" (others: {others}; --sheet NAME)" if others else ""))
     if described.kind in ("csv", "xlsx"):
         lines.append(f"header row: {described.header_line}")
         mark = (
             "comma ',' (amounts such as 1.234,56: --decimal ,)" if described.decimal == "," else "point '.'"
         )
+        if mark_unknown:
+            mark = "not detected: no column is named like the amount (--map amount=COLUMN names it)"
         lines.append(f"decimal mark: {mark}")
     lines.append(f"columns ({len(described.columns)}): {', '.join(described.columns)}")
     lines.append(f"rows: {count}" if exact else f"rows: about {count} (estimated from the file size)")

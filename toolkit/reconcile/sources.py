@@ -172,6 +172,7 @@ class Described:
     header_line: int = 1
     titled: bool = False  # the header was given below the first lines (a title above it)
     sheet: str = ""  # Excel: the sheet read
+    sheets: tuple[str, ...] = ()  # Excel: the workbook's sheets, in order
     decimal: str = "."  # the amounts' decimal mark (``,``: ``1.234,56``)
     parts: tuple[ParquetPart, ...] = ()  # Parquet: the files, grouped by their schema
 
@@ -400,10 +401,10 @@ def _head_lines(path: Path, encoding: str, header_row: int | None) -> list[str]:
 
 
 def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[str]) -> Described:
-    """A sheet: the one named or numbered, else the first with a column named like the amount (a
-    cover sheet before the data is passed over), else the first with data; its header row the one
-    given, else the first of the top 30 rows that fills about as many cells as the widest of them
-    (one fewer allows a data column without a name; a title above the header fills fewer)."""
+    """A sheet: the one named or numbered, else the first visible one whose header names the
+    amount (``amount_columns``, as mapped: a cover sheet before the data is passed over, even one
+    that says "Amount" below its title), else the first visible one with data, else the first with
+    data. Its header row the one given, else ``_header_row``."""
     import openpyxl
 
     book = openpyxl.load_workbook(path, read_only=True, data_only=True)
@@ -421,20 +422,11 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
                 raise InputError(f"{path}: no sheet {options.sheet!r}; sheets are {', '.join(names)}")
             sheet = options.sheet
         else:
-            tops = {n: _top_rows(book[n]) for n in names}
-            wanted = amount_columns | {"amount"}
-            sheet = next(
-                (n for n in names if any(str(c).strip().lower() in wanted for _, r in tops[n] for c in r)),
-                next((n for n in names if tops[n]), names[0]),
-            )
+            sheet = _data_sheet(book, names, amount_columns or frozenset({"amount"}), options.header_row)
         top = _top_rows(book[sheet])
     finally:
         book.close()
-    if options.header_row is not None:
-        header_row = options.header_row
-    else:
-        widest = max((len(cells) for _, cells in top), default=0)
-        header_row = next((row for row, cells in top if len(cells) >= max(widest - 1, 2)), 1)
+    header_row = options.header_row if options.header_row is not None else _header_row(top)
     frame = pd.read_excel(
         path, sheet_name=sheet, header=header_row - 1, dtype=str, keep_default_na=False, engine="openpyxl"
     )
@@ -448,7 +440,38 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
         table=table,
         header_line=header_row,
         sheet=sheet,
+        sheets=tuple(names),
     )
+
+
+#: The fewest columns a sheet of payments has (merchantReferenceId, amount, currency, status): a
+#: cover's small table of totals under "Amount" has fewer.
+_FEWEST_COLUMNS = 4
+
+
+def _data_sheet(book: Any, names: list[str], amounts: frozenset[str], header_row: int | None) -> str:
+    """The sheet ``_describe_xlsx`` reads when none is given."""
+    tops = {name: _top_rows(book[name]) for name in names}
+    visible = [name for name in names if book[name].sheet_state == "visible"]
+
+    def header(name: str) -> list[Any]:
+        row = header_row if header_row is not None else _header_row(tops[name])
+        return next((cells for number, cells in tops[name] if number == row), [])
+
+    named = (
+        n
+        for n in visible
+        if len(header(n)) >= _FEWEST_COLUMNS and any(str(c).strip().lower() in amounts for c in header(n))
+    )
+    with_data = (n for n in (*visible, *names) if tops[n])
+    return next(named, None) or next(with_data, names[0])
+
+
+def _header_row(top: list[tuple[int, list[Any]]]) -> int:
+    """The first of the top rows that fills about as many cells as the widest of them (one fewer
+    allows a data column without a name; a title above the header fills fewer)."""
+    widest = max((len(cells) for _, cells in top), default=0)
+    return next((row for row, cells in top if len(cells) >= max(widest - 1, 2)), 1)
 
 
 def _top_rows(worksheet: ReadOnlyWorksheet) -> list[tuple[int, list[Any]]]:
