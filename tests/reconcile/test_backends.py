@@ -95,39 +95,39 @@ def test_rows_of_empty_fields_are_left_out_as_blank_lines_are(
     assert on_duckdb.counts[0].rows == 2 and on_duckdb.counts[0].matched == 1
 
 
-@pytest.mark.slow
-def test_decimal_commas_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
-    """The decimal-comma reading (no-break spaces and apostrophes among its grouping marks)."""
-    ledger = tmp_path / "books.csv"
-    ledger.write_text(
+#: Ledger text, its decimal mark (None: detected), processor rows, rejected rows, the rows read
+#: that the processor lacks.
+AMOUNT_READINGS: dict[str, tuple[str, str | None, list[tuple[str, str, str, str]], list[int], int]] = {
+    "decimal commas": (  # no-break spaces and apostrophes among the grouping marks
         "merchantReferenceId;amount;currency;status\n"
         "m1;1.234,56;EUR;success\nm2;1\u00a0000,5;EUR;success\nm3;1'000;CHF;success\nm9;12.50;EUR;success\n",
-        encoding="utf-8",
-    )
-    processor = frame([("m1", "1234.56", "EUR", "success"), ("m2", "1000.50", "EUR", "success")])
-    left, right = load_ledger(ledger, decimal=","), load_processor(processor)
-    on_duckdb, on_spark = reconcile(left, right), reconcile(left, right, backend=spark)
-    same(on_duckdb, on_spark)
-    assert on_spark.rejected["source_row"].tolist() == [5]
-    assert on_spark.category_counts["missing_in_processor"] == 1  # m3, read as 1000.00 CHF
-    assert on_spark.category_counts["amount_mismatch"] == 0
+        ",",
+        [("m1", "1234.56", "EUR", "success"), ("m2", "1000.50", "EUR", "success")],
+        [5],
+        1,  # m3, read as 1000.00 CHF
+    ),
+    "thousands grouped": (  # the point reading (``_ungrouped``), refusals included
+        'merchantReferenceId,amount,currency,status\nm1,"1,234.56",USD,success\nm2,"1,200",JPY,success\n'
+        'm3,1\u00a0234.5,EUR,success\nm4,1\'000,CHF,success\nm8,"1,23.4",USD,success\nm9,"1,234",KWD,success\n',
+        None,
+        [("m1", "1234.56", "USD", "success"), ("m2", "1200", "JPY", "success")],
+        [6, 7],
+        2,  # m3 and m4, read
+    ),
+}
 
 
 @pytest.mark.slow
-def test_thousands_grouped_identical_on_spark(spark: Backend, tmp_path: Path) -> None:
-    """The point-decimal reading of grouped thousands (``_ungrouped``), refusals included."""
+@pytest.mark.parametrize("reading", list(AMOUNT_READINGS))
+def test_amount_readings_identical_on_spark(spark: Backend, tmp_path: Path, reading: str) -> None:
+    text, decimal, processor_rows, rejected, unmatched = AMOUNT_READINGS[reading]
     ledger = tmp_path / "books.csv"
-    ledger.write_text(
-        'merchantReferenceId,amount,currency,status\nm1,"1,234.56",USD,success\nm2,"1,200",JPY,success\n'
-        'm3,1\u00a0234.5,EUR,success\nm4,1\'000,CHF,success\nm8,"1,23.4",USD,success\nm9,"1,234",KWD,success\n',
-        encoding="utf-8",
-    )
-    processor = frame([("m1", "1234.56", "USD", "success"), ("m2", "1200", "JPY", "success")])
-    left, right = load_ledger(ledger), load_processor(processor)
+    ledger.write_text(text, encoding="utf-8")
+    left, right = load_ledger(ledger, decimal=decimal), load_processor(frame(processor_rows))
     on_duckdb, on_spark = reconcile(left, right), reconcile(left, right, backend=spark)
     same(on_duckdb, on_spark)
-    assert on_spark.rejected["source_row"].tolist() == [6, 7]
-    assert on_spark.category_counts["missing_in_processor"] == 2  # m3 and m4, read
+    assert on_spark.rejected["source_row"].tolist() == rejected
+    assert on_spark.category_counts["missing_in_processor"] == unmatched
     assert on_spark.category_counts["amount_mismatch"] == 0
 
 
