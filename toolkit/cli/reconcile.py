@@ -51,13 +51,7 @@ from toolkit.reconcile.inputs import (
 )
 from toolkit.reconcile.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
-from toolkit.reconcile.sources import (
-    READ_OPTIONS,
-    Described,
-    ReadOptions,
-    describe,
-    sample,
-)
+from toolkit.reconcile.sources import READ_OPTIONS, Described, ReadOptions, describe, sample
 from toolkit.reconcile.timing import timing
 from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracking import (
@@ -233,7 +227,7 @@ def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: s
         "delimiter": f"CSV delimiter of {whose}, e.g. ';' or '\\t' (default: detected)",
         "encoding": f"text encoding of {whose}, e.g. utf-16, cp1252 (default: detected)",
         "sheet": f"Excel sheet of {whose}, a name or 1-based number "
-        "(default: the first with an amount column, else the first with data)",
+        "(default: the first visible one whose header names the amount, else the first with data)",
         "header-row": f"1-based line (CSV) or row (Excel) of the column names in {whose}, "
         "for a title above them (default: the first line; Excel: detected)",
         "decimal": f"decimal mark of the amounts in {whose}, '.' or ',' for 1.234,56 "
@@ -498,6 +492,8 @@ def _inspect(args: argparse.Namespace) -> int:
         mapping = parse_mapping(args.inspect_map, "--map") or {}
         described = describe(args.inspect_file, args.side, frozenset(), options)
         amount = mapping.get("amount") or closest_column("amount", described.columns)
+        if amount is not None and amount.lower() not in {c.lower() for c in described.columns}:
+            amount = None  # a map naming no column of the file: the run refuses it
         if described.kind == "csv" and amount is not None:  # the mark as the run detects it
             described = describe(args.inspect_file, args.side, frozenset({amount}), options)
         rows, count, exact = sample(described)
