@@ -520,15 +520,16 @@ def parse_amounts(
 def _ungrouped(t: ir.Table, digits: ir.IntegerValue) -> ir.Table:
     """Point-decimal amounts with their thousands grouped (``1,234.56``, ``1 234``, ``1'234.5``,
     as an English or Swiss export writes them) read as numbers, their grouping checked and
-    dropped; looked at only where ``_is_number`` failed. ``1,234`` alone stays refused for a
-    currency of three decimals, where it may be 1.234 written with a decimal comma."""
+    dropped; looked at only where ``_is_number`` failed on some text. ``1,234`` alone stays
+    refused for a currency of three decimals, where it may be 1.234 with a decimal comma."""
     grouping = "," + sources.GROUPING
     grouped = t._w.re_search(f"^[+-]?{sources.grouped_whole(grouping)}([.][0-9]*)?$")
     one_comma = t._w.re_search(f"^{sources.ONE_COMMA.pattern}$")  # 1,234: grouped, or a decimal comma
     readable = grouped & ~(one_comma & (digits >= 3))
+    settled = t._is_number | (t._w == "")  # a number, or no text (an empty price): nothing to try
     return t.mutate(
-        _w=t._is_number.ifelse(t._w, readable.ifelse(t._w.re_replace(f"[{grouping}]", ""), t._w)),
-        _is_number=t._is_number.ifelse(True, readable),
+        _w=settled.ifelse(t._w, readable.ifelse(t._w.re_replace(f"[{grouping}]", ""), t._w)),
+        _is_number=settled.ifelse(t._is_number, readable),
     )
 
 
