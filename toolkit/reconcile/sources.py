@@ -417,13 +417,14 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
                     + ", ".join(names)
                 )
             sheet = names[options.sheet - 1]
+            top = _top_rows(book[sheet])
         elif isinstance(options.sheet, str):
             if options.sheet not in names:
                 raise InputError(f"{path}: no sheet {options.sheet!r}; sheets are {', '.join(names)}")
             sheet = options.sheet
+            top = _top_rows(book[sheet])
         else:
-            sheet = _data_sheet(book, names, amount_columns or frozenset({"amount"}), options.header_row)
-        top = _top_rows(book[sheet])
+            sheet, top = _data_sheet(book, names, amount_columns or frozenset({"amount"}), options.header_row)
     finally:
         book.close()
     header_row = options.header_row if options.header_row is not None else _header_row(top)
@@ -449,8 +450,11 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
 _FEWEST_COLUMNS = 4
 
 
-def _data_sheet(book: Any, names: list[str], amounts: frozenset[str], header_row: int | None) -> str:
-    """The sheet ``_describe_xlsx`` reads when none is given."""
+def _data_sheet(
+    book: Any, names: list[str], amounts: frozenset[str], header_row: int | None
+) -> tuple[str, list[tuple[int, list[Any]]]]:
+    """The sheet ``_describe_xlsx`` reads when none is given, and its top rows (each sheet's are
+    read once, here)."""
     tops = {name: _top_rows(book[name]) for name in names}
     visible = [name for name in names if book[name].sheet_state == "visible"]
 
@@ -464,7 +468,8 @@ def _data_sheet(book: Any, names: list[str], amounts: frozenset[str], header_row
         if len(header(n)) >= _FEWEST_COLUMNS and any(str(c).strip().lower() in amounts for c in header(n))
     )
     with_data = (n for n in (*visible, *names) if tops[n])
-    return next(named, None) or next(with_data, names[0])
+    sheet = next(named, None) or next(with_data, names[0])
+    return sheet, tops[sheet]
 
 
 def _header_row(top: list[tuple[int, list[Any]]]) -> int:
