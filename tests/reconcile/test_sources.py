@@ -378,3 +378,22 @@ def test_an_empty_row_of_a_sheet_is_not_a_row(tmp_path: Path) -> None:
         assert loaded.frame["source_row"].tolist() == [2]
         assert loaded.rejected["source_row"].tolist() == [5]
         assert loaded.row_count == 2
+
+
+def test_a_row_a_field_too_wide_is_found_among_quoted_delimiters(tmp_path: Path) -> None:
+    """A file with more delimiters than its rows hold (quoted ``"1,234.56"``, a value spanning
+    lines) is split by Arrow's parser; only a record wider than the header refuses the file,
+    by its line, whether the header has a BOM, the lines end in CRLF or the delimiter is ``;``."""
+    rows = [
+        "merchantReferenceId;amount;currency;status",
+        'm1;"1;5";EUR;success',
+        'm2;"2,00";EUR;"succ\r\ness"',
+        "m3;3,00;EUR;success",
+    ]
+    path = tmp_path / "books.csv"
+    path.write_bytes(("\ufeff" + "\r\n".join(rows) + "\r\n").encode())
+    assert load_ledger(path).row_count == 3
+    rows.insert(3, "m4;4,00;EUR;success;")  # a trailing delimiter: a fifth field, empty
+    path.write_bytes(("\ufeff" + "\r\n".join(rows) + "\r\n").encode())
+    with pytest.raises(InputError, match=r"line 5 cannot be read \(5 fields where the header has 4"):
+        _ = load_ledger(path).row_count

@@ -102,3 +102,19 @@ def test_merged_with_checks_that_found_nothing_keeps_whole_counts(tmp_path: Path
     counts = pd.read_csv(written["summary.csv"], dtype=str)["count"].tolist()
     assert counts == [str(n) for n in payments.summary["count"]]
     assert "<td>1.0</td>" not in both._repr_html_()
+
+
+def test_merged_rejected_rows_are_one_line_of_the_summary(tmp_path: Path) -> None:
+    """Rejected rows of payments (4) and of subscriptions (1) merged are one ``rejected_row``
+    line of 5 in the summary and summary.csv, as in a result of either; no line is repeated."""
+    from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
+
+    payments = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
+    subs = reconcile_subscriptions(load_subscription_ledger(LEDGER), PROCESSOR)
+    both = payments.merged(subs)
+    lines = both.summary.set_index(["category", "currency"])
+    assert lines.index.is_unique
+    assert lines.loc[("rejected_row", ""), "count"] == 5
+    assert both.summary["count"].sum() == payments.summary["count"].sum() + subs.summary["count"].sum()
+    written = pd.read_csv(write_report(both, tmp_path, environment="tests")["summary.csv"], dtype=str)
+    assert written["category"].tolist().count("rejected_row") == 1

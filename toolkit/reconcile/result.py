@@ -387,7 +387,7 @@ class ReconciliationResult:
             )
             spilled = SpilledRows({c: both.counts[c] for c in in_report_order(both.counts)}, both.read)
         return ReconciliationResult(
-            summary=_sort_summary(pd.concat([self.summary, other.summary], ignore_index=True)),
+            summary=_summed_summary(pd.concat([self.summary, other.summary], ignore_index=True)),
             exceptions=_sort_exceptions(pd.concat([self.exceptions, other.exceptions], ignore_index=True)),
             matched_rows=self.matched_rows + other.matched_rows,
             rejected=pd.concat(
@@ -439,6 +439,22 @@ def _sort_summary(frame: pd.DataFrame) -> pd.DataFrame:
     keyed = frame.assign(_rank=frame["category"].map(order))
     keyed = keyed.sort_values(["_rank", "currency"], kind="stable")
     return keyed.drop(columns="_rank").reset_index(drop=True)
+
+
+def _summed_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """One line per category and currency: the rejected rows of payments and of subscriptions
+    merged are one ``rejected_row`` line, as in a result of either (amounts added exactly; None
+    where neither has one)."""
+    lines: dict[tuple[str, str], tuple[int, Decimal | None]] = {}
+    for category, currency, count, amount in frame[list(SUMMARY_COLUMNS)].itertuples(index=False):
+        before, total = lines.get((category, currency), (0, None))
+        if amount is not None and amount is not pd.NA:
+            with localcontext(Context(prec=40)):  # exact: sums of DECIMAL(38) amounts
+                total = Decimal(amount) + (total or 0)
+        lines[(category, currency)] = (before + int(count), total)
+    rows = [(category, currency, count, amount) for (category, currency), (count, amount) in lines.items()]
+    summed = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).astype({"count": "int64", "amount": object})
+    return _sort_summary(summed)
 
 
 def build_summary(categories: list[str], currencies: list[str], amounts: list[int | None]) -> pd.DataFrame:
