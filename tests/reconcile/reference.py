@@ -407,6 +407,8 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                 first_l.minor if first_l is not None else first_p.minor,
             )
         )
+    if any(f.category not in INFO for f in found):  # an exception is that exception only
+        found = [f for f in found if f.category not in INFO]
     return found
 
 

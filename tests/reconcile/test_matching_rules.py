@@ -257,6 +257,53 @@ def test_matches_within_tolerance_carry_their_variance_summed_per_currency(
     assert planted.amount_tolerance.text() == "0.5% (at least 3 minor units); JPY 1 minor unit"
 
 
+#: Keys that are exceptions and would also be information: each is its exception only.
+EXCEPTION_ONLY = {
+    "PENDING-DIFFERS": (  # pending in the window, but charged 0.50 more
+        [("2026-11-18", "10.00", "USD", "success")],
+        [("2026-11-18T12:00:00Z", "10.50", "USD", "pending", "", "")],
+        {"amount_mismatch"},
+    ),
+    "NEAR-FAILED": (  # within the tolerance, but failed
+        [("2026-11-15", "100.00", "USD", "success")],
+        [("2026-11-15T10:00:00Z", "100.40", "USD", "failure", "", "")],
+        {"status_mismatch"},
+    ),
+    "NEAR-TWICE": (  # within the tolerance, but charged twice
+        [("2026-11-15", "100.00", "USD", "success")],
+        [("2026-11-15T10:00:00Z", "100.40", "USD", "success", "", "")] * 2,
+        {"duplicate_in_processor"},
+    ),
+    "RATED-FAILED": (  # within the tolerance at the day's rate, but failed
+        [("2026-11-18", "20.00", "USD", "success")],
+        [("2026-11-18T10:00:00Z", "18.41", "EUR", "failure", "", "")],
+        {"status_mismatch"},
+    ),
+}
+
+
+def test_a_payment_with_an_exception_is_neither_in_transit_nor_within_tolerance(
+    backend: Backend, rates_file: Path
+) -> None:
+    """A payment that failed or was charged twice is no variance to post, and an amount at risk
+    is not also at stake in transit: the summary's information leaves them out, and the
+    information counts agree with the rows counted (they were listed as both)."""
+    ledger = [(key, *row) for key, (rows_, _, _) in EXCEPTION_ONLY.items() for row in rows_]
+    processor = [(key, *row) for key, (_, rows_, _) in EXCEPTION_ONLY.items() for row in rows_]
+    result = reconcile(
+        load_ledger(pd.DataFrame(ledger, columns=LEDGER_COLUMNS)),
+        load_processor(pd.DataFrame(processor, columns=PROCESSOR_COLUMNS)),
+        amount_tolerance=TOLERANCE,
+        as_of=AS_OF,
+        fx_rates=rates_file,
+        backend=backend,
+    )
+    assert categories(result) == {key: cats for key, (_, _, cats) in EXCEPTION_ONLY.items()}
+    assert result.info_count == 0
+    assert set(result.summary["category"]) == {"amount_mismatch", "status_mismatch", "duplicate_in_processor"}
+    assert all(c.adds_up and c.in_transit == 0 for c in result.counts)
+
+
 def test_an_unreadable_date_is_a_rejected_row_with_its_reason(planted: ReconciliationResult) -> None:
     row = rows(planted, "BAD-DATE", "rejected_row")
     assert "date '31/11/2026' is not a date or time" in row["detail"]

@@ -7,7 +7,8 @@ by the backend (DuckDB by default, Spark on request; ``backends.py``):
 2. ``pair_keys``: one row per key of each side (how many rows, the first row's values), the two
    sides joined on the key (``align_period`` first places a period's boundary payments);
 3. ``classify``: the categories of each key, and only the keys with a flag kept; ``resolve_fx``
-   decides the keys in two currencies at reference rates;
+   decides the keys in two currencies at reference rates; ``informational_apart`` leaves a key
+   with an exception out of the informational categories;
 4. ``exception_rows``: one row per exception, with its detail, in report order;
 5. ``count_rows`` and ``summarise``: the row accounting, the totals, the summary.
 
@@ -40,6 +41,9 @@ Rules where the issue leaves a choice:
   ``missing_in_ledger`` and ``unknown_outcome``.
 * The amount of an exception (in the summary) is the ledger amount when the ledger has the key,
   else the processor amount; for ``amount_mismatch`` it is the absolute difference.
+* A key with an exception is that exception only: it is neither ``in_transit`` nor
+  ``within_tolerance`` as well (a payment that failed or was charged twice is no variance to
+  post, and an amount at risk is not also at stake in transit).
 * Each input row is counted once: ``matched`` when its key has no exception (within tolerance
   included), else ``exception``, or ``in_transit``, or ``rejected`` when it could not be read,
   or ``outside`` when a period left it out, or ``after_cutoff``. Informational rows
@@ -239,7 +243,8 @@ def reconcile(
         )
         pro = align_period(engine, led, pro, rules.grace)
         keys = pair_keys(led, pro, rules)
-        flagged, fx = resolve_fx(engine, engine.keep(classify(keys, rules)), rules)
+        resolved, fx = resolve_fx(engine, engine.keep(classify(keys, rules)), rules)
+        flagged = engine.keep(informational_apart(resolved))
         stats = flag_stats(engine, flagged)
         repeated = {
             side.name: repeated_rows(engine, side, flagged)
@@ -610,15 +615,15 @@ def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Tab
         "fx_text": ibis.null("string"),
     }
     if rules.rates is None:
-        return engine.keep(flagged.mutate(**nothing)), empty
+        return flagged.mutate(**nothing), empty
     checks = flagged.filter(flagged.fx_check | flagged.price_match)
     columns = ("key", "l_minor", "l_cur", "p_minor", "p_cur", "p_when", "l_when", "fx_check")
     table = engine.arrow(checks.select(*columns, "amount_mismatch", "within_tolerance").order_by("key"))
     if not table.num_rows:
-        return engine.keep(flagged.mutate(**nothing)), empty
+        return flagged.mutate(**nothing), empty
     decided, lines, missing = _at_rates(table.to_pylist(), rules.rates, rules.tolerance)
     if not decided:
-        return engine.keep(flagged.mutate(**nothing)), _Fx(pd.DataFrame(lines, columns=list(FX_COLUMNS)))
+        return flagged.mutate(**nothing), _Fx(pd.DataFrame(lines, columns=list(FX_COLUMNS)))
     outcome = ibis.memtable(
         pa.table(
             {
@@ -638,17 +643,32 @@ def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Tab
         within_tolerance=joined.within_tolerance | (state == _FX_WITHIN).fill_null(False),
     )
     frame = pd.DataFrame(lines, columns=list(FX_COLUMNS))
-    return engine.keep(resolved), _Fx(frame, tuple(sorted(missing)))
+    return resolved, _Fx(frame, tuple(sorted(missing)))
+
+
+def _exception(flagged: ir.Table) -> ir.BooleanValue:
+    """Whether each flagged key has an exception flag."""
+    exception = ibis.literal(False)
+    for name in _EXCEPTION_FLAGS:
+        exception |= flagged[name]
+    return exception
+
+
+def informational_apart(flagged: ir.Table) -> ir.Table:
+    """A key with an exception is that exception only, never also in transit or matched within
+    tolerance: a payment that failed or was charged twice is no variance to post, and its
+    amount is at risk, not at stake in transit (the rows are counted in exceptions)."""
+    exception = _exception(flagged)
+    return flagged.mutate(
+        in_transit=flagged.in_transit & ~exception, within_tolerance=flagged.within_tolerance & ~exception
+    )
 
 
 def _outcome(flagged: ir.Table) -> tuple[ir.BooleanValue, ir.BooleanValue]:
     """Whether each flagged key is an exception (any exception flag) or, failing that, in transit
     (its rows then counted apart); any other flagged key is matched (within tolerance, or
     exact at a reference rate)."""
-    exception = ibis.literal(False)
-    for name in _EXCEPTION_FLAGS:
-        exception |= flagged[name]
-    return exception, flagged.in_transit & ~exception
+    return _exception(flagged), flagged.in_transit
 
 
 def flag_stats(engine: Backend, flagged: ir.Table) -> pd.DataFrame:
