@@ -221,3 +221,26 @@ def test_a_get_is_retried_after_a_dropped_connection(controls: SandboxControls, 
     assert mine["fault"].isna().tolist() == [True, False]  # newest first: the retry, then the dropped one
     assert mine["fault"].iloc[1] == "drop_before_commit" and pd.isna(mine["status"].iloc[1])
     assert mine["status"].iloc[0] == 404
+
+
+async def test_a_converted_payment_without_an_answer_is_shown_in_the_currency_asked(
+    controls: SandboxControls, async_client: AsyncClient, journal: Journal
+) -> None:
+    """10.50 USD to be paid in JPY: a call dropped after the commit is ``unknown`` and one refused
+    (429) is a failed call, each shown with the amount and currency asked for. The frame paired
+    10.50 with JPY, no amount at all, and the whole batch raised instead of showing any outcome."""
+    tag = uuid.uuid4().hex[:8]
+    converted = [
+        {**payment(f"fx-{n}-{tag}"), "amount": Decimal("10.50"), "paymentCurrency": "JPY"} for n in range(3)
+    ]
+    controls.add_fault(route="POST /payment", mode="drop_after_commit", count=1)
+    controls.add_fault(route="POST /payment", mode="error", count=1, status=429, retryAfter=1)
+    result = await acreate_payments(
+        converted, client=async_client, journal=journal, progress=False, concurrency=1
+    )
+    frame = result.frame
+    assert sorted(frame["outcomeState"]) == ["rejected", "succeeded", "unknown"]
+    unknown = frame[frame["outcomeState"] == "unknown"].iloc[0]
+    assert (unknown["status"], unknown["amount"], unknown["currency"]) == ("unknown", Decimal("10.50"), "USD")
+    paid = frame[frame["outcomeState"] == "succeeded"].iloc[0]
+    assert (paid["amount"], paid["currency"]) == (Decimal("1575"), "JPY")  # 10.50 USD at the sandbox's rate

@@ -33,6 +33,17 @@ def _journal_columns(records: Sequence[JournalRecord]) -> dict[str, Any]:
     }
 
 
+def _charged(request: dict[str, Any], response: dict[str, Any]) -> tuple[Any, Any]:
+    """The amount and its currency: what the service answered, else what was asked for, in the
+    currency it was asked in (a call without an answer converted nothing: 10.50 USD asked to be
+    paid in JPY is not 10.50 JPY, which is no amount at all)."""
+    if response.get("amount") is not None:
+        return response["amount"], (
+            response.get("currency") or request.get("paymentCurrency") or request.get("currency")
+        )
+    return request.get("amount"), request.get("currency")
+
+
 def _status_name(record: JournalRecord) -> str | None:
     if record.state in UNKNOWN_STATES:
         return "unknown"
@@ -71,16 +82,9 @@ def payments_frame(
     requests = [r.request for r in records]
     responses = [r.response or {} for r in records]
     actions = [resp.get("action") or {} for resp in responses]
-    amounts = col.amounts(
-        [
-            resp.get("amount", req.get("amount")) if resp else req.get("amount")
-            for req, resp in zip(requests, responses, strict=True)
-        ]
-    )
-    currencies = [
-        resp.get("currency") or req.get("paymentCurrency") or req.get("currency")
-        for req, resp in zip(requests, responses, strict=True)
-    ]
+    charged = [_charged(req, resp) for req, resp in zip(requests, responses, strict=True)]
+    amounts = col.amounts([amount for amount, _ in charged])
+    currencies = [currency for _, currency in charged]
 
     def asked(name: str) -> list[Any]:
         return [req.get(name) for req in requests]
