@@ -10,7 +10,7 @@ from pydantic import SecretStr
 from toolkit import Client, Journal
 from toolkit.config import Settings
 from toolkit.environment import Environment, resolve_environment
-from toolkit.errors import ConfigurationError
+from toolkit.errors import ConfigurationError, JournalError
 from toolkit.sandbox.embedded import RunningSandbox
 
 
@@ -83,3 +83,30 @@ def test_environment_is_exported_from_the_package() -> None:
     import toolkit
 
     assert toolkit.Environment is Environment
+
+
+def test_one_service_spelled_two_ways_is_one_journal(tmp_path: Path) -> None:
+    """``HTTP://Host:80/`` and ``http://host`` are one service: they named two journals, so a
+    payment recorded in one was sent again through the other."""
+
+    def environment(url: str) -> Environment:
+        return resolve_environment(Settings(home=tmp_path), base_url=url, api_key="sk_test")
+
+    plain = environment("http://pay.example.com/v1")
+    for spelling in ("HTTP://Pay.Example.com:80/v1/", "http://pay.example.com/v1//"):
+        assert environment(spelling).key == plain.key
+        assert environment(spelling).base_url == "http://pay.example.com/v1"
+    assert environment("https://pay.example.com:443/v1").key == environment("https://pay.example.com/v1").key
+    assert environment("http://pay.example.com:8080/v1").key != plain.key
+    with pytest.raises(ConfigurationError, match="not a valid URL"):
+        environment("http://127.000.000.001:8000")
+
+
+def test_a_journal_kept_under_the_url_as_written_is_refused_not_passed_over(tmp_path: Path) -> None:
+    spelled = resolve_environment(Settings(home=tmp_path), base_url="HTTP://Pay.Example.com", api_key="k")
+    assert spelled.former_key is not None and spelled.former_key != spelled.key
+    (tmp_path / "journal").mkdir()
+    (tmp_path / "journal" / f"{spelled.former_key}.sqlite").write_bytes(b"")
+    with pytest.raises(JournalError, match=r"named by the URL as written.*move it.*Nothing was sent"):
+        Journal.for_environment(spelled, tmp_path)
+    assert not Journal.path_for(spelled, tmp_path).exists()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import SecretStr
 
 from toolkit.config import KEY_TEXT, Settings, load_settings
@@ -36,6 +37,8 @@ class Environment:
     api_key: SecretStr = field(repr=False)
     key: str
     label: str
+    #: The journal's name before URLs were named in one spelling, where it differs (``_service``).
+    former_key: str | None = None
 
     @property
     def is_sandbox(self) -> bool:
@@ -107,11 +110,26 @@ def _service(url: str, key: SecretStr | None) -> Environment:
         raise ConfigurationError(f"TOOLKIT_BASE_URL must be an http(s) URL, got {url!r}")
     if key is None or not key.get_secret_value():
         raise ConfigurationError(f"TOOLKIT_API_KEY is required to call {url}")
-    url = url.rstrip("/")
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", parsed.netloc).strip("-")
+    try:  # one spelling of the URL: HTTP://Host:80/ and http://host name one service, one journal
+        canonical = httpx.URL(str(httpx.URL(url)))  # twice: a default port goes once the scheme is lower case
+    except httpx.InvalidURL as exc:
+        raise ConfigurationError(f"TOOLKIT_BASE_URL {url!r} is not a valid URL ({exc})") from None
+    named = _key(str(canonical).rstrip("/"), canonical.netloc.decode("ascii"))
+    written = _key(url.rstrip("/"), parsed.netloc)
+    url = str(canonical).rstrip("/")
     return Environment(
-        kind="service", base_url=url, api_key=key, key=f"{slug}-{_digest(url)}", label=f"service at {url}"
+        kind="service",
+        base_url=url,
+        api_key=key,
+        key=named,
+        label=f"service at {url}",
+        former_key=written if written != named else None,
     )
+
+
+def _key(url: str, netloc: str) -> str:
+    """A service's journal name: its host and port, readable, and a digest of its URL."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", netloc).strip("-") + "-" + _digest(url)
 
 
 def _digest(text: str) -> str:

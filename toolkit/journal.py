@@ -227,8 +227,21 @@ class Journal:
 
     @classmethod
     def for_environment(cls, environment: Environment, home: Path) -> Journal:
-        """The journal of an environment under ``home`` (``TOOLKIT_HOME``)."""
-        return cls(cls.path_for(environment, home), environment=environment.label)
+        """The journal of an environment under ``home`` (``TOOLKIT_HOME``).
+
+        A journal kept under the name the URL had as written (before one spelling named one
+        service) is refused, not passed over: what it recorded would be sent again.
+        """
+        path = cls.path_for(environment, home)
+        if environment.former_key is not None:
+            former = home / "journal" / f"{environment.former_key}.sqlite"
+            if former.exists():
+                raise JournalError(
+                    f"the journal of the {environment.label} is {former}, named by the URL as "
+                    f"written; a service's journal is now named by its URL in one spelling: move "
+                    f"it (with its -wal file, while no run uses it) to {path}. Nothing was sent"
+                )
+        return cls(path, environment=environment.label)
 
     @classmethod
     def open(cls, environment: Environment | None = None) -> Journal:
