@@ -328,3 +328,36 @@ def test_a_tracked_report_lists_informational_rows_without_a_state(tmp_path: Pat
     ]
     html = paths["report.html"].read_text(encoding="utf-8")
     assert "<strong>1 new, 0 open, 0 acknowledged</strong>" in html
+
+
+def test_an_acknowledgement_lapses_when_a_duplicate_gains_rows_or_a_rejected_row_its_amount(
+    tmp_path: Path,
+) -> None:
+    """Two charges acknowledged ("refund issued") are not four, and a rejected row of 10.00
+    acknowledged is not one of 50000.00: each kept its acknowledgement, and the nightly
+    threshold passed."""
+
+    def day(name: str, charges: int, amount: str) -> ReconciliationResult:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "ledger.csv").write_text(f"{HEADER}x,10.00,USD,success\n,{amount},USD,success\n")
+        (folder / "processor.csv").write_text(HEADER + "x,10.00,USD,success\n" * charges)
+        return reconcile(
+            load_ledger(folder / "ledger.csv"),
+            load_processor(folder / "processor.csv"),
+            track="t",
+            as_of=name,
+        )
+
+    first = day("2026-06-03", 2, "10.00")
+    ids = first.exceptions.set_index("category")["exceptionId"]
+    acknowledge("t", [ids["duplicate_in_processor"], ids["rejected_row"]], note="refund issued", by="ana")
+    same = day("2026-06-04", 2, "10.00")
+    assert set(same.exceptions["state"]) == {"acknowledged"}
+    changed = day("2026-06-05", 4, "50000.00").exceptions.set_index("category")
+    assert changed.loc["duplicate_in_processor", "state"] == "open"
+    assert str(changed.loc["duplicate_in_processor", "stateReason"]).endswith("lapsed: rows 2 -> 4")
+    assert changed.loc["rejected_row", "state"] == "open"
+    assert str(changed.loc["rejected_row", "stateReason"]).endswith(
+        "lapsed: amount as written 10.00 -> 50000.00"
+    )

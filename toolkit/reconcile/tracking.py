@@ -8,7 +8,8 @@ exceptions gets a stable ``exceptionId`` and a ``state``:
 * ``open``: in the previous run too; ``firstSeen`` is the cut-off of the first run of the unbroken
   streak in which it has been seen, ``ageDays`` the whole days from then to this cut-off;
 * ``acknowledged``: a person acknowledged it (``acknowledge``) and its facts (amounts, currencies,
-  statuses on both sides) are still those they saw; when the facts change the acknowledgement
+  statuses on both sides, a duplicate's number of rows, a rejected row's amount as written) are
+  still those they saw; when the facts change the acknowledgement
   lapses for good and the exception is ``open`` again, ``stateReason`` saying what changed;
 * ``resolved``, listed apart (``Tracking.resolved``): in the previous run, not in this one; with
   when it was first seen, last seen, and the cut-off at which it was gone.
@@ -103,6 +104,13 @@ FACT_COLUMNS: tuple[str, ...] = (
     "ledger_status",
     "processor_status",
 )
+#: What else an acknowledgement is of, stored after ``FACT_COLUMNS``: how many rows a duplicate
+#: has (two charges acknowledged are not four), and a rejected row's amount as written (10.00
+#: acknowledged is not 50000.00). An acknowledgement recorded before they were added is of the
+#: first facts only.
+MORE_FACTS: tuple[str, ...] = ("rows", "amount as written")
+#: ``appears 4 times in the processor (rows ...)``: a duplicate's detail (``engine.py``).
+_TIMES = re.compile(r"^appears (\d+) times")
 #: Columns of ``Tracking.resolved``.
 RESOLVED_COLUMNS: tuple[str, ...] = (
     "exceptionId",
@@ -295,15 +303,36 @@ def exception_ids(track: str, exceptions: pd.DataFrame, sides: dict[str, str]) -
     return ids
 
 
-def _facts(exceptions: pd.DataFrame) -> list[list[str]]:
+def _facts(exceptions: pd.DataFrame, rejected: pd.DataFrame) -> list[list[str]]:
+    """Each exception's ``FACT_COLUMNS`` and ``MORE_FACTS``, as text; ``rejected`` is the
+    result's rejected rows, as written."""
     columns = [[cell_text(v) for v in exceptions[c].tolist()] for c in FACT_COLUMNS]
-    return [list(row) for row in zip(*columns, strict=True)] if columns[0] else []
+    written = {
+        (cell_text(source), int(row)): cell_text(amount)
+        for source, row, amount in zip(
+            rejected["source"], rejected["source_row"], rejected["amount"], strict=True
+        )
+    }
+    rows, amounts = [], []
+    for category, detail, source, row in zip(
+        exceptions["category"].astype(str),
+        exceptions["detail"],
+        exceptions["source"],
+        exceptions["source_row"],
+        strict=True,
+    ):
+        times = _TIMES.match(cell_text(detail)) if category.startswith("duplicate_in_") else None
+        rows.append(times.group(1) if times else "")
+        rejected_row = category == "rejected_row"
+        amounts.append(written.get((cell_text(source), int(row)), "") if rejected_row else "")
+    return [list(fact) for fact in zip(*columns, rows, amounts, strict=True)]
 
 
 def _changes(before: Sequence[str], after: Sequence[str]) -> str:
+    """What changed, fact by fact, of the facts ``before`` has (``MORE_FACTS`` may be missing)."""
     return ", ".join(
         f"{name} {a or '(none)'} -> {b or '(none)'}"
-        for name, a, b in zip(FACT_COLUMNS, before, after, strict=True)
+        for name, a, b in zip((*FACT_COLUMNS, *MORE_FACTS), before, after, strict=False)
         if a != b
     )
 
@@ -588,7 +617,7 @@ def _state(
     if not (fresh or previous_state == "acknowledged"):
         return base, carried
     acknowledged_facts = signoff.payload["facts"][exception_id]
-    if acknowledged_facts == facts:
+    if acknowledged_facts == facts[: len(acknowledged_facts)]:
         return "acknowledged", f"acknowledged by {who}: {signoff.payload['note']}"
     return base, f"acknowledgement by {who} lapsed: {_changes(acknowledged_facts, facts)}"
 
@@ -712,7 +741,7 @@ def _track(
     exceptions = result.exceptions[tracked]
     sides = {c.source: c.side for c in result.counts}
     ids = exception_ids(track, exceptions, sides)
-    facts = _facts(exceptions)
+    facts = _facts(exceptions, result.rejected)
     before = _rows(previous) if previous is not None else {}
     as_of_text = utc_text(as_of)
     states, first_seen, reasons, ages = [], [], [], []
@@ -733,7 +762,15 @@ def _track(
         rows.append([exception_id, category, cell_text(key), fact, state, first, reason])
     current = set(ids)
     resolved_rows = [
-        [exception_id, row[1], row[0], *row[2], row[4], previous.payload["asOf"], as_of_text]
+        [
+            exception_id,
+            row[1],
+            row[0],
+            *row[2][: len(FACT_COLUMNS)],
+            row[4],
+            previous.payload["asOf"],
+            as_of_text,
+        ]
         for exception_id, row in before.items()
         if exception_id not in current and previous is not None
     ]
