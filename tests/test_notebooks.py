@@ -623,14 +623,14 @@ def test_reconciliation_tracked_over_two_days(
     )
     second = csv(tmp_path / "reports" / "d2" / "exceptions.csv").set_index("merchantReferenceId")
     assert second["state"].to_dict() == {"A-1": "acknowledged", "A-2": "open", "A-3": "open"}
-    assert set(second["ageDays"]) == {"3"} and set(second["firstSeen"]) == {"2026-11-01T00:00:00Z"}
+    assert set(second["ageDays"]) == {"3"} and set(second["firstSeen"]) == {"2026-11-01T23:59:59Z"}
     for name in ("states.csv", "ages.csv", "resolved.csv", "report.xlsx"):
         assert (tmp_path / "reports" / "d2" / name).is_file()
     text = "".join(
         str(o.get("text", "")) for o in outputs(tmp_path / "reports" / "d2" / "reconciliation_report.ipynb")
     )
     assert (
-        "track nightly: run 2 as of 2026-11-04T00:00:00Z (previous run 1): 0 new, 2 open, 1 acknowledged"
+        "track nightly: run 2 as of 2026-11-04T23:59:59Z (previous run 1): 0 new, 2 open, 1 acknowledged"
         in text
     )
     html = (tmp_path / "reports" / "d2" / "reconciliation_report.html").read_text()

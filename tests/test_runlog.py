@@ -47,7 +47,7 @@ def test_tracked_runs_write_run_json_and_the_index(
     assert manifest["exitCode"] == 1 and manifest["status"] == "findings"
     assert "older than max-age 1 days" in manifest["reason"]
     assert (
-        manifest["track"] == "nightly" and manifest["run"] == 2 and manifest["asOf"] == "2026-11-03T00:00:00Z"
+        manifest["track"] == "nightly" and manifest["run"] == 2 and manifest["asOf"] == "2026-11-03T23:59:59Z"
     )
     assert manifest["counts"] == {"exceptions": 2, "new": 0, "open": 2, "acknowledged": 0, "resolved": 0}
     assert manifest["parameters"]["max_age"] == 1 and manifest["parameters"]["ledger"] == str(ledger)

@@ -107,7 +107,7 @@ def test_lifecycle_over_four_runs(tmp_path: Path) -> None:
     }
     assert ident(third, "c") == ident(first, "c")  # stable across runs
     row = third.exceptions.set_index("merchantReferenceId").loc["c"]
-    assert row["firstSeen"] == "2026-11-01T00:00:00Z"
+    assert row["firstSeen"] == "2026-11-01T23:59:59Z"
     assert "acknowledged by ana" in row["stateReason"] and "sent late" in row["stateReason"]
 
     # Day 10: the processor's amount of b changes (the acknowledgement lapses, saying why), d is
@@ -125,9 +125,9 @@ def test_lifecycle_over_four_runs(tmp_path: Path) -> None:
     assert tenth.tracking is not None
     resolved = tenth.tracking.resolved
     assert list(resolved["merchantReferenceId"]) == ["d"]
-    assert resolved.iloc[0]["firstSeen"] == "2026-11-01T00:00:00Z"
-    assert resolved.iloc[0]["lastSeen"] == "2026-11-03T00:00:00Z"
-    assert resolved.iloc[0]["resolvedAt"] == "2026-11-10T00:00:00Z"
+    assert resolved.iloc[0]["firstSeen"] == "2026-11-01T23:59:59Z"
+    assert resolved.iloc[0]["lastSeen"] == "2026-11-03T23:59:59Z"
+    assert resolved.iloc[0]["resolvedAt"] == "2026-11-10T23:59:59Z"
     assert tenth.tracking.state_counts() == {"new": 0, "open": 2, "acknowledged": 1, "resolved": 1}
 
     # Day 11: b's amount goes back, but a lapsed acknowledgement stays lapsed; d comes back: new,
@@ -220,7 +220,7 @@ def test_verify_names_the_first_changed_entry_and_runs_are_refused(tmp_path: Pat
         db.execute("UPDATE entries SET payload = replace(payload, '5.00', '5.01') WHERE number = 2")
     db.close()
     with pytest.raises(
-        TrackIntegrityError, match=r"entry 2 \(run 1 as of 2026-11-01T00:00:00Z\) does not match"
+        TrackIntegrityError, match=r"entry 2 \(run 1 as of 2026-11-01T23:59:59Z\) does not match"
     ):
         verify_track("t")
     with pytest.raises(TrackIntegrityError, match="entry 2"):
@@ -361,3 +361,28 @@ def test_an_acknowledgement_lapses_when_a_duplicate_gains_rows_or_a_rejected_row
     assert str(changed.loc["rejected_row", "stateReason"]).endswith(
         "lapsed: amount as written 10.00 -> 50000.00"
     )
+
+
+def test_a_date_is_the_cut_off_the_engine_read_so_a_time_of_that_day_goes_back(tmp_path: Path) -> None:
+    """``--as-of 2026-06-07`` reads the data to 23:59:59; the track recorded 00:00, so a later
+    run at 12:00 that day was taken as going forward, cut a payment of 13:00 out, and listed it
+    as resolved (nobody had fixed it), and the next day it was new again, its age lost."""
+    ledger = tmp_path / "ledger.csv"
+    processor = tmp_path / "processor.csv"
+    ledger.write_text("merchantReferenceId,amount,currency,status,date\na,10.00,USD,success,2026-05-20\n")
+    processor.write_text(
+        "merchantReferenceId,amount,currency,status,createTime\n"
+        "a,10.00,USD,success,2026-05-20T10:00:00Z\ne,7.00,USD,success,2026-06-07T13:00:00Z\n"
+    )
+
+    def day(as_of: str) -> ReconciliationResult:
+        return reconcile(load_ledger(ledger), load_processor(processor), track="t", as_of=as_of)
+
+    first = day("2026-06-07")
+    assert states(first) == {("e", "missing_in_ledger"): ("new", 0)}
+    assert cell(first, "e", "firstSeen") == "2026-06-07T23:59:59Z"
+    with pytest.raises(TrackError, match="go forward in time"):
+        day("2026-06-07T12:00:00Z")
+    again = day("2026-06-07")  # a re-run of the day: the same states
+    assert states(again) == {("e", "missing_in_ledger"): ("new", 0)}
+    assert states(day("2026-06-08")) == {("e", "missing_in_ledger"): ("open", 1)}

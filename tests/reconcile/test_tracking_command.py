@@ -97,7 +97,7 @@ def test_command_reports_show_states(tmp_path: Path) -> None:
     exceptions = pd.read_csv(out / "exceptions.csv", dtype=str, keep_default_na=False)
     assert list(exceptions.columns) == [*EXCEPTION_COLUMNS, *TRACKING_COLUMNS]
     assert exceptions[["merchantReferenceId", "state", "firstSeen", "ageDays"]].values.tolist() == [
-        ["b", "open", "2026-11-01T00:00:00Z", "3"]
+        ["b", "open", "2026-11-01T23:59:59Z", "3"]
     ]
     states_csv = pd.read_csv(out / "states.csv", dtype=str).values.tolist()
     assert states_csv == [
@@ -108,7 +108,7 @@ def test_command_reports_show_states(tmp_path: Path) -> None:
     assert ages[1] == ["2-7 days", "1", "0"]
     resolved = pd.read_csv(out / "resolved.csv", dtype=str)
     assert resolved[["merchantReferenceId", "category", "resolvedAt"]].values.tolist() == [
-        ["c", "missing_in_processor", "2026-11-04T00:00:00Z"]
+        ["c", "missing_in_processor", "2026-11-04T23:59:59Z"]
     ]
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "Since the last run: track r" in html and "since 2026-11-01, 3 days" in html
@@ -151,14 +151,14 @@ def test_command_history_and_verify(tmp_path: Path, capsys: pytest.CaptureFixtur
         "matched",
         "rerunOf",
     ]
-    assert lines[1].split()[:2] == ["1", "2026-11-01T00:00:00Z"] and lines[1].split()[3:8] == [
+    assert lines[1].split()[:2] == ["1", "2026-11-01T23:59:59Z"] and lines[1].split()[3:8] == [
         "1",
         "1",
         "0",
         "0",
         "0",
     ]
-    assert lines[2].split()[:2] == ["2", "2026-11-02T00:00:00Z"] and lines[2].split()[3:8] == [
+    assert lines[2].split()[:2] == ["2", "2026-11-02T23:59:59Z"] and lines[2].split()[3:8] == [
         "1",
         "0",
         "1",
@@ -280,7 +280,7 @@ def test_verify_names_a_changed_run_entry_and_refuses_further_runs(
     assert verify_track("v") == 4
     # Run 2 (entry 4) says 5.00; make it say 4.00, as someone hiding a break would.
     tamper("UPDATE entries SET payload = replace(payload, '5.00', '4.00') WHERE track = 'v' AND number = 4")
-    verify_fails(capsys, "track v: entry 4 (run 2 as of 2026-11-02T00:00:00Z) does not match its hash")
+    verify_fails(capsys, "track v: entry 4 (run 2 as of 2026-11-02T23:59:59Z) does not match its hash")
     assert verify_track("other") == 2  # another track is not affected
     sides(tmp_path, {"c": "5.00 USD success"}, {})
     assert main(cli(tmp_path, "--track", "v", "--as-of", "2026-11-03")) == 2

@@ -45,7 +45,8 @@ Rules where the issue leaves the choice:
   the key (``merchantReferenceId``). A rejected row may have no key, or share it with another
   rejected row, so its id also takes its side and its row number. Should a (key, category) repeat
   within a run all the same, the repeats are numbered in order.
-* The cut-off of a run is ``as_of`` (``--as-of``; a date is that day at 00:00 UTC), else the time
+* The cut-off of a run is ``as_of`` (``--as-of``; a date is the end of that day, 23:59:59 UTC, as
+  the engine reads it), else the time
   the run is recorded. The previous run is the track's latest run with an earlier cut-off; a run
   with the same cut-off as the last one is a re-run of it, compared with the same previous run, so
   re-running a day with the same inputs reports the same states (both runs stay in the history).
@@ -85,10 +86,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from toolkit.errors import TrackError, TrackIntegrityError
+from toolkit.errors import InputError, TrackError, TrackIntegrityError
 from toolkit.reconcile.engine import HELD_ROWS
 from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, cell_text
+from toolkit.reconcile.timing import parse_as_of as timing_cut_off
 from toolkit.runlog import file_hashes
 
 #: Columns ``track_result`` adds to ``ReconciliationResult.exceptions`` (and exceptions.csv).
@@ -158,24 +160,19 @@ def utc_text(moment: datetime) -> str:
 
 
 def parse_as_of(value: str | date | datetime | None) -> datetime | None:
-    """A cut-off: a ``datetime`` (naive means UTC), a ``date`` (00:00 UTC that day), or ISO text."""
+    """A run's cut-off as the engine cuts the data (``timing.parse_as_of``: a bare date is the
+    end of that day, UTC), to the second. The track recorded 00:00 for a date the engine read
+    to 23:59:59, so a later time of that day went back in time and resolved what it missed."""
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, date):
-        moment = datetime(value.year, value.month, value.day)
-    else:
+    try:
+        moment = timing_cut_off(value)
+    except InputError:
         text = str(value).strip()
-        try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-        except ValueError:
-            raise TrackError(
-                f"as-of {text!r}: not a date or time (write 2026-11-23 or 2026-11-23T02:00:00Z)"
-            ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).replace(microsecond=0)
+        raise TrackError(
+            f"as-of {text!r}: not a date or time (write 2026-11-23 or 2026-11-23T02:00:00Z)"
+        ) from None
+    return moment.replace(microsecond=0)
 
 
 def _parse_time(text: str) -> datetime:
