@@ -227,6 +227,32 @@ def test_a_price_that_differs_is_an_amount_mismatch_in_the_pricing_currency(
     assert summary.loc[("amount_mismatch", "USD"), "amount"] == Decimal("1.01")  # 0.50 + 0.51
 
 
+def test_half_a_price_or_one_that_cannot_be_read_rejects_the_row_saying_why(backend: Backend) -> None:
+    """An amount without its currency, or a currency without an amount, was passed over: the
+    payment became a currency_mismatch that hid the export's fault. A price with too many
+    decimals was said to be "not an amount in an ISO 4217 currency"."""
+    written = {
+        "HALF-AMOUNT": ("10.00", "", "pricingAmount '10.00' has no pricingCurrency"),
+        "HALF-CURRENCY": ("", "USD", "pricingCurrency 'USD' has no pricingAmount"),
+        "PRICE-DECIMALS": ("10.5", "JPY", "pricingAmount '10.5' has more decimals than JPY allows (0)"),
+        "PRICE-CODE": ("10.00", "XYZ", "pricingCurrency 'XYZ' is not an ISO 4217 code"),
+        "PRICE-TEXT": ("abc", "USD", "pricingAmount 'abc' is not a number"),
+    }
+    ledger = [(key, "2026-11-18", "10.00", "USD", "success") for key in [*written, "SAME-CURRENCY"]]
+    processor = [
+        (key, "2026-11-18T10:00:00Z", "560.00", "PHP", "success", price, currency)
+        for key, (price, currency, _) in written.items()
+    ] + [("SAME-CURRENCY", "2026-11-18T10:00:00Z", "10.00", "USD", "success", "", "USD")]
+    result = reconcile(
+        load_ledger(pd.DataFrame(ledger, columns=LEDGER_COLUMNS)),
+        load_processor(pd.DataFrame(processor, columns=PROCESSOR_COLUMNS)),
+        backend=backend,
+    )
+    rejected = result.rejected.set_index("merchantReferenceId")["detail"].to_dict()
+    assert rejected == {key: reason for key, (_, _, reason) in written.items()}
+    assert list(result.matched["merchantReferenceId"]) == ["SAME-CURRENCY"]  # the charge's own currency
+
+
 def test_in_transit_rows_say_why_with_their_age_at_the_cutoff(planted: ReconciliationResult) -> None:
     pending = rows(planted, "PENDING-IN", "in_transit")
     assert pending["detail"] == (

@@ -305,6 +305,7 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
             *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
             *(["_when_text"] if "_when_text" in rows.columns else []),
             *[c for c in PRICING_COLUMNS if c in rows.columns],
+            *(["_price_error"] if "_price_error" in rows.columns else []),
             sources.source_of(loaded.described, bad._ord).name("_file"),
         ),
         staged=True,
@@ -343,6 +344,24 @@ def _amount_reason(row: dict[str, Any], code: int, decimal: str) -> str:
     return reason
 
 
+def _price_reason(row: dict[str, Any]) -> str:
+    """Why a price (``pricingAmount``, ``pricingCurrency``) cannot be used, in the words the
+    same fault of ``amount`` gets."""
+    amount = str(row.get("pricingAmount") or "").strip(_SPACE)
+    currency = str(row.get("pricingCurrency") or "").strip(_SPACE).upper()
+    if not currency:
+        return f"pricingAmount {amount!r} has no pricingCurrency"
+    if not amount:
+        return f"pricingCurrency {currency!r} has no pricingAmount"
+    if currency not in currency_codes():
+        return f"pricingCurrency {currency!r} is not an ISO 4217 code"
+    code = int(row.get("_price_error") or 0)
+    digits = minor_digits(currency) if code == _TOO_MANY_DECIMALS else None
+    reason = _AMOUNT_ERRORS.get(code, _AMOUNT_ERRORS[_NOT_A_NUMBER])
+    said = reason.format(amount=amount, currency=currency, digits=digits)
+    return said.replace("amount", "pricingAmount", 1)
+
+
 def _reasons(row: dict[str, Any], status: str, period: str, dated: str = "", decimal: str = ".") -> str:
     """Every reason a row cannot be used, in words (few rows: Python is fine)."""
     parts: list[str] = []
@@ -362,11 +381,7 @@ def _reasons(row: dict[str, Any], status: str, period: str, dated: str = "", dec
     if row.get("_bad_state"):
         parts.append(f"state {row[status].strip(_SPACE)!r} is not active or canceled")
     if row.get("_bad_pricing"):
-        parts.append(
-            f"price {str(row.get('pricingAmount') or '').strip(_SPACE)!r} "
-            f"{str(row.get('pricingCurrency') or '').strip(_SPACE)!r} "
-            "is not an amount in an ISO 4217 currency"
-        )
+        parts.append(_price_reason(row))
     if row.get("_bad_when"):
         parts.append(
             f"{dated} {str(row['_when_text']).strip(_SPACE)!r} is not a date or time (e.g. 2024-05-31, "
@@ -628,31 +643,45 @@ def _with_pricing(table: ir.Table, *, priced: bool, decimal: str = ".") -> ir.Ta
     """``_pminor`` and ``_pcur``: the price of a payment charged in another currency, from the
     optional ``pricingAmount`` and ``pricingCurrency`` (null when absent, empty, or the same
     currency as the charge, which adds nothing to compare). A price that is given but cannot be
-    read rejects the row (``_bad_pricing``): a wrong price must not make a match."""
+    read rejects the row (``_bad_pricing``, ``_price_error`` its amount's problem): a wrong price
+    must not make a match. So does half a price: an amount without its currency, or a currency
+    other than the charge's without an amount (an export cut short, not a payment without one)."""
     if not priced or not set(PRICING_COLUMNS) <= set(table.columns):
         return table.mutate(
-            _pminor=ibis.null("int64"), _pcur=ibis.null("int16"), _bad_pricing=ibis.literal(False)
+            _pminor=ibis.null("int64"),
+            _pcur=ibis.null("int16"),
+            _bad_pricing=ibis.literal(False),
+            _price_error=ibis.literal(0).cast("int8"),
         )
     table = table.mutate(
         _pcurrency=_trimmed(table.pricingCurrency).upper(), _ptext=_trimmed(table.pricingAmount)
     )
     currency, written = table._pcurrency, table._ptext
     present = (currency.length() > 0) & (written.length() > 0) & (currency != table._currency)
+    half = ((written.length() > 0) & (currency.length() == 0)) | (
+        (currency.length() > 0) & (written.length() == 0) & (currency != table._currency)
+    )
     with_price = table.mutate(
         _pcurrency=present.ifelse(currency, ibis.null("string")),
         _ptext=present.ifelse(written, ibis.null("string")),
+        _half_price=half.fill_null(False),
     )
     joined = _currency_codes(with_price, "_pcurrency", code="_p_iso_code", digits="_p_digits")
     joined = joined.mutate(_pplaces=joined._p_digits.fill_null(0))
     parsed = parse_amounts(
         joined, "_ptext", "_pplaces", minor="_pminor", problem="_p_problem", decimal=decimal
     )
-    bad = parsed._pcurrency.notnull() & (parsed._p_digits.isnull() | (parsed._p_problem != 0))
+    unreadable = parsed._pcurrency.notnull() & (parsed._p_digits.isnull() | (parsed._p_problem != 0))
+    bad = unreadable.fill_null(False) | parsed._half_price
     return parsed.mutate(
         _pcur=bad.ifelse(ibis.null("int16"), parsed._p_iso_code),
         _pminor=bad.ifelse(ibis.null("int64"), parsed._pminor),
-        _bad_pricing=bad.fill_null(False),
-    ).drop("_pcurrency", "_ptext", "_p_iso_code", "_p_digits", "_pplaces", "_p_problem")
+        _bad_pricing=bad,
+        _price_error=(parsed._pcurrency.notnull() & parsed._p_digits.notnull())
+        .ifelse(parsed._p_problem, 0)
+        .fill_null(0)
+        .cast("int8"),
+    ).drop("_pcurrency", "_ptext", "_p_iso_code", "_p_digits", "_pplaces", "_p_problem", "_half_price")
 
 
 def _join_status(table: ir.Table, statuses: ir.Table) -> ir.Table:
