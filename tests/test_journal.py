@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from toolkit import JournalConflictError, JournalError, OutcomeUnknownError, PaymentResult
 from toolkit.errors import APIError, TransportError
+from toolkit.frames import payments_frame
 from toolkit.journal import Journal
 
 
@@ -83,6 +84,36 @@ def test_resolve_failed_allows_sending_again(journal: Journal) -> None:
     again = Sender(journal, OK)
     record = journal.run("payment", "ref-1", b"{}", again)
     assert again.calls == 1 and record.state == "succeeded" and record.attempts == 2
+
+
+@pytest.mark.parametrize(
+    ("response", "message"),
+    [
+        ([1, 2], "a JSON object"),
+        ({"orderId": "ord_1", "status": 9}, "status must be one the service gives: success \\(1\\)"),
+        (
+            {"orderId": "ord_1", "status": 1, "amount": "abc", "currency": "USD"},
+            "not a payment response: amount",
+        ),
+        (
+            {"orderId": "ord_1", "status": 1, "amount": "42.001", "currency": "USD"},
+            "not an amount of its currency",
+        ),
+        ({"orderId": "ord_1", "status": 1, "amount": "42.00", "currency": "usd dollars"}, "not an amount of"),
+    ],
+)
+def test_a_resolution_the_service_could_not_have_answered_is_refused(
+    journal: Journal, response: object, message: str
+) -> None:
+    """A resolution cannot be undone: ``[1, 2]`` made every later frame of the journal raise, and
+    ``{"status": 9}`` showed a resolved payment as never sent. Refused, the call stays unknown."""
+    journal.begin("payment", "ref-1", b"{}")
+    with pytest.raises(JournalError, match=message):
+        journal.resolve("payment", "ref-1", response=response)  # type: ignore[arg-type]
+    record = journal.get("payment", "ref-1")
+    assert record is not None and not record.outcome_known
+    payments_frame(journal)  # the journal still reads
+    assert journal.resolve("payment", "ref-1", response={"orderId": "o", "status": 1}).state == "succeeded"
 
 
 def test_resolve_with_the_outcome_found(journal: Journal) -> None:

@@ -29,10 +29,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from toolkit.config import load_settings
 from toolkit.environment import Environment, resolve_environment
@@ -43,7 +44,16 @@ from toolkit.errors import (
     OutcomeUnknownError,
     TransportError,
 )
-from toolkit.models import PaymentRequest, PaymentStatus, SettlementRecord, parse_json, to_json_bytes
+from toolkit.models import (
+    PaymentRequest,
+    PaymentResult,
+    PaymentStatus,
+    Product,
+    SettlementRecord,
+    parse_json,
+    to_json_bytes,
+)
+from toolkit.money import fits_currency, is_currency
 
 Kind = Literal["payment", "product"]
 State = Literal["sending", "succeeded", "unknown", "rejected", "not_sent", "abandoned"]
@@ -183,6 +193,34 @@ def _check_is_journal(db: sqlite3.Connection, path: Path) -> None:
     check = str(db.execute("PRAGMA quick_check").fetchone()[0])
     if check != "ok":
         raise _unusable(path, f"the file is damaged ({check})")
+
+
+def _checked_response(kind: Kind, response: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    """A resolution's response, checked as the service's own would be: a payment's status is one
+    the service gives and its amount fits its currency. A resolution cannot be undone, and one of
+    ``[1, 2]`` or ``{"status": 9}`` made every later frame of the journal fail."""
+    if isinstance(response, BaseModel):
+        response = response.model_dump(mode="python")
+    if not isinstance(response, dict):
+        raise JournalError(f"the response must be the data object of the {kind} response (a JSON object)")
+    model = PaymentResult if kind == "payment" else Product
+    try:
+        checked = model.model_validate(response)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "response"
+        raise JournalError(f"the response is not a {kind} response: {where}: {first['msg']}") from None
+    if isinstance(checked, PaymentResult):
+        if not isinstance(checked.status, PaymentStatus):
+            given = ", ".join(str(status) for status in PaymentStatus)
+            raise JournalError(f"the response's status must be one the service gives: {given}")
+        if checked.amount is not None:
+            currency = checked.currency or ""
+            if not is_currency(currency) or not fits_currency(Decimal(checked.amount), currency):
+                raise JournalError(
+                    f"the response's amount {checked.amount} is not an amount of its currency {currency!r}"
+                )
+    return checked.model_dump(mode="python")
 
 
 class Journal:
@@ -428,7 +466,7 @@ class Journal:
             raise JournalError(f"no journaled {kind} with key {key!r}")
         if record.outcome_known:
             raise JournalError(f"{kind} {key!r} is already {record.state}; only unknown outcomes resolve")
-        data = response.model_dump(mode="python") if isinstance(response, BaseModel) else response
+        data = None if response is None else _checked_response(kind, response)
         with self._write() as db:
             db.execute(
                 "UPDATE calls SET state = ?, response = ?, outcomeTime = ?, resolvedBy = ? "
