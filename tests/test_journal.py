@@ -59,6 +59,21 @@ def test_same_key_different_request_is_a_conflict_and_sends_nothing(journal: Jou
     assert changed.calls == 0
 
 
+def test_the_same_amount_written_otherwise_is_the_same_request(journal: Journal) -> None:
+    """``10.0`` is the ``10.00`` sent (a spreadsheet saved again): it was refused as a different
+    request, and the advice to use a new merchantReferenceId would have charged it twice."""
+    journal.run("payment", "ref-1", b'{"amount":10.00,"currency":"USD"}', Sender(journal, OK))
+    again = Sender(journal, OK)
+    record = journal.run("payment", "ref-1", b'{"currency":"USD","amount":10.0}', again)
+    assert again.calls == 0 and record.state == "succeeded"
+    with pytest.raises(JournalConflictError) as refused:
+        journal.run("payment", "ref-1", b'{"amount":12.00,"currency":"USD"}', again)
+    assert "(amount 10.00 -> 12.00)" in str(refused.value) and "stands as sent (succeeded)" in str(
+        refused.value
+    )
+    assert again.calls == 0
+
+
 def test_unknown_outcome_is_recorded_and_never_resent(journal: Journal) -> None:
     lost = OutcomeUnknownError("read timeout", method="POST", path="/payment")
     record = journal.run("payment", "ref-1", b"{}", Sender(journal, lost))

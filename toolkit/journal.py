@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import sqlite3
 import tempfile
@@ -134,6 +135,35 @@ def _sqlite_reason(exc: sqlite3.Error) -> str:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _changed_fields(sent: str, body: bytes) -> str:
+    """What differs between the request sent under a key and ``body``, by value (``10.0`` is the
+    ``10.00`` a spreadsheet saved again); '' when they are the same request written otherwise."""
+    try:
+        before, after = (json.loads(text, parse_float=Decimal) for text in (sent, body))
+    except ValueError:
+        return "the request"
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return "" if before == after else "the request"
+    return ", ".join(
+        f"{name} {before.get(name)!s} -> {after.get(name)!s}"
+        for name in sorted(set(before) | set(after))
+        if before.get(name) != after.get(name)
+    )
+
+
+def _conflict_text(kind: Kind, key: str, state: str, changed: str) -> str:
+    """Why a key is refused for a different request, and what may be done: never a blind new key,
+    which would make the payment a second time."""
+    if state in UNKNOWN_STATES:
+        then = f"its outcome is unknown: find it at the service and settle it (toolkit journal resolve {key})"
+    else:
+        then = (
+            f"the call stands as sent ({state}); send the request as it was, or make another {kind} "
+            "under a new merchantReferenceId only if a second one is meant"
+        )
+    return f"{kind} {key!r} was already sent with a different request ({changed}); nothing was sent: {then}"
 
 
 def request_hash(body: bytes) -> str:
@@ -353,10 +383,9 @@ class Journal:
                 )
                 return int(row["id"])
             if row["requestHash"] != digest:
-                raise JournalConflictError(
-                    f"{kind} {key!r} was already sent with a different request (state {row['state']}); "
-                    "nothing was sent. Use a new merchantReferenceId, or resolve the old call first."
-                )
+                changed = _changed_fields(row["request"], body)
+                if changed:
+                    raise JournalConflictError(_conflict_text(kind, key, str(row["state"]), changed))
             return self._record(row)
 
     def finish(
