@@ -64,6 +64,7 @@ def build(**changes: Any) -> PaymentRequest:
         ({"paymentCurrency": "EURO"}, "paymentCurrency", "ISO 4217"),
         ({"amount": "12.345"}, "", "amount: 12.345 has more decimals than USD allows"),
         ({"amount": "-1"}, "amount", "greater than 0"),
+        ({"amount": "1000000000000"}, "", "amount: must be less than 1,000,000,000,000"),  # the sandbox's 400
         ({"merchantReferenceID": "typo"}, "merchantReferenceID", "unknown field"),
     ],
 )

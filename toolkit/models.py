@@ -31,7 +31,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from toolkit.errors import MoneyError, RequestValidationError
-from toolkit.money import check_amount_range, check_currency, fits_currency, minor_digits
+from toolkit.money import MAX_REQUEST_AMOUNT, check_amount_range, check_currency, fits_currency, minor_digits
 from toolkit.payment_status import PAYMENT_STATUS_LABELS as PAYMENT_STATUS_LABELS
 from toolkit.payment_status import PAYMENT_STATUS_NAMES as PAYMENT_STATUS_NAMES
 from toolkit.payment_status import PaymentStatus as PaymentStatus
@@ -188,6 +188,16 @@ PositiveAmount = Annotated[Decimal, Field(gt=0, allow_inf_nan=False), AfterValid
 Method = Annotated[PaymentMethodType, BeforeValidator(_uppercase_method)]
 
 
+def _below_limit(amount: Decimal | None, field: str) -> None:
+    """A charge or a price below ``MAX_REQUEST_AMOUNT``: what the sandbox refuses is not sent."""
+    if amount is not None and amount >= MAX_REQUEST_AMOUNT:
+        raise PydanticCustomError(
+            "amount_limit",
+            "{field}: must be less than {limit}",
+            {"field": field, "limit": f"{MAX_REQUEST_AMOUNT:,}"},
+        )
+
+
 def _amount_fits(amount: Decimal | None, currency: str | None, field: str) -> None:
     if amount is not None and currency is not None and not fits_currency(amount, currency):
         raise PydanticCustomError(
@@ -293,6 +303,7 @@ class PaymentRequest(RequestModel):
                 {"method": self.paymentMethodType.value},
             )
         _amount_fits(self.amount, self.currency, "amount")
+        _below_limit(self.amount, "amount")
         return self
 
 
@@ -400,8 +411,10 @@ class PriceItem(RequestModel):
                 "recurring", "recurringDetails: only allowed when priceType is recurring"
             )
         _amount_fits(self.unitAmount, self.currency, "unitAmount")
+        _below_limit(self.unitAmount, "unitAmount")
         for currency, amount in (self.currencyOptions or {}).items():
             _amount_fits(amount, currency, f"currencyOptions.{currency}")
+            _below_limit(amount, f"currencyOptions.{currency}")
         return self
 
 

@@ -87,6 +87,9 @@ def parse_decimal(text: str | int | Decimal) -> Decimal:
 MAX_DECIMALS = 4
 #: Digits before the decimal point: with ``MAX_DECIMALS`` the minor units stay below 10**18 (int64).
 MAX_INTEGER_DIGITS = 14
+#: A request's amounts are below this many major units (the sandbox refuses more, and the client
+#: checks it before sending: minor units stay far inside SQLite's int64).
+MAX_REQUEST_AMOUNT = Decimal(10) ** 12
 
 
 def decimal_places(amount: Decimal) -> int:

@@ -14,7 +14,7 @@ from decimal import Decimal, localcontext
 
 from toolkit.models import PAYMENT_STATUS_LABELS, PaymentStatus
 from toolkit.models import PaymentMethodType as M
-from toolkit.money import round_to_currency
+from toolkit.money import MAX_REQUEST_AMOUNT, round_to_currency
 
 SUCCESS, PENDING, FAILURE, NEXT_ACTION = (
     PaymentStatus.SUCCESS.value,
@@ -91,7 +91,7 @@ FX_PER_USD: dict[str, Decimal] = {
 
 
 #: Amounts are refused from this many major units up (keeps minor units far inside SQLite's int64).
-MAX_AMOUNT = Decimal(10) ** 12
+MAX_AMOUNT = MAX_REQUEST_AMOUNT
 
 
 class MagnitudeError(ValueError):
