@@ -13,6 +13,9 @@ success. Whatever the verdict, a re-run sends nothing that might exist twice.
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -26,10 +29,10 @@ import pandas as pd
 import pytest
 
 from toolkit import AsyncClient, Client
-from toolkit.bulk import acreate_payments
+from toolkit.bulk import acreate_payments, create_payments
 from toolkit.controls import SandboxControls
 from toolkit.errors import APIError, NotFoundError, OutcomeUnknownError
-from toolkit.journal import Journal, payment_body
+from toolkit.journal import UNKNOWN_STATES, Journal, payment_body
 from toolkit.models import PaymentRequest, to_json_bytes
 from toolkit.sandbox.embedded import RunningSandbox, start_server
 
@@ -244,3 +247,34 @@ async def test_a_converted_payment_without_an_answer_is_shown_in_the_currency_as
     assert (unknown["status"], unknown["amount"], unknown["currency"]) == ("unknown", Decimal("10.50"), "USD")
     paid = frame[frame["outcomeState"] == "succeeded"].iloc[0]
     assert (paid["amount"], paid["currency"]) == (Decimal("1575"), "JPY")  # 10.50 USD at the sandbox's rate
+
+
+def test_an_interrupt_stops_a_batch_run_inside_a_running_loop(
+    controls: SandboxControls,
+    fault_sandbox: RunningSandbox,
+    journal: Journal,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In Jupyter (a running loop) the batch runs on a loop of its own in a thread: Ctrl-C reached
+    only the waiting caller, and every payment was still sent. Now it stops the batch as
+    ``asyncio.run`` does: the call in flight is ``unknown``, the rest are not sent."""
+    monkeypatch.setenv("TOOLKIT_BASE_URL", fault_sandbox.base_url)
+    monkeypatch.setenv("TOOLKIT_API_KEY", KEY)
+    tag = uuid.uuid4().hex[:8]
+    rows = [payment(f"int-{n}-{tag}") for n in range(6)]
+    controls.add_fault(route="POST /payment", mode="delay", count=6, delayMs=700)
+    interrupt = threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+
+    async def in_a_notebook_cell() -> None:
+        interrupt.start()
+        create_payments(rows, journal=journal, concurrency=1, progress=False)
+
+    loop = asyncio.new_event_loop()  # as a kernel's: Python's own SIGINT handler (asyncio.run's defers)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(in_a_notebook_cell())
+    finally:
+        loop.close()
+    states = [record.state for record in journal.records("payment") if record.key.endswith(tag)]
+    assert len(states) <= 2 and set(states) & UNKNOWN_STATES  # the one in flight; nothing after it
+    assert sum(created(controls, row["merchantReferenceId"]) for row in rows) <= 2

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import math
+import queue
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -83,13 +84,39 @@ class _Errors:
 
 
 def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine to completion from plain code, also inside Jupyter's running event loop."""
+    """Run a coroutine to completion from plain code, also inside Jupyter's running event loop
+    (then on a loop of its own in a thread).
+
+    An interrupt (Ctrl-C, Jupyter's stop button) stops it as ``asyncio.run`` does: its tasks are
+    cancelled, so no further call starts and a call in flight is journaled ``unknown``. In the
+    thread, the interrupt reached only the waiting caller, and the batch went on to its end.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(make())
+    loops: queue.Queue[asyncio.AbstractEventLoop] = queue.Queue()
+
+    def work() -> T:
+        with asyncio.Runner() as runner:
+            loops.put(runner.get_loop())
+            return runner.run(make())
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
+        done = pool.submit(work)
+        try:
+            return done.result()
+        except KeyboardInterrupt:
+            with contextlib.suppress(queue.Empty, RuntimeError):  # RuntimeError: it ended meanwhile
+                loop = loops.get(timeout=10)
+                loop.call_soon_threadsafe(_cancel_tasks, loop)
+            raise
+
+
+def _cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel every task of ``loop`` (run in its own thread)."""
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
 
 
 class _Stop:
