@@ -77,6 +77,20 @@ def test_same_key_changed_amount_is_refused_and_nothing_sent(
     assert "different request" in result.errors["error"].iloc[0]
 
 
+def test_a_key_with_a_space_at_its_end_is_refused_not_charged_again(
+    sandbox: RunningSandbox, journal: Journal, unique: str
+) -> None:
+    """``K-1 `` is the ``K-1`` reconciliation reads, but it was a journal key of its own: the
+    same payment made twice. It is refused, saying how to write it; nothing is sent for it."""
+    batch = rows(unique, 1)
+    run(batch, sandbox, journal)
+    at_server = len(exported_payments(sandbox))
+    again = run([{**batch[0], "merchantReferenceId": f"{unique}-000 "}], sandbox, journal)
+    assert again.sent == 0 and len(exported_payments(sandbox)) == at_server
+    (error,) = again.errors.to_dict("records")
+    assert error["stage"] == "request" and f"write it '{unique}-000'" in error["error"]
+
+
 def test_failures_are_collected_per_row_and_the_batch_goes_on(
     sandbox: RunningSandbox, journal: Journal, unique: str
 ) -> None:

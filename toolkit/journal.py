@@ -568,6 +568,13 @@ class Journal:
 
 def payment_body(request: PaymentRequest) -> tuple[str, bytes]:
     """The business key and wire body of a payment; the key is its merchantReferenceId."""
-    if not request.merchantReferenceId:
+    key = request.merchantReferenceId
+    if not key:
         raise JournalError("a journaled payment needs a merchantReferenceId (its business key)")
-    return request.merchantReferenceId, request.to_json()
+    trimmed = key.strip(" \t\n\r")
+    if key != trimmed:  # 'A-1 ' and 'A-1' were two keys, two charges, one payment
+        raise JournalError(
+            f"merchantReferenceId {key!r} has spaces or line breaks at its ends, which reconciliation "
+            f"drops: write it {trimmed!r}. Nothing was sent"
+        )
+    return key, request.to_json()
