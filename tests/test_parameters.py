@@ -103,3 +103,12 @@ def test_toolkit_run_refuses_before_a_kernel_starts(pair: tuple[str, str], tmp_p
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     print(f"refused in {time.monotonic() - started:.1f} s")  # no kernel: a second or two of imports
+
+
+def test_a_count_below_its_least_is_refused_before_the_kernel_starts() -> None:
+    """``-p concurrency 0`` failed inside the notebook's cell, after the kernel had started."""
+    with pytest.raises(ParameterError, match=r"concurrency: 0 is less than 1"):
+        check_parameters(REPORT.with_name("test_payments.ipynb"), {"concurrency": 0})
+    with pytest.raises(ParameterError, match=r"max_age: -5 is less than -1"):
+        check_parameters(REPORT, {"max_age": -5})
+    check_parameters(REPORT, {"max_age": -1, "max_exceptions": 0})

@@ -98,7 +98,15 @@ def _type_problem(name: str, value: Any, default: Any) -> str | None:
     return None
 
 
+#: Whole-number parameters and the least each can be (``max_exceptions`` and ``max_age`` take
+#: -1 for "no threshold").
+LEAST_VALUES = {"concurrency": 1, "max_exceptions": -1, "max_age": -1}
+
+
 def _value_problem(name: str, value: Any) -> str | None:
+    least = LEAST_VALUES.get(name)
+    if least is not None and isinstance(value, int) and not isinstance(value, bool) and value < least:
+        return f"{name}: {value} is less than {least}"
     if name.endswith("_tolerance") or name in ("as_of", "grace"):
         return _rule_problem(name, value)
     if name.endswith("_map") or (name.startswith("ledger_") and not name.endswith("_path")):
