@@ -21,6 +21,7 @@ from toolkit.reconcile import (
     load_processor,
     reconcile,
     reopen,
+    select_period,
     track_history,
     track_result,
     verify_track,
@@ -386,3 +387,36 @@ def test_a_date_is_the_cut_off_the_engine_read_so_a_time_of_that_day_goes_back(t
     again = day("2026-06-07")  # a re-run of the day: the same states
     assert states(again) == {("e", "missing_in_ledger"): ("new", 0)}
     assert states(day("2026-06-08")) == {("e", "missing_in_ledger"): ("open", 1)}
+
+
+def test_a_run_whose_period_does_not_cover_the_last_ones_is_refused(tmp_path: Path) -> None:
+    """A rolling one-day period listed every exception of the day before as resolved, unchecked
+    (nobody had fixed C). A period that grows (a month to date) keeps it open, with its age."""
+    ledger = tmp_path / "ledger.csv"
+    processor = tmp_path / "processor.csv"
+    ledger.write_text(
+        "merchantReferenceId,amount,currency,status,date\n"
+        "a,10.00,USD,success,2024-06-01\nc,30.00,USD,success,2024-06-01\ng,12.00,USD,success,2024-06-02\n"
+    )
+    processor.write_text(
+        "merchantReferenceId,amount,currency,status,createTime\n"
+        "a,10.00,USD,success,2024-06-01T10:00:00Z\ng,12.00,USD,success,2024-06-02T10:00:00Z\n"
+    )
+
+    def day(track: str, as_of: str, start: str, end: str) -> ReconciliationResult:
+        led = select_period(load_ledger(ledger), "date", start, end)
+        pro = select_period(load_processor(processor), "createTime", start, end)
+        return reconcile(led, pro, track=track, as_of=as_of)
+
+    assert states(day("daily", "2024-06-05", "2024-06-01", "2024-06-01")) == {
+        ("c", "missing_in_processor"): ("new", 0)
+    }
+    with pytest.raises(
+        TrackError, match=r"run 1 reconciled 2024-06-01 to 2024-06-01, which this run's period"
+    ):
+        day("daily", "2024-06-06", "2024-06-02", "2024-06-02")
+    day("month", "2024-06-05", "2024-06-01", "2024-06-01")
+    grown = day("month", "2024-06-06", "2024-06-01", "2024-06-02")
+    assert states(grown) == {("c", "missing_in_processor"): ("open", 1)}
+    assert grown.tracking is not None and grown.tracking.resolved.empty
+    assert states(day("month", "2024-06-07", "", "")) == {("c", "missing_in_processor"): ("open", 2)}

@@ -699,13 +699,48 @@ def recording(
         _refuse_going_back(track, runs, moment)
         earlier = [r for r in runs if _parse_time(r.payload["asOf"]) < moment]
         previous = earlier[-1] if earlier else None
+        period = _period_of(inputs)
+        if previous is not None:
+            _refuse_a_period_not_covering(track, previous, period)
         same = [r for r in runs if _parse_time(r.payload["asOf"]) == moment]
         rerun_of = int(same[-1].payload["run"]) if same else None
         tracked, payload = _track(
             result, track, moment, previous, _signoffs(chain), len(runs) + 1, hashes, started, rerun_of
         )
-        store.append(track, "run", payload, chain)
+        store.append(track, "run", {**payload, "period": period}, chain)
         yield tracked
+
+
+def _period_of(inputs: Iterable[LoadedInput]) -> list[str] | None:
+    """The period a run reconciled, ``[start, end]`` ('' for an open bound), or None for all."""
+    for loaded in inputs:
+        if loaded.period is not None:
+            return [loaded.period.start, loaded.period.end]
+    return None
+
+
+def _refuse_a_period_not_covering(track: str, previous: Entry, period: list[str] | None) -> None:
+    """A run's period covers the previous run's, or the previous run's exceptions dated outside it
+    would be listed as resolved without being looked at (a rolling one-day period resolved every
+    exception the next night). A run recorded before periods were is not checked."""
+    if "period" not in previous.payload:
+        return
+    before = previous.payload["period"] or ["", ""]
+    now = period or ["", ""]
+    starts = not now[0] or (bool(before[0]) and now[0] <= before[0])
+    ends = not now[1] or (bool(before[1]) and now[1] >= before[1])
+    if starts and ends:
+        return
+
+    def text(bounds: list[str]) -> str:
+        return "every date" if bounds == ["", ""] else f"{bounds[0] or '...'} to {bounds[1] or '...'}"
+
+    raise TrackError(
+        f"track {track}: run {previous.payload['run']} reconciled {text(before)}, which this run's "
+        f"period, {text(now)}, does not cover: its exceptions outside the period would be listed as "
+        "resolved without being checked. Keep the track's period start (a month to date), or give "
+        "each period its own track"
+    )
 
 
 def tracked_rows(exceptions: pd.DataFrame) -> npt.NDArray[np.bool_]:
