@@ -420,3 +420,20 @@ def test_a_run_whose_period_does_not_cover_the_last_ones_is_refused(tmp_path: Pa
     assert states(grown) == {("c", "missing_in_processor"): ("open", 1)}
     assert grown.tracking is not None and grown.tracking.resolved.empty
     assert states(day("month", "2024-06-07", "", "")) == {("c", "missing_in_processor"): ("open", 2)}
+
+
+def test_an_entry_without_the_entries_before_it_refuses_every_track_a_new_one_too(tmp_path: Path) -> None:
+    """Which track an orphan came from cannot be told: every track was refused but a new one,
+    which recorded its first run and was refused at its second."""
+    books = {"c": "5.00 USD success"}
+    run(tmp_path, books, {}, "2026-11-01", track="a")
+    run(tmp_path / "b", books, {}, "2026-11-01", track="b")
+    with sqlite3.connect(store_path()) as db:
+        db.execute("DELETE FROM entries WHERE track = 'a' AND number = 1")
+    db.close()
+    for track in ("b", "new"):
+        with pytest.raises(TrackIntegrityError, match="entry 2 of track 'a' without the entries before it"):
+            run(tmp_path / track, books, {}, "2026-11-02", track=track)
+    with sqlite3.connect(store_path()) as db:
+        assert db.execute("SELECT count(*) FROM entries WHERE track = 'new'").fetchone() == (0,)
+    db.close()

@@ -494,6 +494,7 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise TrackIntegrityError(f"track {track}: the store cannot be read ({exc})") from None
         if not rows:
+            self._check_no_orphans()  # a new track too: the track an orphan came from is unknown
             if must_exist:
                 known = self.tracks()
                 hint = f" (tracks: {', '.join(known)})" if known else " (no track has been run yet)"
@@ -525,7 +526,8 @@ class Store:
 
     def _check_no_orphans(self) -> None:
         """Every track of the store starts at its entry 1: an entry moved to another (or a new)
-        track name is caught even when it was the last of its own track."""
+        track name is caught even when it was the last of its own track. Which track it came
+        from cannot be told, so every track of the store is refused, a new one too."""
         row = self.connection.execute(
             "SELECT track, min(number) FROM entries GROUP BY track HAVING min(number) != 1 LIMIT 1"
         ).fetchone()
