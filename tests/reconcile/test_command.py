@@ -69,6 +69,9 @@ def test_default_output_dir_is_dated(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert main(["reconcile", "--ledger", str(ledger), "--processor", str(processor)]) == 0
     (folder,) = (tmp_path / "reports" / "reconcile").iterdir()
     assert folder.name.endswith("Z") and (folder / "report.html").exists()
+    # The page is forwarded: it names the processor's file, not where it lies on this machine.
+    page = (folder / "report.html").read_text()
+    assert f"Data from: processor file {processor.name}<" in page and str(tmp_path) not in page
 
 
 def test_too_many_exceptions_exits_1(tmp_path: Path) -> None:

@@ -310,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     output = args.output_dir or Path("reports", "reconcile", datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
-    environment = args.environment or f"processor file {args.processor}"
+    environment = args.environment or f"processor file {Path(args.processor).name}"  # not a local path
     if args.track is not None:
         return _run_tracked(args, result, (ledger, processor), output, environment, period)
     try:
