@@ -437,3 +437,21 @@ def test_an_entry_without_the_entries_before_it_refuses_every_track_a_new_one_to
     with sqlite3.connect(store_path()) as db:
         assert db.execute("SELECT count(*) FROM entries WHERE track = 'new'").fetchone() == (0,)
     db.close()
+
+
+def test_the_headline_leaves_acknowledged_exceptions_out_of_those_to_review(tmp_path: Path) -> None:
+    """Two exceptions, both acknowledged, were "2 exceptions to review" on the page."""
+    from toolkit.reconcile.controller_view import verdict
+
+    books = {"c": "5.00 USD success", "d": "6.00 USD success"}
+    first = run(tmp_path, books, {}, "2026-11-01")
+    assert verdict(first) == "2 exceptions to review; 0 payments matched."
+    acknowledge("t", [ident(first, "c")], note="known", by="ana")
+    assert verdict(run(tmp_path, books, {}, "2026-11-02")) == (
+        "1 exception to review and 1 acknowledged; 0 payments matched."
+    )
+    acknowledge("t", [ident(first, "d")], note="known", by="ana")
+    third = run(tmp_path, books, {}, "2026-11-03")
+    assert verdict(third) == "Nothing to review: 2 acknowledged; 0 payments matched."
+    page = (write_report(third, tmp_path / "page", environment="tests")["report.html"]).read_text()
+    assert "Nothing to review: 2 acknowledged" in page

@@ -388,8 +388,17 @@ def verdict(result: ReconciliationResult) -> str:
         return f"Nothing to review: all {matched:,} {noun} matched."
     rejected = result.category_counts.get("rejected_row", 0)
     unreadable = f", {rejected:,} of them rows that could not be read" if rejected else ""
-    exceptions = "exception" if result.exception_count == 1 else "exceptions"
-    return f"{result.exception_count:,} {exceptions} to review{unreadable}; {matched:,} {noun} matched."
+    # On a tracked run, what a person acknowledged is not to review again.
+    states = result.tracking.exceptions["state"].astype(str) if result.tracking is not None else None
+    acknowledged = int((states == "acknowledged").sum()) if states is not None else 0
+    review = result.exception_count - acknowledged
+    exceptions = "exception" if review == 1 else "exceptions"
+    if acknowledged:
+        signed = f"{acknowledged:,} acknowledged"
+        if not review:
+            return f"Nothing to review: {signed}{unreadable}; {matched:,} {noun} matched."
+        return f"{review:,} {exceptions} to review and {signed}{unreadable}; {matched:,} {noun} matched."
+    return f"{review:,} {exceptions} to review{unreadable}; {matched:,} {noun} matched."
 
 
 def information_line(result: ReconciliationResult) -> str:
