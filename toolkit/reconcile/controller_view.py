@@ -150,7 +150,8 @@ FOOTNOTE = (
 #: Added to the footnote when the page has informational rows.
 INFO_FOOTNOTE = (
     "Payments in transit and matches within tolerance are not exceptions and not at risk: they "
-    "are listed apart, for information."
+    "are listed apart, for information. The matched payments include the matches within "
+    "tolerance, at the ledger's amount."
 )
 
 
