@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from tests.conftest import exported_payments
-from toolkit import Client, Journal, create_payments, create_products, load_subscriptions
+from toolkit import AsyncClient, Client, Journal, create_payments, create_products, load_subscriptions
 from toolkit.bulk import acreate_payments
 from toolkit.controls import SandboxControls
+from toolkit.errors import ConfigurationError
 from toolkit.sandbox.embedded import RunningSandbox
 
 
@@ -302,3 +303,14 @@ def test_one_journaled_payment_is_sent_once(
         sum(p["merchantReferenceId"] == row["merchantReferenceId"] for p in exported_payments(sandbox)) == 1
     )
     assert list(payments_frame(journal).index) == [row["merchantReferenceId"]]
+
+
+def test_a_blocking_batch_refuses_an_async_client_before_anything_is_journaled(
+    sandbox: RunningSandbox, journal: Journal, unique: str
+) -> None:
+    """Each blocking call runs its own event loop: an AsyncClient kept from an earlier call served
+    a closed loop, and every row was journaled ``unknown`` though nothing had been sent."""
+    client = AsyncClient(base_url=sandbox.base_url, api_key=sandbox.api_key)
+    with pytest.raises(ConfigurationError, match="await acreate_payments"):
+        create_payments(rows(unique, 2), client=client, journal=journal, progress=False)
+    assert journal.records("payment") == []

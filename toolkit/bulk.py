@@ -30,6 +30,7 @@ from toolkit.client import AsyncClient, Client
 from toolkit.config import load_settings
 from toolkit.errors import (
     AuthenticationError,
+    ConfigurationError,
     JournalError,
     RequestValidationError,
     ToolkitError,
@@ -111,6 +112,17 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
                 loop = loops.get(timeout=10)
                 loop.call_soon_threadsafe(_cancel_tasks, loop)
             raise
+
+
+def _no_async_client(name: str, options: Mapping[str, Any]) -> None:
+    """Refuse an ``AsyncClient`` in a blocking form: each call runs on an event loop of its own,
+    and a client kept from an earlier call served a loop that is closed, so every row failed
+    (``Event loop is closed``) and was journaled ``unknown`` though nothing had been sent."""
+    if isinstance(options.get("client"), AsyncClient):
+        raise ConfigurationError(
+            f"{name} runs on an event loop of its own, and an AsyncClient serves one loop: pass no "
+            f"client (the configured service), or await a{name}(..., client=...) in your own loop"
+        )
 
 
 def _cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
@@ -368,6 +380,7 @@ def create_payments(
     rows: pd.DataFrame | Iterable[Mapping[str, Any] | PaymentRequest], **options: Any
 ) -> BulkResult:
     """Blocking form of ``acreate_payments`` (works in notebooks too)."""
+    _no_async_client("create_payments", options)
     return run_sync(lambda: acreate_payments(rows, **options))
 
 
@@ -423,6 +436,7 @@ async def acreate_products(
 
 def create_products(catalog: CatalogSource | Sequence[CatalogEntry], **options: Any) -> BulkResult:
     """Blocking form of ``acreate_products`` (works in notebooks too)."""
+    _no_async_client("create_products", options)
     return run_sync(lambda: acreate_products(catalog, **options))
 
 
@@ -464,6 +478,7 @@ async def aload_subscriptions(
 
 def load_subscriptions(ids: Iterable[str], **options: Any) -> BulkResult:
     """Blocking form of ``aload_subscriptions`` (works in notebooks too)."""
+    _no_async_client("load_subscriptions", options)
     return run_sync(lambda: aload_subscriptions(ids, **options))
 
 
