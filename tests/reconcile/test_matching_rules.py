@@ -534,6 +534,22 @@ def test_amounts_in_two_currencies_are_compared_at_the_days_rate(backend: Backen
     assert all(c.adds_up for c in result.counts)
 
 
+def test_a_match_within_tolerance_at_a_rate_shows_the_variance_the_summary_sums(rates_file: Path) -> None:
+    """20.00 USD at 0.92 is 18.40 EUR, charged 18.35: the page's variance cell (ledger minus
+    processor) was empty for it, while the summary's within_tolerance EUR line summed +0.05."""
+    from toolkit.reconcile.controller_view import info_sections, money_text
+
+    ledger, processor = sides({"R-WITHIN": RATED["R-WITHIN"]})
+    result = reconcile(
+        load_ledger(ledger), load_processor(processor), amount_tolerance="0.5%", fx_rates=rates_file
+    )
+    (section,) = info_sections(result, 10)
+    (row,) = section.rows
+    assert row[3].text == money_text(Decimal("0.05"), "EUR", signed=True)
+    summary = result.summary.set_index(["category", "currency"])
+    assert summary.loc[("within_tolerance", "EUR"), "amount"] == Decimal("0.05")
+
+
 def test_without_rates_two_currencies_are_a_currency_mismatch() -> None:
     ledger, processor = sides(RATED)
     result = reconcile(load_ledger(ledger), load_processor(processor), amount_tolerance="0.5%")

@@ -589,6 +589,7 @@ def info_sections(result: ReconciliationResult, rows: int) -> list[InfoSection]:
         )
         records = records_of(oldest.head(rows))
         variance = code == "within_tolerance"
+        at_rates = _fx_variances(result) if variance else {}
         sections.append(
             InfoSection(
                 code=code,
@@ -599,7 +600,7 @@ def info_sections(result: ReconciliationResult, rows: int) -> list[InfoSection]:
                 amounts=_summary_amounts(result, code, signed=variance),
                 amount_label=INFO_AMOUNTS[code],
                 fifth_column="variance (ledger \u2212 processor)" if variance else "where",
-                rows=[_info_cells(r, variance=variance) for r in records],
+                rows=[_info_cells(r, variance=variance, at_rates=at_rates) for r in records],
             )
         )
     return sections
@@ -615,11 +616,25 @@ def _summary_amounts(result: ReconciliationResult, code: str, *, signed: bool) -
     )
 
 
-def _info_cells(record: dict[str, Any], *, variance: bool) -> tuple[Cell, ...]:
+def _fx_variances(result: ReconciliationResult) -> dict[str, tuple[Decimal, str]]:
+    """Per payment compared at a reference rate: expected minus charged (ledger minus processor,
+    in the charged currency: what the summary sums) and that currency."""
+    fx = result.fx
+    return {
+        str(key): (-Decimal(variance), str(currency))
+        for key, variance, currency in zip(
+            fx["merchantReferenceId"], fx["variance"], fx["charged_currency"], strict=True
+        )
+    }
+
+
+def _info_cells(
+    record: dict[str, Any], *, variance: bool, at_rates: dict[str, tuple[Decimal, str]] | None = None
+) -> tuple[Cell, ...]:
     """An informational row: payment, both sides, where it is (or its variance), age, detail."""
     age = record.get("age_days")  # nullable: NA, None or NaN for a row without a date
     fifth = (
-        Cell(_variance_text(record))
+        Cell(_variance_text(record, at_rates or {}))
         if variance
         else Cell(source_words(cell_text(record["source"]), short=True), f"row {record['source_row']}")
     )
@@ -644,15 +659,17 @@ def _age_text(age: Any) -> str:
     return "" if cell_text(age) == "" else f"{int(age):,}"
 
 
-def _variance_text(record: dict[str, Any]) -> str:
-    """Ledger minus processor, exact, where both are amounts of one currency ('' otherwise: an
-    amount compared at a reference rate has its variance in the FX section)."""
+def _variance_text(record: dict[str, Any], at_rates: dict[str, tuple[Decimal, str]]) -> str:
+    """Ledger minus processor, exact: in one currency, or for a payment compared at a reference
+    rate (``at_rates``), the amount expected at the rate minus the charge (the cell was empty,
+    while the summary summed it)."""
     ledger, processor = record["ledger_amount"], record["processor_amount"]
     currency = cell_text(record["ledger_currency"])
     if ledger is None or processor is None or ledger is pd.NA or processor is pd.NA:
         return ""
     if currency != cell_text(record["processor_currency"]):
-        return ""
+        converted = at_rates.get(cell_text(record["merchantReferenceId"]))
+        return "" if converted is None else money_text(converted[0], converted[1], signed=True)
     return money_text(Decimal(ledger) - Decimal(processor), currency, signed=True)
 
 
