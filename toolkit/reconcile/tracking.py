@@ -9,8 +9,8 @@ exceptions gets a stable ``exceptionId`` and a ``state``:
   streak in which it has been seen, ``ageDays`` the whole days from then to this cut-off;
 * ``acknowledged``: a person acknowledged it (``acknowledge``) and its facts (amounts, currencies,
   statuses on both sides, a duplicate's number of rows, a rejected row's amount as written) are
-  still those they saw; when the facts change the acknowledgement
-  lapses for good and the exception is ``open`` again, ``stateReason`` saying what changed;
+  still those they saw; when the facts change the acknowledgement lapses for good and the
+  exception is ``open`` again, ``stateReason`` saying what changed;
 * ``resolved``, listed apart (``Tracking.resolved``): in the previous run, not in this one; with
   when it was first seen, last seen, and the cut-off at which it was gone.
 
@@ -46,11 +46,12 @@ Rules where the issue leaves the choice:
   rejected row, so its id also takes its side and its row number. Should a (key, category) repeat
   within a run all the same, the repeats are numbered in order.
 * The cut-off of a run is ``as_of`` (``--as-of``; a date is the end of that day, 23:59:59 UTC, as
-  the engine reads it), else the time
-  the run is recorded. The previous run is the track's latest run with an earlier cut-off; a run
-  with the same cut-off as the last one is a re-run of it, compared with the same previous run, so
-  re-running a day with the same inputs reports the same states (both runs stay in the history).
-  A cut-off earlier than the track's last run is refused: a track goes forward in time.
+  the engine reads it), else the time the run is recorded. The previous run is the track's latest
+  run with an earlier cut-off; a run with the same cut-off as the last one is a re-run of it,
+  compared with the same previous run, so re-running a day with the same inputs reports the same
+  states (both runs stay in the history). A cut-off earlier than the track's last run is refused:
+  a track goes forward in time. So is a period that does not cover the last run's: what left the
+  period would be listed as resolved without being looked at.
 * An acknowledgement is of the facts of the latest run; it holds while the exception stays and its
   facts stay the same. An exception that is resolved and comes back later is ``new`` again, with
   a new ``firstSeen``, and its old acknowledgement does not hold.
@@ -716,8 +717,9 @@ def recording(
 def _period_of(inputs: Iterable[LoadedInput]) -> list[str] | None:
     """The period a run reconciled, ``[start, end]`` ('' for an open bound), or None for all."""
     for loaded in inputs:
-        if loaded.period is not None:
-            return [loaded.period.start, loaded.period.end]
+        if loaded.period is not None:  # as ISO dates, which compare as text (20240601 is one too)
+            bounds = (loaded.period.start, loaded.period.end)
+            return [date.fromisoformat(b).isoformat() if b else "" for b in bounds]
     return None
 
 
