@@ -89,7 +89,7 @@ import pandas as pd
 
 from toolkit.errors import InputError, TrackError, TrackIntegrityError
 from toolkit.reconcile.engine import HELD_ROWS
-from toolkit.reconcile.inputs import LoadedInput
+from toolkit.reconcile.inputs import LoadedInput, period_seconds
 from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, cell_text
 from toolkit.reconcile.timing import parse_as_of as timing_cut_off
 from toolkit.runlog import file_hashes
@@ -714,30 +714,31 @@ def recording(
         yield tracked
 
 
-def _period_of(inputs: Iterable[LoadedInput]) -> list[str] | None:
-    """The period a run reconciled, ``[start, end]`` ('' for an open bound), or None for all."""
+def _period_of(inputs: Iterable[LoadedInput]) -> dict[str, Any] | None:
+    """The period a run reconciled: its bounds as given (``from``, ``to``; '' when open) and as
+    the engine reads them (``seconds``: [lower, upper), None when open), or None for all."""
     for loaded in inputs:
-        if loaded.period is not None:  # as ISO dates, which compare as text (20240601 is one too)
-            bounds = (loaded.period.start, loaded.period.end)
-            return [date.fromisoformat(b).isoformat() if b else "" for b in bounds]
+        if loaded.period is not None:
+            lower, upper = period_seconds(loaded.period)
+            return {"from": loaded.period.start, "to": loaded.period.end, "seconds": [lower, upper]}
     return None
 
 
-def _refuse_a_period_not_covering(track: str, previous: Entry, period: list[str] | None) -> None:
+def _refuse_a_period_not_covering(track: str, previous: Entry, period: dict[str, Any] | None) -> None:
     """A run's period covers the previous run's, or the previous run's exceptions dated outside it
     would be listed as resolved without being looked at (a rolling one-day period resolved every
     exception the next night). A run recorded before periods were is not checked."""
     if "period" not in previous.payload:
         return
-    before = previous.payload["period"] or ["", ""]
-    now = period or ["", ""]
-    starts = not now[0] or (bool(before[0]) and now[0] <= before[0])
-    ends = not now[1] or (bool(before[1]) and now[1] >= before[1])
+    before, now = previous.payload["period"], period
+    (low, high), (was_low, was_high) = (p["seconds"] if p else [None, None] for p in (now, before))
+    starts = low is None or (was_low is not None and low <= was_low)
+    ends = high is None or (was_high is not None and high >= was_high)
     if starts and ends:
         return
 
-    def text(bounds: list[str]) -> str:
-        return "every date" if bounds == ["", ""] else f"{bounds[0] or '...'} to {bounds[1] or '...'}"
+    def text(bounds: dict[str, Any] | None) -> str:
+        return "every date" if bounds is None else f"{bounds['from'] or '...'} to {bounds['to'] or '...'}"
 
     raise TrackError(
         f"track {track}: run {previous.payload['run']} reconciled {text(before)}, which this run's "
