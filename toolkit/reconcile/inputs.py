@@ -19,6 +19,7 @@ import dataclasses
 import difflib
 import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
@@ -305,7 +306,6 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.
             *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
             *(["_when_text"] if "_when_text" in rows.columns else []),
             *[c for c in PRICING_COLUMNS if c in rows.columns],
-            *(["_price_error"] if "_price_error" in rows.columns else []),
             sources.source_of(loaded.described, bad._ord).name("_file"),
         ),
         staged=True,
@@ -344,6 +344,15 @@ def _amount_reason(row: dict[str, Any], code: int, decimal: str) -> str:
     return reason
 
 
+def _price_problem(amount: str, currency: str) -> int:
+    """The problem of a price the engine refused, found again from its text (a rejected row's
+    reasons are worded in Python; a column of the check for it cost 10% of a run)."""
+    if not re.fullmatch(_NUMBER, amount):
+        return _NOT_A_NUMBER
+    fraction = amount.partition(".")[2]
+    return _TOO_MANY_DECIMALS if fraction[minor_digits(currency) :].strip("0") else _TOO_MANY_DIGITS
+
+
 def _price_reason(row: dict[str, Any]) -> str:
     """Why a price (``pricingAmount``, ``pricingCurrency``) cannot be used, in the words the
     same fault of ``amount`` gets."""
@@ -355,7 +364,7 @@ def _price_reason(row: dict[str, Any]) -> str:
         return f"pricingCurrency {currency!r} has no pricingAmount"
     if currency not in currency_codes():
         return f"pricingCurrency {currency!r} is not an ISO 4217 code"
-    code = int(row.get("_price_error") or 0)
+    code = _price_problem(amount, currency)
     digits = minor_digits(currency) if code == _TOO_MANY_DECIMALS else None
     reason = _AMOUNT_ERRORS.get(code, _AMOUNT_ERRORS[_NOT_A_NUMBER])
     said = reason.format(amount=amount, currency=currency, digits=digits)
@@ -643,15 +652,14 @@ def _with_pricing(table: ir.Table, *, priced: bool, decimal: str = ".") -> ir.Ta
     """``_pminor`` and ``_pcur``: the price of a payment charged in another currency, from the
     optional ``pricingAmount`` and ``pricingCurrency`` (null when absent, empty, or the same
     currency as the charge, which adds nothing to compare). A price that is given but cannot be
-    read rejects the row (``_bad_pricing``, ``_price_error`` its amount's problem): a wrong price
-    must not make a match. So does half a price: an amount without its currency, or a currency
-    other than the charge's without an amount (an export cut short, not a payment without one)."""
+    read rejects the row (``_bad_pricing``): a wrong price must not make a match. So does half a
+    price: an amount without its currency, or a currency other than the charge's without an
+    amount (an export cut short, not a payment without one)."""
     if not priced or not set(PRICING_COLUMNS) <= set(table.columns):
         return table.mutate(
             _pminor=ibis.null("int64"),
             _pcur=ibis.null("int16"),
             _bad_pricing=ibis.literal(False),
-            _price_error=ibis.literal(0).cast("int8"),
         )
     table = table.mutate(
         _pcurrency=_trimmed(table.pricingCurrency).upper(), _ptext=_trimmed(table.pricingAmount)
@@ -677,10 +685,6 @@ def _with_pricing(table: ir.Table, *, priced: bool, decimal: str = ".") -> ir.Ta
         _pcur=bad.ifelse(ibis.null("int16"), parsed._p_iso_code),
         _pminor=bad.ifelse(ibis.null("int64"), parsed._pminor),
         _bad_pricing=bad,
-        _price_error=(parsed._pcurrency.notnull() & parsed._p_digits.notnull())
-        .ifelse(parsed._p_problem, 0)
-        .fill_null(0)
-        .cast("int8"),
     ).drop("_pcurrency", "_ptext", "_p_iso_code", "_p_digits", "_pplaces", "_p_problem", "_half_price")
 
 
