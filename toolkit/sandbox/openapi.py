@@ -39,7 +39,7 @@ from toolkit.control_models import (
     SELECTION_FIELDS,
 )
 from toolkit.models import AUTO_INSTRUMENT_METHODS, PriceType
-from toolkit.money import MAX_DECIMALS, MAX_INTEGER_DIGITS, is_currency, minor_digits
+from toolkit.money import MAX_DECIMALS, MAX_INTEGER_DIGITS, MAX_REQUEST_AMOUNT, is_currency, minor_digits
 from toolkit.sandbox import rules
 from toolkit.sandbox.db import TEST_INSTRUMENTS
 
@@ -240,7 +240,7 @@ def _payment_request(schema: dict[str, Any]) -> None:
     for field in ("customerId", "paymentInstrumentId", "priceId", "productId"):
         _set(properties[field], minLength=1)
     properties["paymentInstrumentId"].update(_TEST_INSTRUMENTS)
-    _set(properties["amount"], **_amount(int(rules.MAX_AMOUNT)))
+    _set(properties["amount"], **_amount(int(MAX_REQUEST_AMOUNT)))
     # Charged as is, currency is one some method charges; converted from, it needs an FX rate.
     _set(properties["currency"], enum=list(CONVERTIBLE))
     _set(properties["paymentCurrency"], enum=list(CHARGEABLE))
@@ -283,13 +283,13 @@ def _product_request(schema: dict[str, Any]) -> None:
 def _price_item(schema: dict[str, Any]) -> None:
     properties = schema["properties"]
     _set(properties["currency"], enum=list(CURRENCIES))
-    _set(properties["unitAmount"], **_amount(int(rules.MAX_AMOUNT)))
+    _set(properties["unitAmount"], **_amount(int(MAX_REQUEST_AMOUNT)))
     # Keys matched by patternProperties escape additionalProperties: each pattern says it all.
     _set(
         properties["currencyOptions"],
         propertyNames={"enum": list(CURRENCIES)},
         patternProperties={
-            f"^(?:{'|'.join(codes)})$": {**_amount(int(rules.MAX_AMOUNT)), **_decimals(digits)}
+            f"^(?:{'|'.join(codes)})$": {**_amount(int(MAX_REQUEST_AMOUNT)), **_decimals(digits)}
             for digits, codes in _by_digits(CURRENCIES).items()
         },
         additionalProperties=False,

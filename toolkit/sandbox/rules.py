@@ -90,21 +90,17 @@ FX_PER_USD: dict[str, Decimal] = {
 }
 
 
-#: Amounts are refused from this many major units up (keeps minor units far inside SQLite's int64).
-MAX_AMOUNT = MAX_REQUEST_AMOUNT
-
-
 class MagnitudeError(ValueError):
     """An amount too large for the sandbox."""
 
     def __init__(self, field: str) -> None:
         self.field = field
-        super().__init__(f"must be less than {MAX_AMOUNT:,}")
+        super().__init__(f"must be less than {MAX_REQUEST_AMOUNT:,}")
 
 
 def check_magnitude(amount: Decimal, field: str) -> None:
-    """Raise ``MagnitudeError`` for amounts of ``MAX_AMOUNT`` major units or more."""
-    if amount >= MAX_AMOUNT:
+    """Raise ``MagnitudeError`` for amounts of ``MAX_REQUEST_AMOUNT`` major units or more."""
+    if amount >= MAX_REQUEST_AMOUNT:
         raise MagnitudeError(field)
 
 
