@@ -24,6 +24,7 @@ from toolkit.reconcile import (
     select_period,
     track_history,
     track_result,
+    track_signoffs,
     verify_track,
     write_report,
 )
@@ -455,3 +456,46 @@ def test_the_headline_leaves_acknowledged_exceptions_out_of_those_to_review(tmp_
     assert verdict(third) == "Nothing to review: 2 acknowledged; 0 payments matched."
     page = (write_report(third, tmp_path / "page", environment="tests")["report.html"]).read_text()
     assert "Nothing to review: 2 acknowledged" in page
+
+
+def test_acknowledging_again_is_refused_naming_who_did_and_the_sign_offs_are_listed(
+    tmp_path: Path,
+) -> None:
+    """A second acknowledgement replaced the first one's person and note in the state, unseen."""
+    books = {"c": "5.00 USD success", "d": "6.00 USD success"}
+    first = run(tmp_path, books, {}, "2026-11-01")
+    c, d = ident(first, "c"), ident(first, "d")
+    acknowledge("t", [c], note="invoice sent late", by="ana")
+    with pytest.raises(TrackError, match=f"{c} is already acknowledged by ana at .*: reopen it first"):
+        acknowledge("t", [d, c], note="all fine", by="bo")  # all or nothing: d is not signed either
+    second = run(tmp_path, books, {}, "2026-11-02")
+    assert states(second)[("d", "missing_in_processor")] == ("open", 1)
+    assert cell(second, "c", "stateReason").startswith("acknowledged by ana")
+    with pytest.raises(TrackError, match="already acknowledged by ana"):  # held across the run too
+        acknowledge("t", [c], note="all fine", by="bo")
+
+    reopen("t", [c], note="customer disputes it", by="cy")
+    with pytest.raises(TrackError, match="is not acknowledged: nothing to reopen"):
+        reopen("t", [c], note="again", by="cy")  # a reopening after the run decides, as an ack does
+    acknowledge("t", [c], note="credit note issued", by="bo")
+    third = run(tmp_path, books, {}, "2026-11-03")
+    assert cell(third, "c", "stateReason").startswith("acknowledged by bo")
+
+    signed = track_signoffs("t")
+    assert list(signed.columns) == [
+        "at",
+        "action",
+        "exceptionId",
+        "category",
+        "merchantReferenceId",
+        "by",
+        "note",
+        "run",
+    ]
+    assert signed[["action", "exceptionId", "merchantReferenceId", "by", "note", "run"]].values.tolist() == [
+        ["acknowledged", c, "c", "ana", "invoice sent late", 1],
+        ["reopened", c, "c", "cy", "customer disputes it", 2],
+        ["acknowledged", c, "c", "bo", "credit note issued", 2],
+    ]
+    assert set(signed["category"]) == {"missing_in_processor"}
+    assert signed["at"].is_monotonic_increasing

@@ -170,6 +170,50 @@ def test_command_history_and_verify(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert capsys.readouterr().out.strip() == "ok: track h: 3 audit log entries verified"
 
 
+def test_command_signoffs_lists_who_signed_what_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sides(tmp_path, {"c": "5.00 USD success"}, {})
+    assert main(cli(tmp_path, "--track", "s", "--as-of", "2026-11-01")) == 0
+    assert main(["reconcile", "signoffs", "--track", "s"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-2:] == [
+        "(no sign-offs)",
+        "ok: track s: 0 sign-off(s)",
+    ]
+    c_id = str(pd.read_csv(tmp_path / "out" / "exceptions.csv", dtype=str)["exceptionId"].iloc[0])
+    assert main(["reconcile", "ack", "--track", "s", c_id, "--note", "sent late", "--by", "ana"]) == 0
+    assert main(["reconcile", "ack", "--track", "s", c_id, "--note", "fine", "--by", "bo"]) == 2
+    one_error(capsys, f"{c_id} is already acknowledged by ana at ", "reopen it first")
+    assert main(["reconcile", "reopen", "--track", "s", c_id, "--note", "disputed", "--by", "cy"]) == 0
+    capsys.readouterr()
+    assert main(["reconcile", "signoffs", "--track", "s"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split() == [
+        "at",
+        "action",
+        "exceptionId",
+        "category",
+        "merchantReferenceId",
+        "by",
+        "note",
+        "run",
+    ]
+    assert lines[1].split()[1:] == [
+        "acknowledged",
+        c_id,
+        "missing_in_processor",
+        "c",
+        "ana",
+        "sent",
+        "late",
+        "1",
+    ]
+    assert lines[2].split()[1:] == ["reopened", c_id, "missing_in_processor", "c", "cy", "disputed", "1"]
+    assert lines[-1] == "ok: track s: 2 sign-off(s)"
+    assert main(["reconcile", "signoffs", "--track", "nope"]) == 2
+    one_error(capsys, "unknown track 'nope'")
+
+
 def one_error(capsys: pytest.CaptureFixture[str], *parts: str) -> None:
     err = capsys.readouterr().err
     lines = err.strip().splitlines()

@@ -17,9 +17,9 @@ With ``--track NAME`` the run is recorded in the track's history (``tracking.py`
 shows each exception's state and age, ``--max-exceptions`` counts only ``new`` and ``open``
 exceptions and ``--max-age DAYS`` exits 1 when an unacknowledged one is older. A tracked run that
 fails with code 2 records nothing. It also writes ``run.json`` beside its report and updates
-``reports/index.html`` (``toolkit.runlog``). The sub-commands ``ack``, ``reopen``, ``verify`` and
-``history`` work on a track's store; the inputs being options (``--ledger``, ``--processor``), a
-file named like a sub-command is never taken for one.
+``reports/index.html`` (``toolkit.runlog``). The sub-commands ``ack``, ``reopen``, ``verify``,
+``history`` and ``signoffs`` work on a track's store; the inputs being options (``--ledger``,
+``--processor``), a file named like a sub-command is never taken for one.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from toolkit.reconcile.tracking import (
     history,
     recording,
     reopen,
+    signoffs,
     verify,
 )
 
@@ -185,7 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         _add_read_options(parser, side)
     actions = parser.add_subparsers(
         dest="action",
-        metavar="{inspect,ack,reopen,verify,history}",
+        metavar="{inspect,ack,reopen,verify,history,signoffs}",
         help="look at an input file, or work on a track (without: run a reconciliation)",
     )
     words = (
@@ -214,6 +215,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name, words in (
         ("verify", "check a track's audit log; exit 2 naming the first entry that does not match"),
         ("history", "list a track's runs with their counts"),
+        ("signoffs", "list a track's acknowledgements and reopenings: who, when, what, why"),
     ):
         sub = actions.add_parser(name, help=words, description=words)
         sub.add_argument("--track", required=True, metavar="NAME", dest="action_track")
@@ -568,7 +570,7 @@ def inspection_text(
 
 
 def _run_action(args: argparse.Namespace) -> int:
-    """``ack``, ``reopen``, ``verify``, ``history``: 0 done, 2 refused (nothing changed)."""
+    """``ack``, ``reopen``, ``verify``, ``history``, ``signoffs``: 0 done, 2 refused (nothing changed)."""
     track = args.action_track
     try:
         if args.action in ("ack", "reopen"):
@@ -579,10 +581,14 @@ def _run_action(args: argparse.Namespace) -> int:
         elif args.action == "verify":
             entries = verify(track)
             print(f"ok: track {track}: {entries} audit log entries verified")
-        else:
+        elif args.action == "history":
             runs = history(track)
             print(runs.to_string(index=False) if len(runs) else "(no runs)")
             print(f"ok: track {track}: {len(runs)} run(s)")
+        else:
+            signed = signoffs(track)
+            print(signed.to_string(index=False) if len(signed) else "(no sign-offs)")
+            print(f"ok: track {track}: {len(signed)} sign-off(s)")
     except TrackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT

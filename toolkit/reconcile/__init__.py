@@ -7,6 +7,7 @@ load_rates(path) / Tolerance.parse(text)                  ->  reference rates, a
 track_result(result, track) / acknowledge / reopen        ->  a tracked run, sign-offs (tracking.py)
 with recording(result, track) as tracked: write_report(..) ->  recorded only if the report is written
 verify_track(track) / track_history(track)                ->  the audit log checked, the runs
+track_signoffs(track)                                     ->  who acknowledged or reopened what, when, why
 reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
 write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
 """
@@ -46,6 +47,7 @@ from toolkit.reconcile.tracking import (
     track_result,
 )
 from toolkit.reconcile.tracking import history as track_history
+from toolkit.reconcile.tracking import signoffs as track_signoffs
 from toolkit.reconcile.tracking import verify as verify_track
 
 __all__ = [
@@ -80,6 +82,7 @@ __all__ = [
     "summary_text",
     "track_history",
     "track_result",
+    "track_signoffs",
     "verify_track",
     "write_report",
 ]

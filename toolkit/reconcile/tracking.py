@@ -907,17 +907,31 @@ def _signoff(
         for exception_id in ids:
             if exception_id not in rows:
                 raise TrackError(_unknown(store, track, exception_id, chain))
-            if kind == "reopen":
-                signoff = signoffs.get(exception_id)
-                held = rows[exception_id][3] == "acknowledged" or (
-                    signoff is not None and signoff.kind == "ack" and signoff.number > latest.number
+            held = _held_by(exception_id, rows, latest, signoffs.get(exception_id))
+            if kind == "reopen" and held is None:
+                raise TrackError(f"track {track}: {exception_id} is not acknowledged: nothing to reopen")
+            if kind == "ack" and held is not None:
+                raise TrackError(
+                    f"track {track}: {exception_id} is already acknowledged by {held.payload['by']} "
+                    f"at {held.at}: reopen it first to acknowledge it again"
                 )
-                if not held:
-                    raise TrackError(f"track {track}: {exception_id} is not acknowledged: nothing to reopen")
         payload: dict[str, Any] = {"ids": ids, "note": note.strip(), "by": who, "run": latest.payload["run"]}
         if kind == "ack":
             payload["facts"] = {i: rows[i][2] for i in ids}
         return store.append(track, kind, payload, chain)
+
+
+def _held_by(
+    exception_id: str, rows: dict[str, list[Any]], latest: Entry, signoff: Entry | None
+) -> Entry | None:
+    """The acknowledgement that holds the exception now, or None: a sign-off after the latest run
+    decides (an acknowledgement holds, a reopening does not); else the latest run's state does.
+    Acknowledging again is refused, so the person and note on record are never replaced unseen."""
+    if signoff is not None and signoff.number > latest.number:
+        return signoff if signoff.kind == "ack" else None
+    if rows[exception_id][3] == "acknowledged" and signoff is not None and signoff.kind == "ack":
+        return signoff
+    return None
 
 
 def _unknown(store: Store, track: str, exception_id: str, chain: list[Entry]) -> str:
@@ -1018,6 +1032,48 @@ def history(track: str, *, home: str | Path | None = None) -> pd.DataFrame:
             )
         )
     return pd.DataFrame(rows, columns=list(HISTORY_COLUMNS))
+
+
+#: Columns of ``signoffs``: one row per exception of each sign-off.
+SIGNOFF_COLUMNS: tuple[str, ...] = (
+    "at",
+    "action",
+    "exceptionId",
+    "category",
+    "merchantReferenceId",
+    "by",
+    "note",
+    "run",
+)
+
+
+def signoffs(track: str, *, home: str | Path | None = None) -> pd.DataFrame:
+    """Every acknowledgement and reopening of the track, oldest first, one row per exception, with
+    its category and key as in the run it was signed on (``SIGNOFF_COLUMNS``); verified first."""
+    check_track_name(track)
+    with Store.open(home, create=False) as store:
+        chain = store.chain(track)
+    rows_of_run = {run.payload["run"]: _rows(run) for run in _runs(chain)}
+    rows = []
+    for entry in chain:
+        if entry.kind not in ("ack", "reopen"):
+            continue
+        signed = rows_of_run.get(entry.payload["run"], {})
+        for exception_id in entry.payload["ids"]:
+            category, key = signed.get(exception_id, ["", ""])[:2]
+            rows.append(
+                (
+                    entry.at,
+                    "acknowledged" if entry.kind == "ack" else "reopened",
+                    exception_id,
+                    category,
+                    key,
+                    entry.payload["by"],
+                    entry.payload["note"],
+                    entry.payload["run"],
+                )
+            )
+    return pd.DataFrame(rows, columns=list(SIGNOFF_COLUMNS))
 
 
 # ---------------------------------------------------------------------------------------------
