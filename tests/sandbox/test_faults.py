@@ -4,6 +4,7 @@ and sequences, what each mode does on the wire and how many payments it leaves b
 from __future__ import annotations
 
 import concurrent.futures
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,23 @@ def test_count_is_taken_once_across_concurrent_requests(api: Api, unique: str) -
         statuses = list(pool.map(lambda i: pay(api.sandbox, f"conc-{unique}-{i}").status_code, range(20)))
     assert sorted(statuses) == [200] * 17 + [503] * 3
     assert rules(api)[0]["fired"] == 3 and rules(api)[0]["matched"] == 3
+
+
+def test_a_client_that_gives_up_during_a_delay_is_a_dropped_request_not_a_server_error(
+    api: Api, unique: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The route then read a body the client had taken away: ClientDisconnect was logged as an
+    unexpected error, with its traceback, on the console of every engineer testing timeouts."""
+    add(api, route="POST /payment", mode="delay", delayMs=600)
+    with caplog.at_level("INFO", logger="toolkit.sandbox"), pytest.raises(httpx.ReadTimeout):
+        pay(api.sandbox, f"gone-{unique}", timeout=0.1)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # the entry is recorded once the delay has run out
+        entry = api.ok("GET", "/sandbox/requests?limit=1")["requests"][0]
+        if entry["path"] == "/payment":
+            break
+        time.sleep(0.05)
+    assert entry["path"] == "/payment" and entry["status"] is None and entry["fault"] == "delay"
+    assert entry["latencyMs"] >= 500
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+    assert created(api, f"gone-{unique}") == 0

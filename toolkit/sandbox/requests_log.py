@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolkit.sandbox import store
@@ -209,6 +210,10 @@ class RequestLogMiddleware:
 
         try:
             await self.app(scope, receive, logged_send)
+        except ClientDisconnect:
+            # The client gave up before its body was read (a delay it would not wait for): a
+            # dropped connection (status null), not a server error with a traceback on the console.
+            return
         except BaseException:
             if entry.status is None and entry.fault is None:
                 entry.status = 500  # what the server's last-resort handler answers
