@@ -28,7 +28,7 @@ from toolkit.reconcile import (
     track_history,
     verify_track,
 )
-from toolkit.reconcile.tracking import store_path
+from toolkit.reconcile.tracking import SIGNOFF_COLUMNS, store_path
 
 # ---------------------------------------------------------------------------------------------
 # The command
@@ -188,16 +188,7 @@ def test_command_signoffs_lists_who_signed_what_and_why(
     capsys.readouterr()
     assert main(["reconcile", "signoffs", "--track", "s"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].split() == [
-        "at",
-        "action",
-        "exceptionId",
-        "category",
-        "merchantReferenceId",
-        "by",
-        "note",
-        "run",
-    ]
+    assert lines[0].split() == list(SIGNOFF_COLUMNS)
     assert lines[1].split()[1:] == [
         "acknowledged",
         c_id,
