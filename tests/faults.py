@@ -10,6 +10,8 @@ behaves per ``Mode``:
 - ``UNAVAILABLE_503``: HTTP 503 with a plain-text body, no envelope (``unavailable_body``);
 - ``RATE_LIMITED_429``: HTTP 429 with ``Retry-After`` (and an envelope) on the first request, then as ``OK``;
 - ``BROKEN_BODY``: HTTP 200 whose JSON body is cut off half-way (valid HTTP framing, invalid JSON);
+- ``ENVELOPE_ERROR_200``: HTTP 200 with an envelope whose ``code`` is ``error_status`` (``msg``:
+  ``error_msg``), as services that answer every call with 200 do;
 - ``UNAUTHORIZED_401``: HTTP 401 with a plain-string body (``unauthorized_body``);
 - ``ERROR_THEN_CLOSE``: ``POST /payment`` as ``OK``; every other request gets HTTP ``error_status``
   (an envelope) *without* ``Connection: close``, then the server waits ``close_delay`` seconds without
@@ -47,6 +49,7 @@ class Mode(Enum):
     UNAVAILABLE_503 = "503"
     RATE_LIMITED_429 = "429"
     BROKEN_BODY = "broken-body"
+    ENVELOPE_ERROR_200 = "envelope-error-200"
     UNAUTHORIZED_401 = "401"
     ERROR_THEN_CLOSE = "error-then-close"
     OK = "ok"
@@ -291,6 +294,8 @@ class FaultServer:
             return _response(500, envelope(None, code=500, msg=self.error_msg))
         if mode is Mode.UNAVAILABLE_503:
             return _response(503, self.unavailable_body.encode(), content_type="text/plain")
+        if mode is Mode.ENVELOPE_ERROR_200:
+            return _response(200, envelope(None, code=self.error_status, msg=self.error_msg))
         if mode is Mode.UNAUTHORIZED_401:
             return _response(401, self.unauthorized_body.encode(), content_type="text/plain")
         body = self._ok_body(request)

@@ -332,6 +332,29 @@ def test_429_post_is_api_error_not_retried(server: FaultServer, flavor: Flavor, 
     assert server.count == 1
 
 
+# -- 200 with an error code in the envelope ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("call", POSTS)
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_200_with_a_5xx_code_in_the_envelope_is_outcome_unknown_sent_once(flavor: Flavor, call: Call) -> None:
+    """It was an APIError, so the journal recorded the payment as refused and a re-run sent it again."""
+    with FaultServer(Mode.ENVELOPE_ERROR_200, error_status=500, error_msg="system busy") as server:
+        error = invoke(flavor, call, server.url)
+        settle()
+        assert isinstance(error, OutcomeUnknownError), error
+        assert error.http_status == 200 and "code 500: system busy" in str(error)
+        assert server.count == 1
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_200_with_a_4xx_code_in_the_envelope_is_a_refusal(flavor: Flavor) -> None:
+    with FaultServer(Mode.ENVELOPE_ERROR_200, error_status=400, error_msg="currency: unsupported") as server:
+        error = invoke(flavor, "create_payment", server.url)
+        assert isinstance(error, APIError) and not isinstance(error, OutcomeUnknownError), error
+        assert (error.http_status, error.code, error.msg) == (200, 400, "currency: unsupported")
+
+
 # -- 200 with a broken body -------------------------------------------------------------------------
 
 

@@ -90,6 +90,13 @@ def keeps_connection(status: int) -> bool:
     return status < 400
 
 
+def _says_done_or_no(code: int | None) -> bool:
+    """Whether an HTTP 2xx answer's envelope settles a create call: success, or a refusal (a 4xx
+    code). The spec shows no other code; a 5xx one (``system busy``) may come after the order was
+    made, so it is an unknown outcome, never a "no" that a re-run would send again."""
+    return code is not None and (code == SUCCESS_CODE or 400 <= code < 500)
+
+
 @dataclass(frozen=True)
 class _Send:
     """Step: send one attempt. ``repr`` leaves the headers out: they hold the key."""
@@ -246,9 +253,11 @@ class _BaseClient:
             envelope = None
         is_envelope = isinstance(envelope, dict) and isinstance(envelope.get("code"), int)
         msg = self._redact(str(envelope.get("msg", ""))) if is_envelope else ""
-        if creating and (status >= 500 or (200 <= status < 300 and not is_envelope)):
+        code = envelope["code"] if is_envelope else None
+        if creating and (status >= 500 or (200 <= status < 300 and not _says_done_or_no(code))):
+            said = msg if code in (None, SUCCESS_CODE) else f"code {code}: {msg}"
             raise OutcomeUnknownError(
-                f"{method} {path}: HTTP {status} {msg or '(no envelope)'}; the call may have taken "
+                f"{method} {path}: HTTP {status} {said or '(no envelope)'}; the call may have taken "
                 "effect and was not sent again",
                 method=method,
                 path=path,
@@ -262,7 +271,6 @@ class _BaseClient:
                 msg=self._redact(response.text)[:200],
             )
         assert isinstance(envelope, dict)
-        code: int = envelope["code"]
         if not 200 <= status < 300 or code != SUCCESS_CODE:
             error = NotFoundError if status == 404 else APIError
             raise error(
