@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -80,6 +81,28 @@ def test_a_dropped_request_is_logged_without_a_status(api: Api, unique: str) -> 
         api.post("/payment", {**PAYMENT, "merchantReferenceId": f"drop-{unique}"})
     (entry,) = [e for e in log(api) if e["merchantReferenceId"] == f"drop-{unique}"]
     assert entry["status"] is None and entry["fault"] == "drop_before_commit"
+
+
+def test_a_client_gone_before_its_body_arrived_is_a_dropped_request_not_a_server_error(
+    api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Half a body, then the connection closed: the route's read raised ClientDisconnect, logged
+    as an unexpected error with its traceback and listed as a 500 nobody received."""
+    url = httpx.URL(api.sandbox.base_url)
+    head = (
+        f"POST /payment HTTP/1.1\r\nHost: {url.host}\r\nX-API-KEY: {TEST_KEY}\r\n"
+        f"X-Timestamp: {now_ms()}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    )
+    sent = now_ms()
+    with caplog.at_level("INFO", logger="toolkit.sandbox"):
+        with socket.create_connection((url.host, url.port), timeout=5) as conn:
+            conn.sendall(head.encode() + b'{"merchantReferenceId": ')
+        deadline = time.monotonic() + 5
+        while not (found := [e for e in log(api) if e["path"] == "/payment" and e["time"] >= sent]):
+            assert time.monotonic() < deadline, log(api, limit=5)
+            time.sleep(0.05)
+    assert [(e["status"], e["fault"]) for e in found] == [(None, None)]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
 
 
 async def _concurrent(base_url: str, unique: str, count: int) -> None:

@@ -4,7 +4,8 @@ A rule says which requests (route ``POST /payment``, ``POST /product``, ``GET /s
 ``*``, and the next ``count`` of them, or each with ``probability`` drawn from a sequence fixed by
 ``seed``) meet which fault:
 
-- ``delay``: wait ``delayMs``, then answer normally;
+- ``delay``: read the request, wait ``delayMs``, then run it and answer normally (the route runs
+  even when the client gave up meanwhile, as on a slow service);
 - ``error``: answer ``status`` (with ``Retry-After`` for 429, or when given) without running the route;
 - ``drop_before_commit``: close the connection without an answer before the route runs;
 - ``drop_after_commit``: run the route (a valid payment is created), then close without an answer;
@@ -216,8 +217,30 @@ def _authenticated(scope: Scope) -> bool:
 
 
 async def _delay(app: ASGIApp, firing: Firing, scope: Scope, receive: Receive, send: Send) -> None:
+    replay = await _read_ahead(receive)
     await _wait(connection_of(scope), (firing.delay_ms or 0) / 1000)
-    await app(scope, receive, send)
+    await app(scope, replay, send)
+
+
+async def _read_ahead(receive: Receive) -> Receive:
+    """The request's body, read now and handed to the route after the delay: a slow service still
+    carries out a request whose client gave up waiting (the route read nothing then, and a payment
+    the docs promise, and a real service would make, was never made)."""
+    messages: list[Message] = []
+    size = 0
+    for _ in range(_MAX_MESSAGES):
+        message = await receive()
+        messages.append(message)
+        size += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            break
+        if size > MAX_BODY_BYTES:  # the route refuses it (413) as it reads on
+            break
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return replay
 
 
 async def _error(app: ASGIApp, firing: Firing, scope: Scope, receive: Receive, send: Send) -> None:
