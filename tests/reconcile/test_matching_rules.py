@@ -253,6 +253,25 @@ def test_half_a_price_or_one_that_cannot_be_read_rejects_the_row_saying_why(back
     assert list(result.matched["merchantReferenceId"]) == ["SAME-CURRENCY"]  # the charge's own currency
 
 
+def test_a_thousand_grouped_with_a_point_where_nothing_decides_is_rejected_not_matched_small(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """1.500 EUR on both sides of a German export matched as 1.50; now both are refused, alike."""
+    header = "merchantReferenceId;amount;currency;status\n"
+    (tmp_path / "l.csv").write_text(header + "T1;1.500;EUR;success\nT2;12;EUR;success\n")
+    (tmp_path / "p.csv").write_text(header + "T1;1.500;EUR;success\nT2;12;EUR;success\n")
+    result = reconcile(load_ledger(tmp_path / "l.csv"), load_processor(tmp_path / "p.csv"), backend=backend)
+    assert list(result.matched["merchantReferenceId"]) == ["T2"]
+    assert (
+        result.rejected["detail"].tolist()
+        == [
+            "amount '1.500' may be 1500 or 1.500 EUR: no amount of the file's first rows says which "
+            "decimal mark it uses (--decimal , or --decimal .)"
+        ]
+        * 2
+    )
+
+
 def test_in_transit_rows_say_why_with_their_age_at_the_cutoff(planted: ReconciliationResult) -> None:
     pending = rows(planted, "PENDING-IN", "in_transit")
     assert pending["detail"] == (

@@ -10,7 +10,7 @@ import pytest
 from toolkit.cli import main
 from toolkit.errors import InputError
 from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger
-from toolkit.reconcile.sources import ReadOptions, describe
+from toolkit.reconcile.sources import POINT_UNDECIDED, ReadOptions, describe
 
 # A European Excel export: semicolons, a rejected row (line 4), an accented column and value.
 EXCEL_ROWS = (
@@ -282,6 +282,47 @@ def test_the_decimal_mark_by_option_where_the_sample_does_not_say(tmp_path: Path
     ]
 
 
+def test_a_thousand_grouped_with_a_point_is_refused_where_no_amount_decides_the_mark(
+    tmp_path: Path,
+) -> None:
+    """A German export of whole thousands (1.500 for 1500 EUR, 2.000 JPY) was read with the point:
+    1.50 EUR and 2 JPY, matched against a processor's same text, with no exception at all."""
+    rows = (
+        "merchantReferenceId;amount;currency;status\n"
+        "m1;1.500;EUR;success\nm2;2.000;JPY;success\nm3;0.500;EUR;success\nm4;1.500.000;EUR;success\n"
+        "m5;12;EUR;success\nm6;1.234;KWD;success\n"
+    )
+    path = excel_file(tmp_path, "books.csv", rows.encode())
+    assert describe(path, "ledger", frozenset({"amount"})).decimal == POINT_UNDECIDED
+    loaded = load_ledger(path)
+    assert loaded.frame["amountMinor"].tolist() == [50, 1200]  # 0.500 EUR and 12 EUR: no thousand
+    assert loaded.rejected["source_row"].tolist() == [2, 3, 5, 7]
+    details = loaded.rejected["detail"].tolist()
+    assert details[0] == (
+        "amount '1.500' may be 1500 or 1.500 EUR: no amount of the file's first rows says which "
+        "decimal mark it uses (--decimal , or --decimal .)"
+    )
+    assert details[1].startswith("amount '2.000' may be 2000 or 2.000 JPY")
+    assert details[3].startswith("amount '1.234' may be 1234 or 1.234 KWD")
+    assert load_ledger(path, decimal=",").frame["amountMinor"].tolist() == [
+        150000,
+        2000,
+        150000000,
+        1200,
+        1234000,
+    ]
+    assert load_ledger(path, decimal=".").frame["amountMinor"].tolist() == [
+        150,
+        2,
+        50,
+        1200,
+        1234,
+    ]
+    with_a_point = rows + "m7;12.50;EUR;success\n"  # one amount decides: the point
+    decided = load_ledger(excel_file(tmp_path, "decided.csv", with_a_point.encode()))
+    assert decided.frame["amountMinor"].tolist() == [150, 2, 50, 1200, 1234, 1250]
+
+
 def test_a_comma_amount_in_a_point_file_says_how_to_read_it(tmp_path: Path) -> None:
     rows = 'merchantReferenceId,amount,currency,status\nm1,12.30,USD,success\nm2,"12,50",USD,success\n'
     loaded = load_ledger(excel_file(tmp_path, "books.csv", rows.encode()))
@@ -330,7 +371,7 @@ def test_whole_amounts_grouped_by_commas_decide_no_decimal_comma(tmp_path: Path)
     decimal comma that cannot be a thousand (``0,500``, ``12,50``) still says the comma."""
     rows = 'merchantReferenceId,amount,currency,status\nA1,"1,200",USD,success\nA2,"2,500",USD,success\n'
     path = excel_file(tmp_path, "books.csv", (rows + 'A3,"15,000",JPY,success\n').encode())
-    assert describe(path, "ledger", frozenset({"amount"})).decimal == "."
+    assert describe(path, "ledger", frozenset({"amount"})).decimal == POINT_UNDECIDED  # read with '.'
     assert load_ledger(path).frame["amountMinor"].tolist() == [120000, 250000, 15000]
     for comma in ("0,500", "12,50", "1234,500"):
         path.write_text(rows + f'A3,"{comma}",EUR,success\n')

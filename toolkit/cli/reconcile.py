@@ -51,7 +51,14 @@ from toolkit.reconcile.inputs import (
 )
 from toolkit.reconcile.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
-from toolkit.reconcile.sources import READ_OPTIONS, Described, ReadOptions, describe, sample
+from toolkit.reconcile.sources import (
+    POINT_UNDECIDED,
+    READ_OPTIONS,
+    Described,
+    ReadOptions,
+    describe,
+    sample,
+)
 from toolkit.reconcile.timing import timing
 from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracking import (
@@ -530,9 +537,11 @@ def inspection_text(
         lines.append(f"sheet: {described.sheet}" + (f" (others: {others}; --sheet NAME)" if others else ""))
     if described.kind in ("csv", "xlsx"):
         lines.append(f"header row: {described.header_line}")
-        mark = (
-            "comma ',' (amounts such as 1.234,56: --decimal ,)" if described.decimal == "," else "point '.'"
-        )
+        mark = {
+            ",": "comma ',' (amounts such as 1.234,56: --decimal ,)",
+            POINT_UNDECIDED: "point '.', undecided: no amount of the first rows says which mark; "
+            "one like 1.500 (1500, or 1.5?) is refused unless --decimal , or --decimal . says",
+        }.get(described.decimal, "point '.'")
         if mark_unknown:
             mark = "not detected: no column is named like the amount (--map amount=COLUMN names it)"
         lines.append(f"decimal mark: {mark}")

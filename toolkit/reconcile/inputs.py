@@ -339,6 +339,11 @@ def _amount_reason(row: dict[str, Any], code: int, decimal: str) -> str:
     if code == _NOT_A_NUMBER and sources.ONE_COMMA.fullmatch(written):  # refused by ``_ungrouped``
         thousand, decimal_text = written.replace(",", ""), written.replace(",", ".")
         return f"{reason} ({thousand} or {decimal_text} {currency}? write {thousand} or {decimal_text})"
+    if code == _NOT_A_NUMBER and decimal == sources.POINT_UNDECIDED and sources.ONE_POINT.fullmatch(written):
+        return (
+            f"amount {written!r} may be {written.replace('.', '')} or {written} {currency}: no amount "
+            "of the file's first rows says which decimal mark it uses (--decimal , or --decimal .)"
+        )
     if code == _NOT_A_NUMBER and sources.is_comma_decimal(written):
         return f"{reason} (a decimal comma? read the file with the decimal mark ',': --decimal ,)"
     return reason
@@ -487,9 +492,13 @@ def parse_amounts(
     ``Backend.keep``'s ``staged``), so that every value is computed once.
     """
     written = _trimmed(table[text])
-    t = table.mutate(_w=written if decimal == "." else _point_decimal(written))
-    t = t.mutate(_is_number=t._w.re_search(_NUMBER))
-    if decimal == ".":
+    point = decimal in (".", sources.POINT_UNDECIDED)
+    t = table.mutate(_w=written if point else _point_decimal(written))
+    is_number = t._w.re_search(_NUMBER)
+    if decimal == sources.POINT_UNDECIDED:
+        is_number &= ~t._w.re_search(f"^{sources.ONE_POINT.pattern}$")
+    t = t.mutate(_is_number=is_number)
+    if point:
         t = _ungrouped(t, t[digits])
     t = t.mutate(_dot=t._w.find("."), _signed=(t._w.startswith("-") | t._w.startswith("+")).ifelse(1, 0))
     t = t.mutate(

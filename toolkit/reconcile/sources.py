@@ -72,6 +72,11 @@ _GLOB_CHARS = frozenset("*?[")
 DELIMITERS = (",", ";", "\t", "|")
 #: The decimal marks an amount may be written with (``ReadOptions.decimal``).
 DECIMAL_MARKS = (".", ",")
+#: ``Described.decimal`` of a CSV file whose amounts decide no mark: read with the point, but an
+#: amount that may be a thousand grouped with a point (``1.500``) is refused, giving both readings.
+POINT_UNDECIDED = ""
+#: A thousand grouped with a point (``1.500``): with a decimal comma 1500, with a point 1.5.
+ONE_POINT = re.compile("[+-]?[1-9][0-9]{0,2}[.][0-9]{3}")
 #: What groups thousands besides the mark that is not the decimal one: spaces (no-break ones
 #: too) and the apostrophe (``1 234,56``, ``1'234.56``).
 GROUPING = " \u00a0\u202f'"
@@ -174,7 +179,7 @@ class Described:
     titled: bool = False  # the header was given below the first lines (a title above it)
     sheet: str = ""  # Excel: the sheet read
     sheets: tuple[str, ...] = ()  # Excel: the workbook's sheets, in order
-    decimal: str = "."  # the amounts' decimal mark (``,``: ``1.234,56``)
+    decimal: str = "."  # the amounts' decimal mark (``,``: ``1.234,56``), or ``POINT_UNDECIDED``
     parts: tuple[ParquetPart, ...] = ()  # Parquet: the files, grouped by their schema
 
 
@@ -296,13 +301,17 @@ def is_comma_decimal(amount: str) -> bool:
 
 def detect_decimal(amounts: list[str]) -> str:
     """``,`` when the sampled amounts are written with a decimal comma (``12,50``, ``1.234,56``)
-    and none with a decimal point (``12.50``, ``1,234.56``); else ``.``. A lone ``1.234`` or
-    ``1,234`` decides nothing (a thousand, or 1.234 dinars): such a file keeps the point unless
-    ``decimal`` says otherwise, and the point reading refuses ``1,234`` where it is ambiguous."""
+    and none with a decimal point (``12.50``, ``1,234.56``); ``.`` when one is; else
+    ``POINT_UNDECIDED``. A lone ``1.234`` or ``1,234`` decides nothing (a thousand, or 1.234
+    dinars): such a file keeps the point unless ``decimal`` says otherwise, and the point
+    reading refuses ``1,234`` where it is ambiguous, and ``1.500`` where nothing decided (a
+    German export's 1500 EUR was read as 1.50, its third decimal a zero that changes nothing)."""
     values = [value.strip() for value in amounts]
     comma = any(is_comma_decimal(v) and not ONE_COMMA.fullmatch(v) for v in values)
     point = any(_POINT_DECIMAL.fullmatch(v) and not _GROUPED.fullmatch(v) for v in values)
-    return "," if comma and not point else "."
+    if comma and not point:
+        return ","
+    return "." if point else POINT_UNDECIDED
 
 
 def detect_encoding(path: Path) -> tuple[str, bool]:
