@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zipfile
+from datetime import datetime
 from pathlib import Path
 
 import openpyxl
@@ -246,6 +248,38 @@ def test_xlsx_header_on_the_first_row_stays_there_beside_an_unnamed_column(tmp_p
         ("merchantReferenceId", "amount", "currency", "status"),
     )
     assert load_ledger(path).rejected["source_row"].tolist() == [3]
+
+
+def test_a_number_cell_is_read_as_excel_shows_it_with_the_sheets_decimal_mark(tmp_path: Path) -> None:
+    """``=0.1+0.2`` is stored 0.30000000000000004 and shown 0.3: it was refused as having too many
+    decimals. With ``--decimal ,`` a number cell (12.5) was refused as no decimal-comma amount,
+    so a German sheet mixing number and text cells could be read neither way."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["merchantReferenceId", "amount", "currency", "status", "date"])
+    cells: list[object] = ["1.234,56", 12.5, 0.25, 3, 1234567.89, 1e15, -0.07]
+    for i, amount in enumerate(cells):
+        sheet.append([f"m{i}", amount, "EUR", "success", datetime(2025, 5, 2, 10, 30)])
+    saved = tmp_path / "saved.xlsx"
+    book.save(saved)
+    path = tmp_path / "buchungen.xlsx"
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(path, "w") as target:
+        for item in source.infolist():  # 0.25 as Excel stores =0.1+0.2 (openpyxl writes 0.3)
+            data = source.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                data = data.replace(b"<v>0.25</v>", b"<v>0.30000000000000004</v>")
+            target.writestr(item, data)
+    with_comma = load_ledger(path, decimal=",")
+    assert with_comma.rejected.empty, with_comma.rejected["detail"].tolist()
+    assert with_comma.frame["amountMinor"].tolist() == [123456, 1250, 30, 300, 123456789, 10**17, -7]
+    with_point = load_ledger(path)
+    assert with_point.frame["amountMinor"].tolist() == [1250, 30, 300, 123456789, 10**17, -7]
+    assert with_point.rejected["source_row"].tolist() == [2]  # the text 1.234,56 read with a point
+    assert with_point.frame["amount"].tolist()[:2] == ["12.5", "0.3"]
+    described = describe(path, "ledger", frozenset())
+    assert described.table is not None
+    assert described.table.column("date").to_pylist()[0] == "2025-05-02 10:30:00"  # as before
 
 
 # European Excel's own amounts: a decimal comma, thousands grouped by a point or a space.

@@ -31,6 +31,7 @@ import csv
 import functools
 import glob
 import io
+import math
 import re
 import shutil
 import tempfile
@@ -439,9 +440,14 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
         book.close()
     header_row = options.header_row if options.header_row is not None else _header_row(top)
     frame = pd.read_excel(
-        path, sheet_name=sheet, header=header_row - 1, dtype=str, keep_default_na=False, engine="openpyxl"
+        path, sheet_name=sheet, header=header_row - 1, dtype=object, keep_default_na=False, engine="openpyxl"
     )
     frame = frame.loc[:, [not str(c).startswith("Unnamed: ") for c in frame.columns]]
+    mark = options.decimal or "."
+    texts = [[_cell_text(value, mark) for value in frame.iloc[:, i].tolist()] for i in range(frame.shape[1])]
+    frame = pd.DataFrame(dict(enumerate(texts)), index=frame.index, dtype=object).set_axis(
+        frame.columns, axis=1
+    )
     table = _numbered_table(_frame_to_table(frame, str(path), amount_columns), first=header_row + 1)
     return Described(
         str(path),
@@ -596,6 +602,17 @@ def _csv_header_and_skip(path: Path, delimiter: str) -> tuple[list[str], int]:
             if record:
                 return record, reader.line_num - 1
     return [], 0
+
+
+def _cell_text(value: Any, mark: str) -> str:
+    """A workbook cell as Excel shows it: a number at Excel's 15 significant digits (``=0.1+0.2``
+    is stored as 0.30000000000000004 and shown 0.3; read as stored, it was refused as having too
+    many decimals), written with the decimal mark the sheet is read with (a number cell has none
+    of its own: with ``--decimal ,`` its 12.5 was refused as no decimal-comma amount)."""
+    if isinstance(value, float) and math.isfinite(value):
+        text = format(Decimal(format(value, ".15g")), "f")
+        return text.replace(".", ",") if mark == "," else text
+    return _text_of(value)
 
 
 def _text_of(value: Any) -> str:
