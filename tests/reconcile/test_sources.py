@@ -11,7 +11,7 @@ import pytest
 
 from toolkit.cli import main
 from toolkit.errors import InputError
-from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger
+from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger, sources
 from toolkit.reconcile.sources import POINT_UNDECIDED, ReadOptions, describe
 
 # A European Excel export: semicolons, a rejected row (line 4), an accented column and value.
@@ -248,6 +248,25 @@ def test_xlsx_header_on_the_first_row_stays_there_beside_an_unnamed_column(tmp_p
         ("merchantReferenceId", "amount", "currency", "status"),
     )
     assert load_ledger(path).rejected["source_row"].tolist() == [3]
+
+
+@pytest.mark.parametrize("block", [1 << 24, 5, 1])  # the file read in blocks: the line counts across them
+def test_a_utf8_file_but_for_one_line_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """One cp1252 byte among UTF-8 made the whole file cp1252: Müller-1 became MÃ¼ller-1, missing
+    on one side, and Müller-1 of the processor missing on the other."""
+    monkeypatch.setattr(sources, "_BLOCK", block)
+    path = tmp_path / "books.csv"
+    path.write_bytes(
+        "merchantReferenceId,amount,currency,status,note\nM\u00fcller-1,10.00,EUR,success,\u00e0 la carte\n".encode()
+        + b"B-2,5.00,EUR,success,caf\xe9\nC-3,1.00,EUR,success,\n"
+    )
+    with pytest.raises(InputError, match=r"books.csv: UTF-8 but for line 3 \(byte 0xE9 is not UTF-8"):
+        load_ledger(path)
+    assert load_ledger(path, encoding="cp1252").frame["merchantReferenceId"].tolist()[0] == "MÃ¼ller-1"
+    path.write_bytes(b"merchantReferenceId,amount,currency,status\nM\xfcller-1,10.00,EUR,success\n")
+    assert load_ledger(path).frame["merchantReferenceId"].tolist() == ["Müller-1"]  # all cp1252
 
 
 def test_a_number_cell_is_read_as_excel_shows_it_with_the_sheets_decimal_mark(tmp_path: Path) -> None:

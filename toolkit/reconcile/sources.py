@@ -333,15 +333,46 @@ def detect_encoding(path: Path) -> tuple[str, bool]:
         return ("utf-16-le" if pairs[1::2].count(0) > pairs[0::2].count(0) else "utf-16-be"), False
     for encoding in ("utf-8", "cp1252"):
         decoder = codecs.getincrementaldecoder(encoding)()
+        read = 0
         try:
             with path.open("rb") as handle:
                 for block in iter(lambda: handle.read(_BLOCK), b""):
+                    read += len(block)
                     decoder.decode(block)
             decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
+        except UnicodeDecodeError as exc:
+            if encoding == "utf-8":  # exc.object: the bytes held back, then the block; read ends it
+                _refuse_utf8_but_for(path, read - len(exc.object) + exc.start)
             continue
         return encoding, False
     return "latin-1", False
+
+
+#: A character of more than one byte in UTF-8 (a cp1252 text almost never holds one: Ã¼).
+_UTF8_LETTER = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def _refuse_utf8_but_for(path: Path, offset: int) -> None:
+    """A file that is UTF-8 (its letters beyond ASCII are) but for a byte at ``offset`` (one line
+    pasted from elsewhere) is refused, naming that line: read as cp1252 it turned every Müller
+    into MÃ¼ller, and each of those keys into two exceptions."""
+    with path.open("rb") as handle:
+        seen = b""  # the last bytes of the blocks before, for a letter across two blocks
+        for block in iter(lambda: handle.read(_BLOCK), b""):
+            if _UTF8_LETTER.search(seen + block):
+                break
+            seen = (seen + block)[-3:]
+        else:
+            return
+        handle.seek(0)
+        before = handle.read(offset)
+        byte = handle.read(1)
+    line = before.count(b"\n") + 1
+    raise InputError(
+        f"{path}: UTF-8 but for line {line} (byte 0x{byte.hex().upper()} is not UTF-8, perhaps pasted "
+        "from a cp1252 file): correct that line, or give this file's encoding "
+        "(--ledger-encoding or --processor-encoding cp1252)"
+    )
 
 
 def _find_header(lines: list[str], delimiter: str | None) -> tuple[int, str]:
