@@ -144,6 +144,14 @@ def test_invalid_requests_are_refused_before_sending(
             client.create_payment(**{k: v for k, v in payment(unique, **bad).items() if v is not None})
     with pytest.raises(RequestValidationError, match="id: must be a non-empty string"):
         client.get_subscription(" ")
+    # What the sandbox refused after the client had sent it (the docs promise it never sends that).
+    created = client.create_product(**product())
+    assert created.priceList is not None
+    priced = {"priceId": created.priceList[0].priceId, "productId": created.productId}
+    with pytest.raises(RequestValidationError, match="amount: not allowed together with priceId"):
+        client.create_payment(**payment(unique, **priced))
+    with pytest.raises(RequestValidationError, match="priceId"):  # "": no price, and no absent one
+        client.create_payment(**payment(unique, priceId="", productId=created.productId))
     assert len(exported_payments(sandbox)) == before
 
 

@@ -14,7 +14,7 @@ import pytest
 from tests.faults import Mode, fault_server
 from toolkit import AuthenticationError, Client, PaymentStatus, SandboxError, create_payment, payments_frame
 from toolkit.controls import SandboxControls
-from toolkit.errors import OutcomeUnknownError, RequestValidationError
+from toolkit.errors import NotFoundError, OutcomeUnknownError, RequestValidationError
 from toolkit.journal import Journal
 from toolkit.sandbox.embedded import RunningSandbox
 
@@ -84,6 +84,23 @@ def test_freeze_and_resume_the_clock(client: Client) -> None:
     assert resumed >= frozen + timedelta(hours=1)
     time.sleep(0.02)
     assert controls.now() > resumed
+
+
+def test_an_id_names_no_other_control(client: Client) -> None:
+    """``cancel_subscription("../clock/resume?")`` resumed a frozen clock and returned a blank
+    Subscription: the id went into the path unescaped."""
+    controls = SandboxControls(client)
+    frozen = controls.freeze_clock()
+    try:
+        with pytest.raises(NotFoundError):
+            controls.cancel_subscription("../clock/resume?")
+        with pytest.raises(NotFoundError):
+            controls.resolve_payment("../../clock/resume?", "success")
+        assert controls.now() == frozen  # still frozen
+        with pytest.raises(RequestValidationError, match="order id"):
+            controls.resolve_payment(" ", "success")
+    finally:
+        controls.resume_clock()
 
 
 def test_a_payment_resolved_at_the_sandbox_shows_its_settled_status(

@@ -81,6 +81,13 @@ MAX_KEEPALIVE_CONNECTIONS = 20  # Client's idle connections (httpx's default)
 KEEPALIVE_EXPIRY = 1.0
 
 
+def path_segment(value: str, what: str) -> str:
+    """An id as one segment of a URL path, escaped: ``../clock/resume?`` must name no other route."""
+    if not isinstance(value, str) or not value.strip():
+        raise RequestValidationError(what, [("id", "must be a non-empty string")])
+    return quote(value, safe="")
+
+
 def keeps_connection(status: int) -> bool:
     """Whether a connection goes back to the pool after a response with ``status``: only after a success.
 
@@ -301,9 +308,7 @@ class _BaseClient:
 
     @staticmethod
     def _subscription_path(subscription_id: str) -> str:
-        if not isinstance(subscription_id, str) or not subscription_id.strip():
-            raise RequestValidationError("subscription id", [("id", "must be a non-empty string")])
-        return "/subscription/" + quote(subscription_id, safe="")
+        return "/subscription/" + path_segment(subscription_id, "subscription id")
 
     @staticmethod
     def _payment_body(request: PaymentRequest | Mapping[str, Any] | None, fields: dict[str, Any]) -> bytes:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel
 
-from toolkit.client import Client
+from toolkit.client import Client, path_segment
 from toolkit.config import load_settings
 from toolkit.control_models import (
     CancelRequest,
@@ -97,7 +97,8 @@ class SandboxControls:
     ) -> Subscription:
         """Cancel now, or at the end of the current period (the default)."""
         body = CancelRequest.build({"atPeriodEnd": at_period_end, "reason": reason})
-        data = self.client.call("POST", f"/sandbox/subscriptions/{subscription_id}/cancel", json=_wire(body))
+        segment = path_segment(subscription_id, "subscription id")
+        data = self.client.call("POST", f"/sandbox/subscriptions/{segment}/cancel", json=_wire(body))
         return Subscription.model_validate(data)
 
     def advance_clock(
@@ -125,7 +126,8 @@ class SandboxControls:
         made the payment, so that ``payments_frame`` shows the settled status.
         """
         body = ResolveRequest.build({"status": status})
-        data = self.client.call("POST", f"/sandbox/payments/{order_id}/resolve", json=_wire(body))
+        segment = path_segment(order_id, "order id")
+        data = self.client.call("POST", f"/sandbox/payments/{segment}/resolve", json=_wire(body))
         settled = SettlementRecord.model_validate(data)
         if journal is not None:
             journal.record_settlement(settled)

@@ -266,7 +266,7 @@ class PaymentRequest(RequestModel):
     referenceCustomerId: str | None = None
     paymentInstrumentId: str | None = None
     paymentMethodType: Method
-    priceId: str | None = None
+    priceId: str | None = Field(default=None, min_length=1)
     productId: str | None = None
     priceDataList: list[PriceData] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
     amount: PositiveAmount | None = None
@@ -285,9 +285,13 @@ class PaymentRequest(RequestModel):
             raise PydanticCustomError(
                 "customer", "customerId, customerEmail or referenceCustomerId: at least one is required"
             )
-        if self.priceId and not self.productId:
+        if self.priceId is not None and not self.productId:
             raise PydanticCustomError("product", "productId: required when priceId is given")
-        if not self.priceId:
+        if self.priceId is not None and self.amount is not None:
+            raise PydanticCustomError(
+                "amount", "amount: not allowed together with priceId (the price sets the amount)"
+            )
+        if self.priceId is None:
             missing = [name for name in ("amount", "currency") if getattr(self, name) is None]
             if missing:
                 raise PydanticCustomError(

@@ -215,9 +215,7 @@ def active_price(conn: sqlite3.Connection, *, product_id: str, price_id: str) ->
 def resolve_charge(conn: sqlite3.Connection, *, req: PaymentRequest) -> Charge:
     """Spec rules 1 and 2: what is charged, in which currency, and whether the method allows it."""
     fixed: dict[str, int] = {}
-    if req.priceId is not None:
-        if req.amount is not None:
-            raise BadRequest("amount", "not allowed together with priceId (the price sets the amount)")
+    if req.priceId is not None:  # without an amount (PaymentRequest refuses both)
         price = active_price(conn, product_id=str(req.productId), price_id=req.priceId)
         if price["price_type"] == "recurring":
             raise Conflict("priceId", "is a recurring price; a one-time payment needs a one_time price")
