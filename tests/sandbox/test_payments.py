@@ -199,6 +199,20 @@ def test_customer_resolution(api: Api) -> None:
         paymentInstrumentId="pi_test_default",
     )
     assert api.ok("GET", "/sandbox/payments")["payments"][-1]["orderId"] == by_id["orderId"]
+    # The customer is bound to ref-1: another reference with its id was dropped unsaid (ref-2 then
+    # made a second customer).
+    rebind = {
+        "customerId": customer,
+        "referenceCustomerId": "ref-2",
+        "amount": 1,
+        "currency": "USD",
+        "paymentMethodType": "CARD",
+        "paymentInstrumentId": "pi_test_default",
+        "returnUrl": "https://r",
+    }
+    msg = api.error("POST", "/payment", rebind, 409)
+    assert "referenceCustomerId" in msg and "bound to another referenceCustomerId" in msg
+    assert api.ok("GET", "/sandbox/payments")["payments"][-1]["orderId"] == by_id["orderId"]
     other = api.pay(
         customerEmail="other@example.com",
         amount=1,

@@ -152,12 +152,15 @@ def resolve_customer(
 ) -> str:
     """customerId must exist; else find by referenceCustomerId, then e-mail; else create."""
     if customer_id is not None:
-        if store.get_customer(conn, customer_id=customer_id) is None:
+        customer = store.get_customer(conn, customer_id=customer_id)
+        if customer is None:
             raise NotFound(f"customerId: unknown customer {customer_id!r}")
         if reference_id is not None:
             bound = store.find_customer(conn, email=None, reference_id=reference_id)
             if bound is not None and bound["id"] != customer_id:
                 raise Conflict("referenceCustomerId", "already bound to another customer")
+            if customer["reference_id"] not in (None, reference_id):  # was dropped unsaid
+                raise Conflict("referenceCustomerId", "the customer is bound to another referenceCustomerId")
             store.bind_reference(conn, customer_id=customer_id, reference_id=reference_id)
         return customer_id
     found = store.find_customer(conn, email=email, reference_id=reference_id)
