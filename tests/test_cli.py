@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +34,25 @@ def test_a_command_is_required_and_an_unknown_one_is_exit_2(capsys: pytest.Captu
             main(argv)
         assert stopped.value.code == 2
     assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+def test_a_closed_stdout_stops_a_command_quietly(tmp_path: Path) -> None:
+    """``toolkit ... | head -1`` ended with a BrokenPipeError traceback."""
+    books = tmp_path / "books.csv"
+    books.write_text("merchantReferenceId,amount,currency,status\nA-1,1.00,USD,success\n")
+    for command, stopped in ((["reconcile", "inspect", str(books)], 1), (["reconcile", "--help"], 0)):
+        reader_gone = subprocess.Popen(
+            [sys.executable, "-m", "toolkit.cli", *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "TOOLKIT_HOME": str(tmp_path)},
+        )
+        assert reader_gone.stdout is not None and reader_gone.stderr is not None
+        reader_gone.stdout.close()  # before the command writes its first line
+        code = reader_gone.wait(timeout=60)
+        err = reader_gone.stderr.read().decode()
+        reader_gone.stderr.close()
+        assert (code, err) == (stopped, ""), err
 
 
 def test_only_the_chosen_command_is_imported() -> None:

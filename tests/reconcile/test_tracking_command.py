@@ -281,7 +281,15 @@ def test_missing_inputs_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit) as stop:
         main(["reconcile", "--ledger", "x.csv"])
     assert stop.value.code == 2
-    assert "the following arguments are required: --processor" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == (
+        "error: toolkit reconcile: the following arguments are required: --processor "
+        "(see toolkit reconcile --help)\n"
+    )
+    with pytest.raises(SystemExit) as stop:  # -1 exited 1, "more than --max-exceptions -1"
+        main(["reconcile", "--ledger", "x.csv", "--processor", "y.csv", "--max-exceptions", "-1"])
+    assert stop.value.code == 2
+    assert "argument --max-exceptions: '-1': must be 0 or more" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("toolkit.cli.sandbox", "serve the local sandbox of the payment service"),
@@ -31,9 +33,17 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line, as every other error (exit 2): argparse printed the whole usage,
+    22 lines for ``toolkit reconcile``, above the line that says what is wrong."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line, run the chosen subcommand and return its exit code."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="toolkit",
         description="The payment API toolkit: local sandbox, reconciliation, notebooks and the journal.",
     )
@@ -46,5 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             module = importlib.import_module(module_name)
             module.add_arguments(sub)
             sub.set_defaults(handler=module.run)
-    args = parser.parse_args(argv)
-    return int(args.handler(args))
+    try:
+        args = parser.parse_args(argv)
+        return int(args.handler(args))
+    except BrokenPipeError:
+        # The reader of stdout went away (``| head``): what the command wrote to files stands; stop
+        # quietly rather than with a traceback, and keep Python's last flush from raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -126,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-exceptions",
-        type=int,
+        type=_at_least_zero,
         default=None,
         metavar="N",
         help="exit 1 when there are more than N exceptions (with --track: N new or open ones)",
@@ -147,7 +147,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-age",
-        type=int,
+        type=_at_least_zero,
         default=None,
         metavar="DAYS",
         help="with --track: exit 1 when an unacknowledged exception is older than DAYS days",
@@ -226,6 +226,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ):
         sub = actions.add_parser(name, help=words, description=words)
         sub.add_argument("--track", required=True, metavar="NAME", dest="action_track")
+
+
+def _at_least_zero(text: str) -> int:
+    """A threshold: -1 exited 1 with "more than --max-exceptions -1" whatever the run found."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or more (leave it out for no limit)")
+    return value
 
 
 def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: str = "") -> None:
