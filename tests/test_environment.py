@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,20 @@ def test_one_service_spelled_two_ways_is_one_journal(tmp_path: Path) -> None:
     assert environment("http://pay.example.com:8080/v1").key != plain.key
     with pytest.raises(ConfigurationError, match="not a valid URL"):
         environment("http://127.000.000.001:8000")
+
+
+def test_a_url_with_a_user_query_fragment_or_spaces_is_refused(tmp_path: Path) -> None:
+    """Each named another journal for the same service: a run through ``http://ops@host`` sent
+    the payments of ``http://host`` again, an unknown one too (and a user name may hold a password)."""
+    for url, said in (
+        ("http://ops:s3cret@127.0.0.1:8765", "without a user name:"),
+        ("http://127.0.0.1:8765?token=x", "without a query (got"),
+        ("http://127.0.0.1:8765/#x", "without a fragment (got"),
+        (" http://127.0.0.1:8765", "must be an http(s) URL"),
+    ):
+        with pytest.raises(ConfigurationError, match=re.escape(said)) as refused:
+            resolve_environment(Settings(home=tmp_path), base_url=url, api_key="sk_test")
+        assert "s3cret" not in str(refused.value)
 
 
 def test_a_journal_kept_under_the_url_as_written_is_refused_not_passed_over(tmp_path: Path) -> None:

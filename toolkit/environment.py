@@ -106,8 +106,18 @@ def _embedded_sandbox(settings: Settings, key: SecretStr | None, *, announce: bo
 def _service(url: str, key: SecretStr | None) -> Environment:
     """A service named by its URL, which needs a key."""
     parsed = urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or url != url.strip():
         raise ConfigurationError(f"TOOLKIT_BASE_URL must be an http(s) URL, got {url!r}")
+    # Each of these made the same service another journal, where its payments were sent again (and
+    # a query or fragment sent every call to the wrong path); a user name may hold a password.
+    given = {"a user name": "@" in parsed.netloc, "a query": "?" in url, "a fragment": "#" in url}
+    if any(given.values()):
+        extra = " or ".join(part for part, found in given.items() if found)
+        shown = "" if given["a user name"] else f" (got {url!r})"
+        raise ConfigurationError(
+            f"TOOLKIT_BASE_URL must be the service's address alone, without {extra}{shown}: "
+            "scheme, host, port and path"
+        )
     if key is None or not key.get_secret_value():
         raise ConfigurationError(f"TOOLKIT_API_KEY is required to call {url}")
     try:  # one spelling of the URL: HTTP://Host:80/ and http://host name one service, one journal
