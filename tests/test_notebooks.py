@@ -702,3 +702,17 @@ def test_fault_drill_records_unknown_sends_nothing_twice_and_settles(
         controls = SandboxControls(client)
         assert controls.faults().empty  # the drill leaves no rule behind
         assert len(controls.export_payments("DRILL-TEST-1")) == 1
+    # Again with the same key: the journal holds it, nothing is sent, the drill fails; its rule
+    # stayed armed, and the next real payment met it and became unknown.
+    code, out, err = toolkit_run(
+        capsys, tmp_path / "again", "fault_drill", ("merchant_reference_id", "DRILL-TEST-1"), secrets=[CANARY]
+    )
+    assert code == 1 and "state succeeded" in out + err, out + err
+    with Client() as client:
+        assert SandboxControls(client).faults().empty
+    code, out, err = toolkit_run(
+        capsys, tmp_path / "spaced", "fault_drill", ("merchant_reference_id", " DRILL-SP"), secrets=[CANARY]
+    )
+    assert code == 2 and "has spaces at its ends" in out + err, out + err  # a bad parameter, not a finding
+    # The kernel's sockets were made in the run's own folder, not beside the notebooks.
+    assert not list(resolve_notebook("fault_drill").parent.glob("kernel-ipc*"))

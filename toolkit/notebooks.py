@@ -460,11 +460,13 @@ def _finish_notebook(executed: Path, target: Path, secrets: Sequence[str]) -> No
     return notebook
 
 
-def _local_kernel_manager() -> type:
+def _local_kernel_manager(sockets: Path) -> type:
     """A kernel manager that talks to the kernel over IPC sockets instead of TCP on loopback.
 
     No port is opened, and the kernel does not print its warning about unencrypted TCP into
-    every scheduled run's log.
+    every scheduled run's log. The sockets are made in ``sockets``, the run's own folder: by
+    default they were ``kernel-ipc-1`` and on in the kernel's working folder (the notebooks'),
+    where two runs at once took the same ones (``Invalid Signature``) and a killed run left them.
     """
     from jupyter_client.manager import KernelManager
     from traitlets import default
@@ -473,6 +475,10 @@ def _local_kernel_manager() -> type:
         @default("transport")
         def _default_transport(self) -> str:
             return "ipc"
+
+        @default("ip")
+        def _default_ip(self) -> str:
+            return str(sockets / "kernel-ipc")
 
     return LocalKernelManager
 
@@ -517,7 +523,7 @@ def run_notebook(
                 log_output=False,
                 start_timeout=START_TIMEOUT_S,
                 execution_timeout=cell_timeout,
-                kernel_manager_class=_local_kernel_manager(),
+                kernel_manager_class=_local_kernel_manager(Path(private)),
             )
         except PapermillExecutionError as exc:
             failed_cell = exc.exec_count
