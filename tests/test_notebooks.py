@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import html
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 import urllib.parse
 import zipfile
 from collections.abc import Iterator
@@ -684,6 +688,49 @@ def test_catalog_setup_with_a_refused_key_is_infrastructure_not_a_finding(
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_an_interrupted_run_stops_its_batch_and_says_so(service: RunningSandbox, tmp_path: Path) -> None:
+    """Ctrl-C reached ``toolkit run``, not its kernel (a session of its own): the batch went on
+    charging for seconds, then the run died with a traceback and no result line."""
+    scenario = tmp_path / "scenario.csv"
+    scenario.write_text(
+        "merchantReferenceId,customer,method,paymentInstrumentId,amount,currency,expected\n"
+        + "".join(f"INT-{i},ana@example.com,CARD,pi_test_success,1.00,USD,success\n" for i in range(8))
+    )
+    with Client() as client:
+        controls = SandboxControls(client)
+        controls.add_fault(route="POST /payment", mode="delay", delayMs=1500, count=8)
+        parameters = ["-p", "scenario_path", str(scenario), "-p", "concurrency", "1"]
+        run = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "toolkit.cli",
+                "run",
+                "test_payments",
+                *parameters,
+                "--output-dir",
+                str(tmp_path / "out"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while controls.requests(limit=20)["path"].eq("/payment").sum() < 1:  # the batch has begun
+            assert time.monotonic() < deadline and run.poll() is None, run.communicate()
+            time.sleep(0.1)
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=120)
+        time.sleep(2)  # a call the kernel would still start shows by now
+        sent = int(controls.requests(limit=50)["path"].eq("/payment").sum())
+    assert run.returncode == 2, (out, err)
+    assert err.strip().splitlines()[-1].startswith("test_payments: error: interrupted in cell"), err
+    assert "Traceback" not in err
+    assert sent <= 2, sent  # the one in flight, and at most one the interrupt crossed
+    assert (tmp_path / "out" / "test_payments.ipynb").is_file()
+
+
 def test_fault_drill_records_unknown_sends_nothing_twice_and_settles(
     service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -460,7 +460,42 @@ def _finish_notebook(executed: Path, target: Path, secrets: Sequence[str]) -> No
     return notebook
 
 
-def _local_kernel_manager(sockets: Path) -> type:
+@contextlib.contextmanager
+def _signals_to_the_kernel(managers: list[Any]) -> Iterator[None]:
+    """Ctrl-C (or a scheduler's SIGTERM) interrupts the notebook's kernel, which runs in a session
+    of its own and never saw it: a batch went on charging until the kernel was shut down, seconds
+    later. Interrupted, the cell stops as in Jupyter (no further call starts; the one in flight is
+    journaled unknown) and the run ends as a failed one, its files written and one line said. A
+    second signal acts as it would have (from the main thread only: signals go nowhere else)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.getsignal(number) for number in caught}
+
+    def interrupt(number: int, frame: Any) -> None:
+        for each, handler in previous.items():
+            signal.signal(each, handler)
+        started = [manager for manager in managers if manager.has_kernel]
+        if not started:  # no kernel yet: stop here, as without this handler
+            signal.raise_signal(number)
+            return
+        for manager in started:
+            manager.interrupt_kernel()
+
+    for number in caught:
+        signal.signal(number, interrupt)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _local_kernel_manager(sockets: Path, managers: list[Any]) -> type:
     """A kernel manager that talks to the kernel over IPC sockets instead of TCP on loopback.
 
     No port is opened, and the kernel does not print its warning about unencrypted TCP into
@@ -472,6 +507,10 @@ def _local_kernel_manager(sockets: Path) -> type:
     from traitlets import default
 
     class LocalKernelManager(KernelManager):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            managers.append(self)  # for _signals_to_the_kernel
+
         @default("transport")
         def _default_transport(self) -> str:
             return "ipc"
@@ -510,7 +549,12 @@ def run_notebook(
     executed_path = target_dir / f"{name}.ipynb"
     html_path = target_dir / f"{name}.html"
     exit_code, message, failed_cell = EXIT_OK, None, None
-    with _kernel_environment(), tempfile.TemporaryDirectory(prefix="toolkit-run-") as private:
+    managers: list[Any] = []
+    with (
+        _kernel_environment(),
+        tempfile.TemporaryDirectory(prefix="toolkit-run-") as private,
+        _signals_to_the_kernel(managers),
+    ):
         scratch = Path(private) / f"{name}.ipynb"
         try:
             papermill.execute_notebook(
@@ -523,12 +567,18 @@ def run_notebook(
                 log_output=False,
                 start_timeout=START_TIMEOUT_S,
                 execution_timeout=cell_timeout,
-                kernel_manager_class=_local_kernel_manager(Path(private)),
+                kernel_manager_class=_local_kernel_manager(Path(private), managers),
             )
         except PapermillExecutionError as exc:
             failed_cell = exc.exec_count
             if exc.ename == NotebookFailure.__name__:
                 exit_code, message = EXIT_FAILURE, str(exc.evalue)
+            elif exc.ename == KeyboardInterrupt.__name__:
+                exit_code = EXIT_ERROR
+                message = (
+                    f"interrupted in cell [{exc.exec_count}]: no further call was started; one in "
+                    "flight is journaled unknown (toolkit journal list --unknown)"
+                )
             else:
                 exit_code = EXIT_ERROR
                 message = f"cell [{exc.exec_count}] (cell #{exc.cell_index + 1}): {exc.ename}: {exc.evalue}"
