@@ -11,7 +11,7 @@ import pytest
 
 from tests.reconcile.test_tracking import sides
 from toolkit.cli import main
-from toolkit.runlog import file_hashes, read_manifests, reports_root, write_index
+from toolkit.runlog import counts_from_folder, file_hashes, read_manifests, reports_root, write_index
 
 
 def reconcile_into(folder: Path, output: Path, *extra: str) -> int:
@@ -104,3 +104,15 @@ def test_an_input_that_cannot_be_read_is_recorded_with_its_reason(tmp_path: Path
         {"path": str(readable), "sha256": hashlib.sha256(readable.read_bytes()).hexdigest()},
         {"path": "/proc/self/mem", "error": "cannot be read (Input/output error)"},
     ]
+
+
+def test_a_notebooks_counts_leave_the_rows_for_information_out(tmp_path: Path) -> None:
+    """run.json and the index said 28 exceptions where the result line said 15: the 13 rows in
+    transit of exceptions.csv were counted as exceptions."""
+    (tmp_path / "exceptions.csv").write_text(
+        "merchantReferenceId,category,severity\n"
+        "A-1,missing_in_processor,exception\nA-2,in_transit,info\nA-3,within_tolerance,info\n"
+        "A-4,rejected_row,exception\n",
+        encoding="utf-8",
+    )
+    assert counts_from_folder(tmp_path)["counts"] == {"exceptions": 2}
