@@ -131,6 +131,23 @@ def test_a_resolution_the_service_could_not_have_answered_is_refused(
     assert journal.resolve("payment", "ref-1", response={"orderId": "o", "status": 1}).state == "succeeded"
 
 
+def test_a_resolution_that_answers_another_request_is_refused(journal: Journal) -> None:
+    """10.00 USD was sent; a resolution of 99.00 EUR (a typo) was recorded, and the frame showed
+    the payment charged 99.00 EUR, with the old "unknown" text still in its error column."""
+    lost = OutcomeUnknownError("the outcome is unknown: dropped", method="POST", path="/payment")
+    journal.run("payment", "ref-1", b'{"amount": 10.00, "currency": "USD"}', Sender(journal, lost))
+    answer = {"orderId": "o", "status": 1, "amount": "99.00", "currency": "EUR"}
+    with pytest.raises(JournalError, match="currency EUR is not the USD asked for"):
+        journal.resolve("payment", "ref-1", response=answer)
+    with pytest.raises(JournalError, match=r"amount 99\.00 is not the 10\.00 asked for"):
+        journal.resolve("payment", "ref-1", response={**answer, "currency": "USD"})
+    record = journal.resolve("payment", "ref-1", response={**answer, "amount": "10.0", "currency": "USD"})
+    assert record.state == "succeeded" and record.error is None
+    journal.begin("payment", "ref-2", b'{"amount": 10.00, "currency": "USD", "paymentCurrency": "JPY"}')
+    converted = {"orderId": "o2", "status": 1, "amount": "1500", "currency": "JPY"}
+    assert journal.resolve("payment", "ref-2", response=converted).state == "succeeded"
+
+
 def test_resolve_with_the_outcome_found(journal: Journal) -> None:
     journal.begin("payment", "ref-1", b"{}")
     record = journal.resolve("payment", "ref-1", response=OK)

@@ -135,8 +135,15 @@ def test_journal_list_says_where_the_journal_is(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     use_sandbox(monkeypatch, sandbox)
+    assert main(["journal", "list", "--unknown"]) == 0  # in a home that has none: it makes none
+    out = capsys.readouterr().out
+    assert f"journal: {journal_path()} (none: nothing journaled for the " in out, out
+    assert not journal_path().exists()
+    Journal(journal_path(), environment="test").close()
     assert main(["journal", "list"]) == 0
-    assert f"journal: {journal_path()}" in capsys.readouterr().out
+    assert f"journal: {journal_path()}\n" in capsys.readouterr().out
+    assert main(["journal", "resolve", "X-1", "--response", "{not json"]) == 2
+    assert capsys.readouterr().err.startswith("toolkit journal: --response is not valid JSON (")
 
 
 def test_a_full_journal_refuses_new_calls_and_keeps_what_it_recorded(

@@ -253,6 +253,26 @@ def _checked_response(kind: Kind, response: BaseModel | dict[str, Any]) -> dict[
     return checked.model_dump(mode="python")
 
 
+def _refuse_another_payment(request: dict[str, Any], response: dict[str, Any]) -> None:
+    """A response that cannot be the answer to the request on record (a typo: 99.00 EUR for the
+    10.00 USD sent) is refused, as a changed request is: the payments frame would show it charged."""
+    currency = request.get("paymentCurrency") or request.get("currency")
+    if currency is not None and response.get("currency") not in (None, currency):
+        raise JournalError(
+            f"the response's currency {response.get('currency')} is not the {currency} asked for; "
+            "give the service's answer to the request on record"
+        )
+    asked = request.get("amount")
+    answered = response.get("amount")
+    if asked is None or answered is None or request.get("paymentCurrency") or request.get("priceId"):
+        return  # a price or a conversion sets the amount charged
+    if Decimal(str(asked)) != Decimal(str(answered)):
+        raise JournalError(
+            f"the response's amount {answered} is not the {asked} asked for; "
+            "give the service's answer to the request on record"
+        )
+
+
 class Journal:
     """The journal of one environment. Safe to share between threads of one process and processes.
 
@@ -496,9 +516,11 @@ class Journal:
         if record.outcome_known:
             raise JournalError(f"{kind} {key!r} is already {record.state}; only unknown outcomes resolve")
         data = None if response is None else _checked_response(kind, response)
+        if data is not None and kind == "payment":
+            _refuse_another_payment(record.request, data)
         with self._write() as db:
             db.execute(
-                "UPDATE calls SET state = ?, response = ?, outcomeTime = ?, resolvedBy = ? "
+                "UPDATE calls SET state = ?, response = ?, error = NULL, outcomeTime = ?, resolvedBy = ? "
                 "WHERE kind = ? AND businessKey = ? AND state IN ('sending', 'unknown')",
                 (
                     "abandoned" if failed else "succeeded",
