@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -688,46 +689,84 @@ def test_catalog_setup_with_a_refused_key_is_infrastructure_not_a_finding(
 
 
 @pytest.mark.slow
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc: no pgrep on a bare machine)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def start_a_slow_batch(tmp_path: Path, controls: SandboxControls, prefix: str) -> subprocess.Popen[str]:
+    """``toolkit run test_payments`` over 8 payments each delayed 1.5 s, once the first has left."""
+    scenario = tmp_path / "scenario.csv"
+    scenario.write_text(
+        "merchantReferenceId,customer,method,paymentInstrumentId,amount,currency,expected\n"
+        + "".join(f"{prefix}-{i},ana@example.com,CARD,pi_test_success,1.00,USD,success\n" for i in range(8))
+    )
+    controls.add_fault(route="POST /payment", mode="delay", delayMs=1500, count=8)
+    parameters = ["-p", "scenario_path", str(scenario), "-p", "concurrency", "1"]
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolkit.cli",
+            "run",
+            "test_payments",
+            *parameters,
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while payments_of(controls, prefix) < 1:  # the batch has begun: its first payment is made
+        assert time.monotonic() < deadline and run.poll() is None, run.communicate()
+        time.sleep(0.1)
+    return run
+
+
+def payments_of(controls: SandboxControls, prefix: str) -> int:
+    """Requests of the batch the sandbox has carried out (its log names each one's key)."""
+    keys = controls.requests(limit=100)["merchantReferenceId"].dropna().astype(str)
+    return int(keys.str.startswith(f"{prefix}-").sum())
+
+
+@pytest.mark.slow
+def test_a_kernel_that_dies_ends_the_run_exit_2(service: RunningSandbox, tmp_path: Path) -> None:
+    """With the blocking kernel manager the reply was awaited in one blocking call, the liveness
+    check never ran, and a killed kernel hung ``toolkit run`` past its cell timeout (15 min)."""
+    with Client() as client:
+        run = start_a_slow_batch(tmp_path, SandboxControls(client), "DEAD")
+        for kernel in children(run.pid):
+            os.kill(kernel, signal.SIGKILL)
+        out, err = run.communicate(timeout=120)
+    assert run.returncode == 2, (out, err)
+    assert err.strip().splitlines()[-1].startswith("test_payments: error: DeadKernelError: Kernel died"), err
+
+
 @pytest.mark.slow
 def test_an_interrupted_run_stops_its_batch_and_says_so(service: RunningSandbox, tmp_path: Path) -> None:
     """Ctrl-C reached ``toolkit run``, not its kernel (a session of its own): the batch went on
     charging for seconds, then the run died with a traceback and no result line."""
-    scenario = tmp_path / "scenario.csv"
-    scenario.write_text(
-        "merchantReferenceId,customer,method,paymentInstrumentId,amount,currency,expected\n"
-        + "".join(f"INT-{i},ana@example.com,CARD,pi_test_success,1.00,USD,success\n" for i in range(8))
-    )
     with Client() as client:
         controls = SandboxControls(client)
-        controls.add_fault(route="POST /payment", mode="delay", delayMs=1500, count=8)
-        parameters = ["-p", "scenario_path", str(scenario), "-p", "concurrency", "1"]
-        run = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "toolkit.cli",
-                "run",
-                "test_payments",
-                *parameters,
-                "--output-dir",
-                str(tmp_path / "out"),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 120
-        while controls.requests(limit=20)["path"].eq("/payment").sum() < 1:  # the batch has begun
-            assert time.monotonic() < deadline and run.poll() is None, run.communicate()
-            time.sleep(0.1)
+        run = start_a_slow_batch(tmp_path, controls, "INT")
         run.send_signal(signal.SIGINT)
         out, err = run.communicate(timeout=120)
-        time.sleep(2)  # a call the kernel would still start shows by now
-        sent = int(controls.requests(limit=50)["path"].eq("/payment").sum())
+        time.sleep(4)  # a call the kernel would still start shows by now
+        sent = payments_of(controls, "INT")
     assert run.returncode == 2, (out, err)
     assert err.strip().splitlines()[-1].startswith("test_payments: error: interrupted in cell"), err
     assert "Traceback" not in err
-    assert sent <= 2, sent  # the one in flight, and at most one the interrupt crossed
+    assert sent <= 3, sent  # the first, the one in flight, and at most one the interrupt crossed
     assert (tmp_path / "out" / "test_payments.ipynb").is_file()
 
 

@@ -479,12 +479,13 @@ def _signals_to_the_kernel(managers: list[Any]) -> Iterator[None]:
     def interrupt(number: int, frame: Any) -> None:
         for each, handler in previous.items():
             signal.signal(each, handler)
-        started = [manager for manager in managers if manager.has_kernel]
-        if not started:  # no kernel yet: stop here, as without this handler
+        kernels = [getattr(manager.provisioner, "process", None) for manager in managers]
+        running = [kernel for kernel in kernels if kernel is not None and kernel.poll() is None]
+        if not running:  # no kernel yet: stop here, as without this handler
             signal.raise_signal(number)
             return
-        for manager in started:
-            manager.interrupt_kernel()
+        for kernel in running:  # as the manager's interrupt does, from a handler that cannot await
+            kernel.send_signal(signal.SIGINT)
 
     for number in caught:
         signal.signal(number, interrupt)
@@ -503,10 +504,13 @@ def _local_kernel_manager(sockets: Path, managers: list[Any]) -> type:
     default they were ``kernel-ipc-1`` and on in the kernel's working folder (the notebooks'),
     where two runs at once took the same ones (``Invalid Signature``) and a killed run left them.
     """
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
-    class LocalKernelManager(KernelManager):
+    # Async, as nbclient's own default: with the blocking manager its client waited for a cell's
+    # reply in one blocking call, so the check that the kernel is alive never ran, and a kernel
+    # killed mid-cell hung the run past the cell's timeout.
+    class LocalKernelManager(AsyncKernelManager):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             managers.append(self)  # for _signals_to_the_kernel
