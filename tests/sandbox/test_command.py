@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -212,3 +213,17 @@ def test_a_port_or_workers_out_of_range_exit_2_in_one_line(
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+def test_a_busy_port_exits_2_in_one_line_before_saying_where_it_serves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed "sandbox: http://..." as if serving, then uvicorn's error, and exited 3."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        code = main(["sandbox", "--port", str(port), "--db", str(tmp_path / "s.sqlite"), "--api-key", "k"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith(f"toolkit sandbox: cannot serve on 127.0.0.1:{port}: ") and err.count("\n") == 1, (
+        err
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -133,6 +134,11 @@ def serve(args: argparse.Namespace) -> int:
     os.environ[ENV_TOLERANCE] = str(args.timestamp_tolerance)
     os.environ[ENV_LOG_REQUESTS] = "1" if args.log_requests else "0"
     host = f"[{args.host}]" if ":" in args.host else args.host
+    try:  # before saying where it serves: a busy port printed that, then uvicorn's error, exit 3
+        socket.create_server((args.host, args.port)).close()
+    except OSError as exc:
+        print(f"toolkit sandbox: cannot serve on {host}:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 2
     print(f"sandbox: http://{host}:{args.port}  database: {db_path}", flush=True)
     print(f"api key: {key if source == 'database' else f'from {source} (not printed)'}", flush=True)
     uvicorn.run(
