@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import openpyxl
@@ -28,7 +28,7 @@ from toolkit.reconcile import (
     verify_track,
     write_report,
 )
-from toolkit.reconcile.tracking import check_can_run, findings, store_path
+from toolkit.reconcile.tracking import findings, store_path
 
 HEADER = "merchantReferenceId,amount,currency,status\n"
 
@@ -499,21 +499,3 @@ def test_acknowledging_again_is_refused_naming_who_did_and_the_sign_offs_are_lis
     ]
     assert set(signed["category"]) == {"missing_in_processor"}
     assert signed["at"].is_monotonic_increasing
-
-
-def test_a_cut_off_after_tomorrow_is_refused_before_it_can_block_the_track(tmp_path: Path) -> None:
-    """``--as-of 2027-11-26`` for 2026-11-26 was recorded, and every nightly run after it was
-    refused as going back in time, in an append-only log that cannot take it back."""
-    today = datetime.now(UTC).date()
-    books = {"c": "5.00 USD success"}
-    with pytest.raises(TrackError, match="is after tomorrow"):
-        run(tmp_path, books, {}, str(today + timedelta(days=2)))
-    later = today + timedelta(days=2)
-    check_can_run("t", f"{later}T04:59:59+05:00")  # tomorrow in UTC: the day is read in UTC
-    with pytest.raises(TrackError, match="is after tomorrow"):
-        check_can_run("t", f"{later}T05:00:00+05:00")
-    with pytest.raises(TrackError):
-        track_history("t")  # nothing recorded: the track does not exist
-    run(tmp_path, books, {}, str(today))
-    tomorrow = run(tmp_path, books, {}, str(today + timedelta(days=1)))  # already today east of UTC
-    assert tomorrow.tracking is not None and tomorrow.tracking.run == 2

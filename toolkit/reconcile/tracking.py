@@ -50,13 +50,11 @@ Rules where the issue leaves the choice:
   run with an earlier cut-off; a run with the same cut-off as the last one is a re-run of it,
   compared with the same previous run, so re-running a day with the same inputs reports the same
   states (both runs stay in the history). A cut-off earlier than the track's last run is refused:
-  a track goes forward in time. So is one after tomorrow (UTC), which would block the track until
-  then. So is a period that does not cover the last run's: what left the
+  a track goes forward in time. So is a period that does not cover the last run's: what left the
   period would be listed as resolved without being looked at.
 * An acknowledgement is of the facts of the latest run; it holds while the exception stays and its
   facts stay the same. An exception that is resolved and comes back later is ``new`` again, with
-  a new ``firstSeen``, and its old acknowledgement does not hold. Acknowledging one that is
-  acknowledged is refused, naming who did: reopen it first (``signoffs`` lists them all).
+  a new ``firstSeen``, and its old acknowledgement does not hold.
 * Informational rows (``severity`` info: in transit, within tolerance) are not exceptions and
   are not tracked: they get no id, state or ``ageDays``, are not in the audit log, the states or
   the thresholds, and stay in the result and the reports with those columns blank. A payment in
@@ -652,25 +650,12 @@ def check_can_run(
     cut-off, a store that cannot be read, a track that does not verify, a cut-off in its past."""
     check_track_name(track)
     cut_off = parse_as_of(as_of)
-    if cut_off is not None:
-        _refuse_the_future(track, cut_off)
     if not store_path(home).exists():
         return
     with Store.open(home, create=False) as store:
         runs = _runs(store.chain(track, must_exist=False))
     if cut_off is not None:
         _refuse_going_back(track, runs, cut_off)
-
-
-def _refuse_the_future(track: str, cut_off: datetime) -> None:
-    """A cut-off after tomorrow (UTC, so that a day ahead of UTC is today somewhere) is a typo,
-    and once recorded it would refuse every later run before it, as going back in time."""
-    now = datetime.now(UTC)
-    if cut_off.astimezone(UTC).date() > now.date() + timedelta(days=1):
-        raise TrackError(
-            f"track {track}: as-of {utc_text(cut_off)} is after tomorrow (now {utc_text(now)}): "
-            "recorded, it would refuse every run until then, as going back in time"
-        )
 
 
 def _refuse_going_back(track: str, runs: list[Entry], cut_off: datetime) -> None:
@@ -707,8 +692,6 @@ def recording(
             "--track"
         )
     cut_off = parse_as_of(as_of)
-    if cut_off is not None:
-        _refuse_the_future(track, cut_off)
     hashes = _input_hashes(inputs)
     with Store.open(home, create=True) as store, store.writing():
         chain = store.chain(track, must_exist=False)
