@@ -475,11 +475,11 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
     )
     frame = frame.loc[:, [not str(c).startswith("Unnamed: ") for c in frame.columns]]
     mark = options.decimal or "."
-    texts = [[_cell_text(value, mark) for value in frame.iloc[:, i].tolist()] for i in range(frame.shape[1])]
-    frame = pd.DataFrame(dict(enumerate(texts)), index=frame.index, dtype=object).set_axis(
-        frame.columns, axis=1
-    )
-    table = _numbered_table(_frame_to_table(frame, str(path), amount_columns), first=header_row + 1)
+    cells = {  # each cell to its text once, straight into the table (pandas names repeats x.1)
+        str(label): pa.array([_cell_text(value, mark) for value in frame[label].tolist()], type=pa.string())
+        for label in frame.columns
+    }
+    table = _numbered_table(pa.table(cells) if cells else pa.table({}), first=header_row + 1)
     return Described(
         str(path),
         "xlsx",
