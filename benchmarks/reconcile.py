@@ -79,6 +79,8 @@ def generate(directory: Path, rows: int, seed: int = 7) -> tuple[Path, Path, dic
             )
         )
     }
+    for name in ("duplicate_in_processor", "duplicate_in_ledger"):
+        status[plan[name]] = 0  # a duplicate is a second charge: a failed payment twice is none
     ledger = pd.DataFrame(
         {
             "merchantReferenceId": keys,

@@ -119,6 +119,7 @@ def _base(count: int, rows: int) -> str:
     """SQL: key number ``i``, bucket ``b`` (-1 for extra keys), minor units, currency and status
     indexes, all arithmetic on ``i`` (deterministic on any DuckDB version)."""
     mix = "((i * 1103515245 + 12345) // 65536)"
+    charged_twice = f"{BUCKETS['duplicate_in_processor']}, {BUCKETS['duplicate_in_ledger']}"
     return f"""
         SELECT i,
             CASE WHEN i < {rows} THEN i % 1000 ELSE -1 END AS b,
@@ -126,7 +127,9 @@ def _base(count: int, rows: int) -> str:
             -- a currency mismatch is USD <-> EUR: those keys are in USD or EUR
             CASE WHEN i < {rows} AND i % 1000 = {BUCKETS["currency_mismatch"]} THEN {mix} % 2
                  ELSE {mix} % {len(CURRENCIES)} END AS c,
-            ((i * 22695477 + 1) // 65536) % {len(STATUSES)} AS s
+            -- a duplicate is a second charge (a failed payment twice is none): those keys succeeded
+            CASE WHEN i < {rows} AND i % 1000 IN ({charged_twice}) THEN 0
+                 ELSE ((i * 22695477 + 1) // 65536) % {len(STATUSES)} END AS s
         FROM range({count}) AS t(i)"""
 
 

@@ -284,13 +284,62 @@ class _Found:
     side: str
     row: int
     detail: str
-    amount: int
+    amount: int  # at risk: unsigned, but for a variance
+    currency: str | None = None  # the summary's currency, when not the ledger row's
+
+
+def _compared(rows: list[Payment], other: Payment | None) -> Payment | None:
+    """A side's row compared with the other side's: the first that agrees in amount, currency and
+    status, else the first with the same status, else the first."""
+    if not rows:
+        return None
+    if other is not None:
+        for alike in (
+            lambda p: (p.minor, p.currency, p.status) == (other.minor, other.currency, other.status),
+            lambda p: p.status == other.status,
+        ):
+            for payment in rows:
+                if alike(payment):
+                    return payment
+    return rows[0]
+
+
+def _rows_text(rows: list[Payment]) -> str:
+    """A duplicate's row numbers, each with its amount, currency and status when they differ."""
+    if len({(p.minor, p.currency, p.status) for p in rows}) == 1:
+        return ", ".join(str(p.row) for p in rows)
+    return ", ".join(f"{p.row}: {major_text(p.minor, p.currency)} {p.currency} {p.status}" for p in rows)
+
+
+def _duplicate(
+    key: str, side: str, rows: list[Payment], own: Payment | None, other_first: Payment | None
+) -> list[_Found]:
+    """A side's duplicate: more than one row that is not a failed attempt (which charged nothing)."""
+    charges = [p for p in rows if p.status != "failure"]
+    if len(charges) < 2:
+        return []
+    second = next(p for p in charges if p is not own)  # the row that should not be there
+    ledger_row, processor_row = (second, other_first) if side == "ledger" else (other_first, second)
+    return [
+        _Found(
+            key,
+            f"duplicate_in_{side}",
+            ledger_row,
+            processor_row,
+            side,
+            second.row,
+            f"appears {len(rows)} times in the {side} (rows {_rows_text(rows)})",
+            # At risk: every extra charge in the shown row's currency.
+            sum(abs(p.minor) for p in charges if p is not own and p.currency == second.currency),
+            second.currency,
+        )
+    ]
 
 
 def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], tolerance: int) -> list[_Found]:
     found: list[_Found] = []
-    first_l = led[0] if led else None
-    first_p = pro[0] if pro else None
+    first_p = _compared(pro, led[0] if led else None)
+    first_l = _compared(led, first_p)
     if first_l is not None and first_p is None:
         found.append(
             _Found(
@@ -301,7 +350,7 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                 "ledger",
                 first_l.row,
                 "not found at the processor",
-                first_l.minor,
+                abs(first_l.minor),
             )
         )
     if first_p is not None and first_l is None:
@@ -314,7 +363,7 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                 "processor",
                 first_p.row,
                 "not found in the ledger",
-                first_p.minor,
+                abs(first_p.minor),
             )
         )
     if first_l is not None and first_p is not None:
@@ -329,7 +378,7 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                     "ledger",
                     first_l.row,
                     f"ledger {first_l.currency}, processor {first_p.currency}{where}",
-                    first_l.minor,
+                    abs(first_l.minor),
                 )
             )
         elif first_l.minor != first_p.minor and abs(first_l.minor - first_p.minor) <= tolerance:
@@ -374,26 +423,14 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                     "ledger",
                     first_l.row,
                     f"ledger {first_l.status}, processor {first_p.status}{where}",
-                    first_l.minor,
+                    abs(first_l.minor),
                 )
             )
-    for side, rows, other_first in (("ledger", led, first_p), ("processor", pro, first_l)):
-        if len(rows) > 1:
-            second = rows[1]  # the row that should not be there
-            ledger_row, processor_row = (second, other_first) if side == "ledger" else (other_first, second)
-            numbers = ", ".join(str(p.row) for p in rows)
-            found.append(
-                _Found(
-                    key,
-                    f"duplicate_in_{side}",
-                    ledger_row,
-                    processor_row,
-                    side,
-                    second.row,
-                    f"appears {len(rows)} times in the {side} (rows {numbers})",
-                    ledger_row.minor if ledger_row is not None else second.minor,
-                )
-            )
+    for side, rows, own, other_first in (
+        ("ledger", led, first_l, first_p),
+        ("processor", pro, first_p, first_l),
+    ):
+        found.extend(_duplicate(key, side, rows, own, other_first))
     if first_p is not None and first_p.status == "unknown":
         found.append(
             _Found(
@@ -404,7 +441,7 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                 "processor",
                 first_p.row,
                 "the processor does not know the outcome of this payment",
-                first_l.minor if first_l is not None else first_p.minor,
+                abs(first_l.minor if first_l is not None else first_p.minor),
             )
         )
     if any(f.category not in INFO for f in found):  # an exception is that exception only
@@ -496,8 +533,10 @@ def reference_reconcile(
         found.extend(mine)
         if any(f.category not in INFO for f in mine):
             flagged.add(key)
-        else:  # matched, within tolerance or exactly
-            first_l, first_p = led_keys[key][0], pro_keys[key][0]
+        else:  # matched, within tolerance or exactly, on the rows compared
+            first_p = _compared(pro_keys[key], led_keys[key][0])
+            first_l = _compared(led_keys[key], first_p)
+            assert first_l is not None and first_p is not None
             matched.append(
                 (
                     key,
@@ -519,6 +558,8 @@ def reference_reconcile(
     exceptions = [_exception_row(f, source_of) for f in found] + rejected_exceptions
 
     def currency_of(f: _Found) -> str:
+        if f.currency is not None:
+            return f.currency
         payment = f.ledger if f.ledger is not None else f.processor
         assert payment is not None
         return payment.currency
@@ -546,8 +587,9 @@ def reference_reconcile(
                 0,
             )
         )
-        for currency in sorted({p.currency for p in payments}):
-            amounts = [p.minor for p in payments if p.currency == currency]
+        moved = [p for p in payments if p.status != "failure"]  # a failed attempt took no money
+        for currency in sorted({p.currency for p in moved}):
+            amounts = [p.minor for p in moved if p.currency == currency]
             totals.append((side, currency, len(amounts), major(sum(amounts), currency)))
 
     return Expected(

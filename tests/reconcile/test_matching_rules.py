@@ -532,7 +532,7 @@ def test_amounts_in_two_currencies_are_compared_at_the_days_rate(backend: Backen
     beyond = rows(result, "R-BEYOND", "amount_mismatch")
     assert beyond["detail"] == (
         "ledger 20.00 USD = 18.40 EUR at 1 USD = 0.92 EUR on 2026-11-18, processor 18.00 EUR "
-        "(variance -0.40 EUR, beyond tolerance); processor row 3"
+        "(variance 0.40 EUR, beyond tolerance); processor row 3"  # ledger minus processor, as in one currency
     )
     fx = result.fx.set_index("merchantReferenceId")
     assert list(fx.index) == ["R-BEYOND", "R-EXACT", "R-INVERSE", "R-PRICED", "R-WITHIN"]
@@ -716,3 +716,127 @@ def test_the_journals_payments_are_dated_by_when_they_were_sent() -> None:
         "J-OLD": {"missing_in_ledger", "unknown_outcome"},
     }
     assert result.counts[1].after_cutoff == 1
+
+
+#: key -> (ledger rows, processor rows, the categories the key must have): keys repeated on a side.
+REPEATS: dict[str, tuple[list[tuple[str, str, str]], list[tuple[str, str, str]], set[str]]] = {
+    # A failed attempt, then the payment that went through: charged once, matched.
+    "RETRY": (
+        [("10.00", "USD", "success")],
+        [("10.00", "USD", "failure"), ("10.00", "USD", "success")],
+        set(),
+    ),
+    "RETRY-BOOKED": (
+        [("10.00", "USD", "failure"), ("10.00", "USD", "success")],
+        [("10.00", "USD", "success")],
+        set(),
+    ),
+    # Charged twice, once for the right amount: a double charge, and no amount difference besides.
+    "MOVED": (
+        [("30.00", "USD", "success")],
+        [("31.00", "USD", "success"), ("30.00", "USD", "success")],
+        {"duplicate_in_processor"},
+    ),
+    "TWICE": (
+        [("20.00", "USD", "success")],
+        [("20.00", "USD", "success"), ("20.00", "USD", "success")],
+        {"duplicate_in_processor"},
+    ),
+    # Failed twice while the books say paid: a status difference, no double charge.
+    "FAILED-TWICE": (
+        [("5.00", "USD", "success")],
+        [("5.00", "USD", "failure"), ("5.00", "USD", "failure")],
+        {"status_mismatch"},
+    ),
+    "CROSSED": (
+        [("10.00", "USD", "success"), ("12.00", "USD", "success")],
+        [("12.00", "USD", "success"), ("10.00", "USD", "success")],
+        {"duplicate_in_ledger", "duplicate_in_processor"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def repeats(backend: Backend) -> ReconciliationResult:
+    columns = ["merchantReferenceId", "amount", "currency", "status"]
+    ledger = [(key, *row) for key, (rows, _, _) in REPEATS.items() for row in rows]
+    processor = [(key, *row) for key, (_, rows, _) in REPEATS.items() for row in rows]
+    return reconcile(
+        load_ledger(pd.DataFrame(ledger, columns=columns)),
+        load_processor(pd.DataFrame(processor, columns=columns)),
+        backend=backend,
+    )
+
+
+def test_a_repeated_key_is_compared_on_its_row_that_agrees_and_failed_attempts_are_no_double_charge(
+    repeats: ReconciliationResult,
+) -> None:
+    """A failed attempt and its retry were a double charge (refund advised) and a status mismatch;
+    a double charge with one right amount was an amount mismatch too."""
+    assert categories(repeats) == {key: cats for key, (_, _, cats) in REPEATS.items() if cats}
+    matched = repeats.matched.set_index("merchantReferenceId")
+    assert sorted(matched.index) == ["RETRY", "RETRY-BOOKED"]
+    assert matched.loc["RETRY", "processor_row"] == 2  # the payment that went through
+    assert matched.loc["RETRY-BOOKED", "ledger_row"] == 3  # its row 2 is the failed attempt
+    assert repeats.matched_count == 2
+    summary = repeats.summary.set_index("category")
+    assert (summary.loc["matched", "count"], summary.loc["matched", "amount"]) == (2, Decimal("20.00"))
+    ledger, processor = repeats.counts
+    assert all(c.adds_up for c in repeats.counts)
+    assert (ledger.matched, processor.matched) == (3, 3)  # each repeat's rows go with their key
+
+
+def test_a_double_charge_shows_the_extra_row_and_every_rows_amount_when_they_differ(
+    repeats: ReconciliationResult,
+) -> None:
+    moved = rows(repeats, "MOVED", "duplicate_in_processor")
+    assert moved["processor_amount"] == Decimal("31.00") and moved["source_row"] == 4
+    assert (
+        moved["detail"]
+        == "appears 2 times in the processor (rows 4: 31.00 USD success, 5: 30.00 USD success)"
+    )
+    twice = rows(repeats, "TWICE", "duplicate_in_processor")
+    assert (twice["source_row"], twice["detail"]) == (7, "appears 2 times in the processor (rows 6, 7)")
+    crossed = rows(repeats, "CROSSED", "duplicate_in_ledger")
+    assert crossed["ledger_amount"] == Decimal("12.00")  # the ledger compared its 10.00 with the processor's
+
+
+def test_at_risk_is_unsigned_a_triple_charge_risks_both_extras_and_pending_is_not_also_within_tolerance(
+    backend: Backend,
+) -> None:
+    """A refund missing at the processor cancelled the charge missing there (at risk 0.00); a
+    payment charged three times put one payment at risk; a pending payment inside the window
+    with a variance within tolerance was both in transit and a variance to post."""
+    columns = ["merchantReferenceId", "date", "amount", "currency", "status"]
+    ledger = [
+        ("SALE", "2026-11-10", "25.00", "USD", "success"),
+        ("SALE-REFUND", "2026-11-12", "-25.00", "USD", "success"),
+        ("THRICE", "2026-11-10", "10.00", "USD", "success"),
+        ("PENDING", "2026-11-18", "100.00", "USD", "success"),
+    ]
+    processor = [
+        ("THRICE", "2026-11-10T10:00:00Z", "10.00", "USD", "success"),
+        ("THRICE", "2026-11-10T10:00:01Z", "10.00", "USD", "success"),
+        ("THRICE", "2026-11-10T10:00:02Z", "10.00", "USD", "success"),
+        ("PENDING", "2026-11-18T12:00:00Z", "100.40", "USD", "pending"),
+    ]
+    result = reconcile(
+        load_ledger(pd.DataFrame(ledger, columns=columns)),
+        load_processor(pd.DataFrame(processor, columns=[*columns[:1], "createTime", *columns[2:]])),
+        amount_tolerance="0.5%",
+        as_of=AS_OF,
+        backend=backend,
+    )
+    assert categories(result) == {
+        "SALE": {"missing_in_processor"},
+        "SALE-REFUND": {"missing_in_processor"},
+        "THRICE": {"duplicate_in_processor"},
+        "PENDING": {"in_transit"},
+    }
+    summary = result.summary.set_index("category")
+    assert (summary.loc["missing_in_processor", "count"], summary.loc["missing_in_processor", "amount"]) == (
+        2,
+        Decimal("50.00"),
+    )
+    assert summary.loc["duplicate_in_processor", "amount"] == Decimal("20.00")  # two extra charges
+    assert "within_tolerance" not in summary.index

@@ -70,8 +70,8 @@ CATEGORY_WORDS: dict[str, tuple[str, str]] = {
     ),
     "duplicate_in_processor": (
         "Charged more than once",
-        "The processor has the payment more than once: a possible double charge. Confirm "
-        "with the processor and refund the extra charge.",
+        "The processor took the payment more than once (failed attempts do not count): a "
+        "possible double charge. Confirm with the processor and refund the extra charge.",
     ),
     "duplicate_in_ledger": (
         "Booked more than once",
@@ -140,12 +140,13 @@ SIDE_WORDS = {
 
 FOOTNOTE = (
     "Matched: payments found on both sides with the same amount, currency and status (the "
-    "ledger's amount). At risk: the sum of the exception amounts, as in the table of findings "
-    "(for 'Amounts differ' the difference, otherwise the payment's amount; a payment with two "
-    "problems counts in both). Net difference: all usable ledger rows minus all usable "
-    "processor rows in that currency (duplicates count in full; rows that could not be read "
-    "and rows outside the period count on neither side; a payment matched through its price "
-    "counts in the currency of its price)."
+    "ledger's amount). At risk: the sum of the exception amounts, as in the table of findings, "
+    "a refund's as much as a charge's (for 'Amounts differ' the difference, for 'Charged more "
+    "than once' the extra charges, otherwise the payment's amount; a payment with two problems "
+    "counts in both). Net difference: all usable ledger rows minus all usable processor rows in "
+    "that currency (duplicates count in full; failed payments, rows that could not be read and "
+    "rows outside the period count on neither side; a payment matched through its price counts "
+    "in the currency of its price)."
 )
 #: Added to the footnote when the page has informational rows.
 INFO_FOOTNOTE = (

@@ -6,7 +6,8 @@ by the backend (DuckDB by default, Spark on request; ``backends.py``):
 1. ``checked_rows``: each side read and validated in the backend (``inputs.py``);
 2. ``pair_keys``: one row per key of each side (how many rows, the first row's values), the two
    sides joined on the key (``align_period`` first places a period's boundary payments);
-3. ``classify``: the categories of each key, and only the keys with a flag kept; ``resolve_fx``
+3. ``classify``: the categories of each key, and only the keys with a flag kept;
+   ``settle_repeats`` classifies the few keys of more than one row again; ``resolve_fx``
    decides the keys in two currencies at reference rates; ``informational_apart`` leaves a key
    with an exception out of the informational categories;
 4. ``exception_rows``: one row per exception, with its detail, in report order;
@@ -17,9 +18,14 @@ counted there and fetched only when asked for (``ReconciliationResult.matched``)
 
 Rules where the issue leaves a choice:
 
-* A key present on both sides is compared on its first row of each side; further rows of the same
-  key are reported once, as ``duplicate_in_ledger`` / ``duplicate_in_processor`` (one exception per
-  key, every row number in ``detail``).
+* A key present on both sides is compared on one row of each side: its only row, or of a key on
+  more than one row (``settle_repeats``) the processor's row that agrees with the ledger's first
+  row (amount, currency and status), else one with its status, else the first; then the ledger's
+  row chosen the same way against that one. A side's key is ``duplicate_in_ledger`` /
+  ``duplicate_in_processor`` when more than one of its rows is not ``failure`` (took or may take
+  money: a failed attempt and its retry are no double charge); one exception per key, its extra
+  row shown, every row number in ``detail`` (with amounts, currencies and statuses when they
+  differ).
 * Amounts are compared in one currency: the ledger's amount against what the processor charged
   when the currencies are the same, else against what it priced (``pricingAmount``,
   ``pricingCurrency``) when that is the ledger's currency (a payment charged in another
@@ -40,16 +46,20 @@ Rules where the issue leaves a choice:
   (the processor's status is not a fact yet); a processor-only key that is ``unknown`` is both
   ``missing_in_ledger`` and ``unknown_outcome``.
 * The amount of an exception (in the summary) is the ledger amount when the ledger has the key,
-  else the processor amount; for ``amount_mismatch`` it is the absolute difference.
+  else the processor amount; for ``amount_mismatch`` it is the absolute difference; for a
+  duplicate, its extra rows' amounts in the currency of the row shown. Amounts at risk or in
+  transit are unsigned (a refund missing adds to a charge missing); a variance keeps its sign.
 * A key with an exception is that exception only: it is neither ``in_transit`` nor
   ``within_tolerance`` as well (a payment that failed or was charged twice is no variance to
-  post, and an amount at risk is not also at stake in transit).
+  post, and an amount at risk is not also at stake in transit); a key in transit is not
+  ``within_tolerance`` as well (a pending payment's variance is not posted).
 * Each input row is counted once: ``matched`` when its key has no exception (within tolerance
   included), else ``exception``, or ``in_transit``, or ``rejected`` when it could not be read,
   or ``outside`` when a period left it out, or ``after_cutoff``. Informational rows
   (``severity`` ``info``) never count as exceptions.
-* ``totals`` adds up every usable row of each side per currency (duplicates included, rejected
-  rows and rows outside the period not), so ledger minus processor is the books' net difference.
+* ``totals`` adds up every usable row of each side per currency that is not ``failure``
+  (duplicates included; rejected rows, rows outside the period and failed payments not), so
+  ledger minus processor is the net difference of the money each side says moved.
 """
 
 from __future__ import annotations
@@ -155,6 +165,8 @@ _SLIM = (
 _UNKNOWN = PAYMENT_STATUS_NAMES.index("unknown")
 #: The ``_st`` codes of a payment not settled yet: pending, or waiting for the customer.
 _UNSETTLED = (PAYMENT_STATUS_NAMES.index("pending"), PAYMENT_STATUS_NAMES.index("next_action"))
+#: The ``_st`` code of ``failure``: a payment that took no money (no double charge).
+_FAILURE = PAYMENT_STATUS_NAMES.index("failure")
 _DAY = 86400
 #: The flags that are exceptions (the others, ``INFO_CATEGORIES``, are for information).
 _EXCEPTION_FLAGS = tuple(name for name in PAYMENT_CATEGORIES if name != "rejected_row")
@@ -243,15 +255,21 @@ def reconcile(
         )
         pro = align_period(engine, led, pro, rules.grace)
         keys = pair_keys(led, pro, rules)
-        resolved, fx = resolve_fx(engine, engine.keep(classify(keys, rules)), rules)
+        classified = engine.keep(classify(keys, rules))
+        repeated = {
+            side.name: repeated_rows(engine, side, classified)
+            for side in repeats(engine, classified, (led, pro))
+        }
+        if repeated:
+            classified = engine.keep(settle_repeats(classified, repeated, rules))
+        resolved, fx = resolve_fx(engine, classified, rules)
         flagged = engine.keep(informational_apart(resolved))
         stats = flag_stats(engine, flagged)
-        repeated = {
-            side.name: repeated_rows(engine, side, flagged)
+        duplicates = {
+            side.name: duplicate_rows(engine, side, repeated[side.name], flagged)
             for side in (led, pro)
             if stats[f"duplicate_in_{side.name}"].sum()
         }
-        duplicates = {side: duplicate_rows(engine, side, rows) for side, rows in repeated.items()}
         listed = exception_rows(engine, (led, pro), flagged, duplicates, stats, rules)
         flags = stats[[*_EXCEPTION_FLAGS, *INFO_CATEGORIES]]
         side_sums = side_aggregates(engine, (led, pro))
@@ -265,7 +283,7 @@ def reconcile(
             preview_rows=preview_rows,
         )
         counts = count_rows((led, pro), stats, side_sums, rejected)
-        matched = matched_summary(engine, stats, repeated.get("ledger"), side_sums["ledger"])
+        matched = matched_summary(engine, stats, flagged, repeated.get("ledger"), side_sums["ledger"])
         result = summarise(
             engine, keys, flagged, (led, pro), exceptions, rejected, side_sums, matched, counts
         )
@@ -433,8 +451,54 @@ def classify(keys: ir.Table, rules: Rules) -> ir.Table:
     same, else with what it priced (``pricingAmount``) when that is in the ledger's currency.
     Keys in two currencies with neither are ``fx_check`` when there are reference rates (decided
     by ``resolve_fx``), else ``currency_mismatch``. Inside the settlement window, a payment
-    still unsettled at the processor, or on one side only, is ``in_transit`` instead.
+    still unsettled at the processor, or on one side only, is ``in_transit`` instead. A key
+    with more than one row on a side is flagged a duplicate here and decided by
+    ``settle_repeats``.
     """
+    classes = _classes(keys, rules, l_charges=keys.l_n, p_charges=keys.p_n)
+    any_flag = ibis.literal(False)
+    for name in _FLAGS:
+        any_flag |= classes[name]
+    # Almost every key is a clean match (one row a side, same currency, amount and status, not
+    # unknown), which no flag can take: the first filter drops those at the cost of a few
+    # comparisons, and the flags are computed only on the keys left (filters are conjoined, and a
+    # conjunction is evaluated on the rows its first term kept).
+    clean = (
+        keys.l_n.notnull()
+        & keys.p_n.notnull()
+        & (keys.l_n == 1)
+        & (keys.p_n == 1)
+        & (keys.l_cur == keys.p_cur)
+        & (keys.l_minor == keys.p_minor)
+        & (keys.l_st == keys.p_st)
+        & (keys.p_st != _UNKNOWN)
+    )
+    return keys.filter(~clean.fill_null(False)).mutate(**classes).filter(any_flag)
+
+
+#: The flags ``classify`` computes (``price_match`` is kept for ``price_moves``).
+_FLAGS = (
+    "missing_in_processor",
+    "missing_in_ledger",
+    "amount_mismatch",
+    "currency_mismatch",
+    "status_mismatch",
+    "duplicate_in_processor",
+    "duplicate_in_ledger",
+    "unknown_outcome",
+    "in_transit",
+    "within_tolerance",
+    "fx_check",
+    "price_match",
+)
+
+
+def _classes(
+    keys: ir.Table, rules: Rules, *, l_charges: ir.IntegerValue, p_charges: ir.IntegerValue
+) -> dict[str, ir.Value]:
+    """The flags of each key (``_FLAGS``), its difference ``l_minus_p`` and whether it is
+    compared through its price (``priced``); a side is a duplicate when its ``*_charges`` (rows
+    that took or may take money) are more than one."""
     has_l, has_p = keys.l_n.notnull(), keys.p_n.notnull()
     both = has_l & has_p
     charged = keys.l_cur == keys.p_cur
@@ -456,8 +520,8 @@ def classify(keys: ir.Table, rules: Rules) -> ir.Table:
         "amount_mismatch": comparable & ~within,
         "currency_mismatch": cross & ibis.literal(rules.rates is None),
         "status_mismatch": status_differs & ~status_transit,
-        "duplicate_in_processor": has_p & (keys.p_n > 1),
-        "duplicate_in_ledger": has_l & (keys.l_n > 1),
+        "duplicate_in_processor": has_p & (p_charges > 1),
+        "duplicate_in_ledger": has_l & (l_charges > 1),
         "unknown_outcome": has_p & unknown,
         "in_transit": status_transit | only_l_transit | only_p_transit,
         "within_tolerance": comparable & within & (difference != 0),
@@ -465,27 +529,72 @@ def classify(keys: ir.Table, rules: Rules) -> ir.Table:
         "price_match": comparable & priced,  # kept for ``price_moves``
     }
     flags = {name: flag.fill_null(False) for name, flag in flags.items()}
-    any_flag = ibis.literal(False)
-    for flag in flags.values():
-        any_flag |= flag
-    # Almost every key is a clean match (one row a side, same currency, amount and status, not
-    # unknown), which no flag can take: the first filter drops those at the cost of a few
-    # comparisons, and the flags are computed only on the keys left (filters are conjoined, and a
-    # conjunction is evaluated on the rows its first term kept).
-    clean = (
-        both
-        & (keys.l_n == 1)
-        & (keys.p_n == 1)
-        & charged
-        & (keys.l_minor == keys.p_minor)
-        & (keys.l_st == keys.p_st)
-        & ~unknown
+    return {**flags, "l_minus_p": difference, "priced": priced}
+
+
+def repeats(engine: Backend, classified: ir.Table, sides: tuple[_Side, _Side]) -> list[_Side]:
+    """The sides with a key of more than one row (every such key is among the classified)."""
+    counts = engine.arrow(
+        classified.aggregate(
+            l=(classified.l_n > 1).fill_null(False).ifelse(1, 0).sum(),
+            p=(classified.p_n > 1).fill_null(False).ifelse(1, 0).sum(),
+        )
+    ).to_pylist()[0]
+    return [side for side in sides if counts[side.name[0]]]
+
+
+def settle_repeats(classified: ir.Table, repeated: dict[str, ir.Table], rules: Rules) -> ir.Table:
+    """The keys with more than one row on a side, classified again on the row that agrees with
+    the other side (``_compared_row``), and a duplicate only when more than one of a side's rows
+    took or may take money: a failed attempt before the payment that went through is no double
+    charge, and the row that matches is no amount or status difference. Few keys; each stays
+    (one without a flag is matched, its other rows with it)."""
+    multi = (classified.l_n > 1).fill_null(False) | (classified.p_n > 1).fill_null(False)
+    keys = classified.filter(multi).select("key", *(f"{p}_{name}" for p in "lp" for name in _PAIRED))
+    for side, against in (("processor", "l"), ("ledger", "p")):  # the processor's row first
+        keys = _compared_row(keys, repeated.get(side), side[0], against)
+    classes = _classes(keys, rules, l_charges=keys.l_charges, p_charges=keys.p_charges)
+    settled = keys.mutate(**classes).select(*classified.columns)
+    return classified.filter(~multi).union(settled)
+
+
+def _compared_row(keys: ir.Table, rows: ir.Table | None, p: str, against: str) -> ir.Table:
+    """``keys`` with side ``p``'s compared row (``{p}_*``) of each key it repeats: the first row
+    that agrees with row ``against`` in amount, currency and status, else the first with its
+    status, else the first; and ``{p}_charges``, the rows that are not ``failure``."""
+    if rows is None:
+        return keys.mutate(**{f"{p}_charges": keys[f"{p}_n"]})
+    other = keys.select(
+        _ck=keys.key,
+        _a_minor=keys[f"{against}_minor"],
+        _a_cur=keys[f"{against}_cur"],
+        _a_st=keys[f"{against}_st"],
     )
-    return (
-        keys.filter(~clean.fill_null(False))
-        .mutate(**flags, l_minus_p=difference, priced=priced)
-        .filter(any_flag)
+    rows = rows.join(other, rows._key == other._ck)
+    agrees = (
+        (rows._minor == rows._a_minor) & (rows._cur == rows._a_cur) & (rows._st == rows._a_st)
+    ).fill_null(False)
+    same_status = (rows._st == rows._a_st).fill_null(False)
+    order = [agrees.ifelse(0, 1), same_status.ifelse(0, 1), rows._ord]
+    rows = rows.mutate(_pick=ibis.row_number().over(group_by=rows._key, order_by=order))
+    picked = rows.filter(rows._pick == 0)
+    chosen = picked.select(
+        _chosen=picked._key,
+        **{f"_c_{name}": picked[f"_{name}"].cast("int64") for name in _PAIRED if name != "n"},
     )
+    charges = rows.group_by(_charged_key=rows._key).aggregate(
+        _c_charges=(rows._st != _FAILURE).ifelse(1, 0).sum()
+    )
+    chosen = chosen.join(charges, chosen._chosen == charges._charged_key).drop("_charged_key")
+    joined = keys.left_join(chosen, keys.key == chosen._chosen)
+    found = joined._chosen.notnull()
+    replaced = {
+        f"{p}_{name}": found.ifelse(joined[f"_c_{name}"], joined[f"{p}_{name}"])
+        for name in _PAIRED
+        if name != "n"
+    }
+    replaced[f"{p}_charges"] = found.ifelse(joined._c_charges.cast("int64"), joined[f"{p}_n"])
+    return joined.mutate(**replaced).drop("_chosen", *(f"_c_{name}" for name in (*_PAIRED[1:], "charges")))
 
 
 def _within(
@@ -657,10 +766,12 @@ def _exception(flagged: ir.Table) -> ir.BooleanValue:
 def informational_apart(flagged: ir.Table) -> ir.Table:
     """A key with an exception is that exception only, never also in transit or matched within
     tolerance: a payment that failed or was charged twice is no variance to post, and its
-    amount is at risk, not at stake in transit (the rows are counted in exceptions)."""
+    amount is at risk, not at stake in transit (the rows are counted in exceptions). A key in
+    transit is not within tolerance too: the variance of a payment still pending is not posted."""
     exception = _exception(flagged)
+    transit = flagged.in_transit & ~exception
     return flagged.mutate(
-        in_transit=flagged.in_transit & ~exception, within_tolerance=flagged.within_tolerance & ~exception
+        in_transit=transit, within_tolerance=flagged.within_tolerance & ~exception & ~transit
     )
 
 
@@ -718,35 +829,61 @@ def _named(table: ir.Table, p: str, side: _Side) -> ir.Table:
 # 4. Exceptions
 
 
-def repeated_rows(engine: Backend, side: _Side, flagged: ir.Table) -> ir.Table:
-    """The usable rows of one side's duplicated keys (few): found in one pass over the side, then
-    read by ``duplicate_rows`` and ``matched_summary``."""
-    keys = flagged.filter(flagged[f"duplicate_in_{side.name}"]).select(_dup_key=flagged.key)
+def repeated_rows(engine: Backend, side: _Side, classified: ir.Table) -> ir.Table:
+    """The usable rows of one side's keys of more than one row (few): found in one pass over the
+    side, then read by ``settle_repeats``, ``duplicate_rows`` and ``matched_summary``."""
+    n = classified[f"{side.name[0]}_n"]
+    keys = classified.filter((n > 1).fill_null(False)).select(_dup_key=classified.key)
     rows = side.usable.join(keys, side.usable._key == keys._dup_key)
-    return engine.keep(rows.select("_key", "_ord", "_minor", "_cur", "_st"))
+    return engine.keep(rows.select("_key", *(f"_{name}" for name in _PAIRED[1:])))
 
 
-def duplicate_rows(engine: Backend, side: str, rows: ir.Table) -> ir.Table:
-    """Per duplicated key of ``side``: its rows (``_rows_text``, in file order), how many, and the
-    second row's values (the row that should not be there), as ``l2_*`` or ``p2_*``."""
-    p = side[0]
-    rows = rows.mutate(_rank=ibis.row_number().over(group_by=rows._key, order_by=rows._ord))
-    second = rows._rank == 1
-    grouped = rows.group_by(_dup_key=rows._key).aggregate(
-        _rows=row_of(rows._ord).collect(),
-        _count=rows.count(),
-        **{
-            f"{p}2_{name}": rows[column].max(where=second)
-            for name, column in (
-                ("minor", "_minor"),
-                ("cur", "_cur"),
-                ("st", "_st"),
-                ("ord", "_ord"),
-            )
-        },
+def duplicate_rows(engine: Backend, side: _Side, rows: ir.Table, flagged: ir.Table) -> ir.Table:
+    """Per duplicated key of ``side``: its rows (``_rows_text``, in file order; each with its
+    amount, currency and status when they differ), how many, and the values of the row shown
+    (the first that took or may take money besides the row compared, the one that should not be
+    there), as ``l2_*`` or ``p2_*``."""
+    p = side.name[0]
+    compared = flagged.filter(flagged[f"duplicate_in_{side.name}"])
+    compared = compared.select(_ck=compared.key, _cord=compared[f"{p}_ord"])
+    rows = rows.join(compared, rows._key == compared._ck)
+    extra = (rows._st != _FAILURE) & (rows._ord != rows._cord)
+    rows = rows.mutate(
+        _rank=ibis.row_number().over(group_by=rows._key, order_by=[extra.ifelse(0, 1), rows._ord])
     )
-    listed = grouped._rows.sort().map(lambda r: r.cast("string")).join(", ")
-    return engine.keep(grouped.mutate(_rows_text=listed).drop("_rows"))
+    named = _named(rows.mutate(r_ord=rows._ord, r_cur=rows._cur, r_st=rows._st), "r", side)
+    each = (
+        named.r_row.cast("string")
+        + ": "
+        + minor_text(named._minor, named.r_digits)
+        + " "
+        + named.r_currency
+        + " "
+        + named.r_status
+    )
+    shown = named._rank == 0
+    grouped = named.group_by(_dup_key=named._key).aggregate(
+        _rows=named.r_row.collect(),
+        _each=ibis.struct({"row": named.r_row, "text": each}).collect(),
+        _count=named.count(),
+        _alike=(named._minor.min() == named._minor.max())
+        & (named._cur.min() == named._cur.max())
+        & (named._st.min() == named._st.max()),
+        **{f"{p}2_{name}": named[f"_{name}"].max(where=shown) for name in ("minor", "cur", "st", "ord")},
+    )
+    numbers = grouped._rows.sort().map(lambda r: r.cast("string")).join(", ")
+    described = grouped._each.sort().map(lambda r: r.text).join(", ")
+    grouped = grouped.mutate(_rows_text=grouped._alike.ifelse(numbers, described)).drop(
+        "_rows", "_each", "_alike"
+    )
+    # What is at risk: every extra row that took or may take money, in the shown row's currency.
+    extras = named.filter((named._st != _FAILURE) & (named._ord != named._cord))
+    extras = extras.group_by(_ek=extras._key, _ecur=extras._cur).aggregate(
+        _extra=extras._minor.abs().cast(_SUM_TYPE).sum()
+    )
+    cur = grouped[f"{p}2_cur"]
+    joined = grouped.left_join(extras, (grouped._dup_key == extras._ek) & (cur == extras._ecur))
+    return engine.keep(joined.drop("_ek", "_ecur"))
 
 
 def exception_rows(
@@ -805,8 +942,9 @@ def exception_rows(
         )
         columns["detail"] = detail
         columns["age_days"] = age
-        columns["_amount"] = amount
-        shown = columns["l_currency"].fill_null(columns["p_currency"])  # the rows shown (duplicates: 2nd)
+        # At risk or at stake, a refund's as much as a charge's; only a variance keeps its sign.
+        columns["_amount"] = amount if category == "within_tolerance" else amount.abs()
+        shown = columns["l_currency"].fill_null(columns["p_currency"])  # the rows shown
         columns["_cur"] = shown if currency is None else currency
         selected = table.select(**columns)
         parts.append(
@@ -994,7 +1132,8 @@ def _tally(table: pa.Table) -> list[tuple[str, str, int, int]]:
 def _duplicate_parts(
     part: Callable[..., None], f: ir.Table, duplicates: dict[str, ir.Table], sides: tuple[_Side, _Side]
 ) -> None:
-    """The ``duplicate_in_*`` rows: the second occurrence of each duplicated key, with every row."""
+    """The ``duplicate_in_*`` rows: the extra row of each duplicated key (``duplicate_rows``), with
+    every row."""
     for side in ("processor", "ledger"):
         p = side[0]
         if side not in duplicates:
@@ -1002,14 +1141,11 @@ def _duplicate_parts(
         dups = duplicates[side]
         keyed = f.filter(f[f"duplicate_in_{side}"])
         joined = _named(keyed.join(dups, keyed.key == dups._dup_key), f"{p}2", sides[side == "processor"])
-        # The row shown is the second occurrence: the one that should not be there.
+        # The row shown is the extra one: the one that should not be there.
         own = {
             f"{p}_{name}": joined[f"{p}2_{name}"]
             for name in ("minor", "currency", "digits", "status", "row", "source")
         }
-        other_minor = joined["l_minor" if side == "processor" else "p_minor"]
-        own_minor = joined[f"{p}2_minor"]
-        led_minor = own_minor if side == "ledger" else other_minor
         part(
             f"duplicate_in_{side}",
             joined,
@@ -1019,7 +1155,8 @@ def _duplicate_parts(
             + f" times in the {side} (rows "
             + joined._rows_text
             + ")",
-            led_minor.isnull().ifelse(own_minor, led_minor) if side == "processor" else own_minor,
+            joined._extra.cast("int64"),
+            currency=joined[f"{p}2_currency"],
             **own,
         )
 
@@ -1049,7 +1186,8 @@ def _compared_text(table: ir.Table, word: str, note: str = "") -> ir.StringValue
 
 def _fx_text(table: ir.Table, word: str) -> ir.StringValue:
     """``ledger 20.00 USD = 18.52 EUR at 1 USD = 0.926 EUR on 2026-11-18, processor 18.40 EUR
-    (variance -0.12 EUR, beyond tolerance); processor row 3``."""
+    (variance 0.12 EUR, beyond tolerance); processor row 3``: the variance expected minus
+    charged, signed as a same-currency one (ledger minus processor)."""
     digits = table.p_digits
     return (
         "ledger "
@@ -1067,7 +1205,7 @@ def _fx_text(table: ir.Table, word: str) -> ir.StringValue:
         + " "
         + table.p_currency
         + " (variance "
-        + minor_text(table.p_minor - table.fx_expected, digits)
+        + minor_text(table.fx_expected - table.p_minor, digits)
         + " "
         + table.p_currency
         + f", {word} tolerance); processor row "
@@ -1182,7 +1320,8 @@ def rejected_rows(engine: Backend, side: _Side, sums: pd.DataFrame) -> pd.DataFr
 
 
 def side_aggregates(engine: Backend, sides: tuple[_Side, _Side]) -> dict[str, pd.DataFrame]:
-    """Per side and currency: rows, usable rows and their exact sum, rejected, outside the
+    """Per side and currency: rows, usable rows and their exact sum, those of them that are not a
+    failed attempt (``moved``: money taken or that may be) and their sum, rejected, outside the
     period, after the cut-off."""
     parts = []
     for side in sides:
@@ -1194,6 +1333,8 @@ def side_aggregates(engine: Backend, sides: tuple[_Side, _Side]) -> dict[str, pd
                 rows=rows.count(),
                 usable=usable.ifelse(1, 0).sum(),
                 total=usable.ifelse(rows._minor, 0).cast(_SUM_TYPE).sum(),
+                moved=(usable & (rows._st != _FAILURE)).ifelse(1, 0).sum(),
+                moved_total=(usable & (rows._st != _FAILURE)).ifelse(rows._minor, 0).cast(_SUM_TYPE).sum(),
                 rejected=rows._rejected.ifelse(1, 0).sum(),
                 outside=rows._outside.ifelse(1, 0).sum(),
                 after=rows._after.ifelse(1, 0).sum(),
@@ -1235,22 +1376,27 @@ def count_rows(
 def matched_summary(
     engine: Backend,
     stats: pd.DataFrame,
+    flagged: ir.Table,
     repeated: ir.Table | None,
     sums: pd.DataFrame,
 ) -> list[tuple[str, str, int, Decimal | None]]:
-    """Matched keys per currency, without another pass over every key: a matched key has one
-    ledger row, so the matched rows are the usable ledger rows minus the rows of flagged keys
-    (the one row of each key that has one, every row of a key duplicated in the ledger: the
-    ledger's ``repeated_rows``)."""
+    """Matched keys per currency (the ledger row compared), without another pass over every key:
+    the usable ledger rows minus the rows of flagged keys that are not matched (the one row of
+    each key that has one) and the ledger's ``repeated_rows`` but the row compared of a matched
+    key."""
     less: dict[str, tuple[int, int]] = {}
     for row in _records(stats):
         if isinstance(row["currency"], str) and row["single_n"]:
             less[row["currency"]] = (int(row["single_n"]), int(row["single_total"]))
     if repeated is not None:
+        exception, transit = _outcome(flagged)
+        outcome = flagged.select(_fk=flagged.key, _lord=flagged.l_ord, _out=exception | transit)
+        joined = repeated.join(outcome, repeated._key == outcome._fk)
+        apart = joined.filter(joined._out | (joined._ord != joined._lord))
         totals = _named_currencies(
             engine.arrow(
-                repeated.group_by(currency=repeated._cur).aggregate(
-                    n=repeated.count(), total=repeated._minor.cast(_SUM_TYPE).sum()
+                apart.group_by(currency=apart._cur).aggregate(
+                    n=apart.count(), total=apart._minor.cast(_SUM_TYPE).sum()
                 )
             ).to_pandas()
         )
@@ -1302,22 +1448,23 @@ def summarise(
     frames = [exceptions.frame[list(EXCEPTION_COLUMNS)], *unreadable]
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
     table["category"] = pd.Categorical(table["category"].astype(str), categories=list(CATEGORIES))
-    totals = tuple(
+    totals = tuple(  # money only: a failed attempt took none
         SideTotal(
             side.name,
             str(row["currency"]),
-            int(row["usable"]),
-            from_minor(int(row["total"]), str(row["currency"])),
+            int(row["moved"]),
+            from_minor(int(row["moved_total"]), str(row["currency"])),
         )
         for side in sides
         for row in _records(side_sums[side.name].sort_values("currency"))
-        if row["usable"]
+        if row["moved"]
     )
     return ReconciliationResult(
         summary=summary,
         exceptions=table.reset_index(drop=True),
-        matched_rows=LazyRows(
-            counts[0].matched, lambda: _matched_frame(engine, matched_keys(keys, flagged, sides))
+        matched_rows=LazyRows(  # a key per ledger row compared (a repeat's other rows are matched rows too)
+            sum(n for _, _, n, _ in matched),
+            lambda: _matched_frame(engine, matched_keys(keys, flagged, sides)),
         ),
         rejected=pd.concat([side for _, side in rejected_parts], ignore_index=True),
         counts=counts,
@@ -1329,9 +1476,10 @@ def summarise(
 
 def price_moves(engine: Backend, flagged: ir.Table) -> tuple[SideTotal, ...]:
     """Per currency, what the payments matched through their price were charged (``charged``)
-    and priced (``priced``): exact sums, for a net difference in the books' currencies."""
+    and priced (``priced``): exact sums, for a net difference in the books' currencies (failed
+    attempts apart, as in the totals)."""
     exception, transit = _outcome(flagged)
-    moved = flagged.filter(flagged.price_match & ~exception & ~transit)
+    moved = flagged.filter(flagged.price_match & ~exception & ~transit & (flagged.p_st != _FAILURE))
     parts = [
         moved.group_by(currency=moved[cur].cast("int64"))
         .aggregate(rows=moved.count(), total=moved[minor].cast(_SUM_TYPE).sum())
@@ -1351,9 +1499,12 @@ def matched_keys(keys: ir.Table, flagged: ir.Table, sides: tuple[_Side, _Side]) 
     """The keys on both sides that are neither an exception nor in transit (``MATCHED_COLUMNS``),
     in ledger order."""
     exception, transit = _outcome(flagged)
-    unmatched = flagged.filter(exception | transit).select(_flagged_key=flagged.key)
+    columns = ["key", *(f"{p}_{name}" for p in "lp" for name in _PAIRED)]
     both = keys.filter(keys.l_n.notnull() & keys.p_n.notnull())
-    matched = both.anti_join(unmatched, both.key == unmatched._flagged_key)
+    unflagged = both.anti_join(flagged, both.key == flagged.key).select(*columns)
+    # A flagged key matched (within tolerance, at a rate, a repeat) as ``settle_repeats`` compared it.
+    kept = flagged.filter(~exception & ~transit & flagged.l_n.notnull() & flagged.p_n.notnull())
+    matched = unflagged.union(kept.select(*columns).cast(dict(unflagged.schema().items())))
     matched = _named(_named(matched, "l", sides[0]), "p", sides[1])
     return (
         matched.select(

@@ -160,7 +160,8 @@ class RowCounts:
 
 @dataclass(frozen=True)
 class SideTotal:
-    """The exact sum of one side's usable rows in one currency (``rows`` of them)."""
+    """The exact sum of one side's usable rows in one currency that are not a failed attempt
+    (``rows`` of them): the money each side says moved."""
 
     side: str
     currency: str
@@ -252,7 +253,8 @@ class ReconciliationResult:
     ``matched``: one row per matched key (``MATCHED_COLUMNS``), fetched from ``matched_rows``
     when first asked for (``matched_count`` does not fetch them). ``rejected``: rows that could not be read,
     with ``side`` and ``source``. ``counts``: the row accounting of each input. ``totals``: what
-    each side's usable rows add up to per currency (empty for subscription checks).
+    each side's usable rows add up to per currency, failed attempts apart (empty for
+    subscription checks).
     ``tracking``: None for a one-off run; for a run of a track (``tracking.track_result``), the
     run, the resolved exceptions and the states, whose columns ``exceptions`` then also holds.
     ``exceptions`` also holds the informational rows (``severity`` ``info``: ``in_transit``,
@@ -284,8 +286,9 @@ class ReconciliationResult:
     spilled: SpilledRows | None = field(default=None, repr=False, compare=False)
 
     def net_by_currency(self) -> dict[str, Decimal]:
-        """Ledger minus processor per currency, over every usable row (``totals``), with the
-        payments matched through their price counted in the currency of their price."""
+        """Ledger minus processor per currency, over the usable rows that moved money
+        (``totals``), with the payments matched through their price counted in the currency of
+        their price."""
         sign = {"ledger": 1, "processor": -1, "charged": 1, "priced": -1}
         net: dict[str, Decimal] = {}
         for total in (*self.totals, *self.price_moves):
