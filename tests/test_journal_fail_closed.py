@@ -214,6 +214,17 @@ def test_the_default_home_is_per_user_not_the_working_directory(
     assert load_settings().home == default_home() == tmp_path / "data" / "toolkit"
 
 
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_a_home_set_but_empty_is_the_per_user_home_not_the_working_directory(
+    empty: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``TOOLKIT_HOME=$X`` with ``X`` unset (a crontab) gave a journal and a track store per folder."""
+    monkeypatch.setenv("TOOLKIT_HOME", empty)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    assert load_settings().home == tmp_path / "data" / "toolkit"
+
+
 def test_a_relative_home_is_pinned_where_it_was_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert Settings(home=Path("here")).home == tmp_path / "here"

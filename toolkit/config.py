@@ -45,6 +45,13 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=10)
     home: Path = Field(default_factory=default_home)
 
+    @field_validator("home", mode="before")
+    @classmethod
+    def _set_but_empty(cls, value: object) -> object:
+        """``TOOLKIT_HOME=`` (``$X`` of an unset ``X`` in a crontab) is unset, not the working
+        directory: a journal per folder would send a batch again from another folder."""
+        return default_home() if isinstance(value, str) and not value.strip() else value
+
     @field_validator("home", mode="after")
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:

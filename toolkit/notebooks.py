@@ -50,13 +50,12 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit.config import default_home
 from toolkit.errors import NotebookFailure, OutputError, ParameterError
-from toolkit.outputs import atomic_path, ensure_directory, write_text_atomic
+from toolkit.outputs import atomic_path, ensure_directory, fresh_folder, write_text_atomic
 from toolkit.parameters import (
     OUTPUT_PARAMETER,
     check_parameters,
@@ -338,25 +337,9 @@ def _scrub_node(node: Any, secrets: Sequence[str]) -> Any:
 _Signature = tuple[int, int, int, int, int]
 
 
-def _report_dir(notebook: str, root: Path) -> Path:
-    """A fresh ``root/notebook/<UTC time>`` folder; ``OutputError`` when none can be made."""
-    parent = ensure_directory(root / notebook)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    for attempt in range(1, 1000):
-        candidate = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise OutputError(f"cannot create the folder {candidate}: {exc.strerror or exc}") from None
-        return candidate
-    raise OutputError(f"cannot create a fresh report folder in {parent}")
-
-
 def _output_folder(notebook: str, output_dir: str | Path | None, reports_root: Path) -> Path:
     """The run's folder, made and proven writable before the kernel starts (before anything is sent)."""
-    folder = _report_dir(notebook, reports_root) if output_dir is None else ensure_directory(output_dir)
+    folder = fresh_folder(reports_root / notebook) if output_dir is None else ensure_directory(output_dir)
     try:
         handle, probe = tempfile.mkstemp(prefix=".toolkit-write-check.", dir=folder)
     except OSError as exc:

@@ -15,8 +15,9 @@ import errno
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,31 @@ def ensure_directory(path: str | Path) -> Path:
     if not directory.is_dir():
         raise OutputError(f"cannot write to {directory}: it exists and is not a folder")
     return directory
+
+
+def fresh_folder(parent: str | Path) -> Path:
+    """A new ``parent/<UTC time>`` folder, never one another run made in the same second (two
+    tracks started by one cron line): ``-2``, ``-3`` ... after the time when it is taken."""
+    parent = ensure_directory(parent)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for attempt in range(1, 1000):
+        candidate = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OutputError(f"cannot create the folder {candidate}: {_reason(exc)}") from None
+        return candidate
+    raise OutputError(f"cannot create a fresh report folder in {parent}")
+
+
+def refuse_folders(paths: Iterable[Path]) -> None:
+    """``OutputError`` for the first of ``paths`` that is a folder: no file can replace it, and
+    finding that out only while moving a report's files into place would leave half of it."""
+    for path in paths:
+        if path.is_dir():
+            raise OutputError(f"cannot write {path}: it is a folder")
 
 
 def _new_file_beside(final: Path) -> Path:

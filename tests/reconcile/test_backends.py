@@ -706,3 +706,21 @@ def test_a_local_spark_run_stays_on_loopback_and_its_output_is_the_commands(tmp_
     assert "exceptions" in done.stdout
     for noise in ("WindowExec", "SparkStringUtils", "resolves to a loopback address", "CodeGenerator"):
         assert noise not in done.stderr, done.stderr
+
+
+def test_a_query_interrupted_by_ctrl_c_is_an_interrupt_not_an_error() -> None:
+    """DuckDB stops its query on SIGINT and raises its own error: the command exited 1
+    ("findings") with a traceback. The interrupt is given back as ``KeyboardInterrupt``."""
+    import threading
+
+    engine = connect("duckdb")
+    con = engine.con.con  # DuckDB's own connection under Ibis
+    timer = threading.Timer(0.5, con.interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt), engine.failures():
+            con.execute(
+                "SELECT count(*) FROM range(10000000000) a, range(10) b WHERE a.range % 7 = b.range"
+            ).fetchall()
+    finally:
+        timer.cancel()

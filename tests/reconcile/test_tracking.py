@@ -499,3 +499,24 @@ def test_acknowledging_again_is_refused_naming_who_did_and_the_sign_offs_are_lis
     ]
     assert set(signed["category"]) == {"missing_in_processor"}
     assert signed["at"].is_monotonic_increasing
+
+
+def test_a_lapsed_acknowledgement_stays_lapsed_when_the_day_is_run_again_with_the_old_facts(
+    tmp_path: Path,
+) -> None:
+    """Re-running a day compares with the run before that day: an acknowledgement that lapsed in
+    the first re-run (the facts changed) came back in the next one, signed by nobody."""
+    ledger = {"a": PAID}
+    failed, pending = {"a": "10.00 USD failure"}, {"a": "10.00 USD pending"}
+    run(tmp_path, ledger, failed, "2026-11-01")
+    (eid,) = run(tmp_path, ledger, failed, "2026-11-02").exceptions["exceptionId"]
+    acknowledge("t", [eid], note="card declined, customer re-paid", by="bo")
+    assert cell(run(tmp_path, ledger, failed, "2026-11-02"), "a", "state") == "acknowledged"  # a re-run
+    lapsed = run(tmp_path, ledger, pending, "2026-11-02")
+    assert cell(lapsed, "a", "state") == "open"
+    assert cell(lapsed, "a", "stateReason").endswith("lapsed: processor_status failure -> pending")
+    again = run(tmp_path, ledger, failed, "2026-11-02")
+    assert cell(again, "a", "state") == "open"
+    assert cell(again, "a", "stateReason").startswith("acknowledgement by bo at ")
+    assert "lapsed in run 4" in cell(again, "a", "stateReason")
+    assert cell(run(tmp_path, ledger, failed, "2026-11-03"), "a", "state") == "open"  # for good

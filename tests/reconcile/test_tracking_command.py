@@ -111,7 +111,7 @@ def test_command_reports_show_states(tmp_path: Path) -> None:
         ["c", "missing_in_processor", "2026-11-04T23:59:59Z"]
     ]
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert "Since the last run: track r" in html and "since 2026-11-01, 3 days" in html
+    assert "Since the last run: track r" in html and "first seen 2026-11-01, 3 days" in html
     assert '<table id="ages">' in html and '<table id="resolved">' in html
     assert str(exceptions["exceptionId"].iloc[0]) in html
     book = openpyxl.load_workbook(out / "report.xlsx")
@@ -242,6 +242,8 @@ def test_command_refusals_exit_2_and_change_nothing(
     one_error(capsys, "is not acknowledged")
     assert main(["reconcile", "ack", "--track", "two", of_two, "--note", "  "]) == 2
     one_error(capsys, "a note is required")
+    assert main(["reconcile", "ack", "--track", "two", of_two, "--note", "ok", "--by", "  "]) == 2
+    one_error(capsys, "who signs off is required")  # it was recorded as "unknown"
     assert main(cli(tmp_path, "--track", "bad name!")) == 2
     one_error(capsys, "track name 'bad name!'")
     assert main(cli(tmp_path, "--max-age", "3")) == 2  # --as-of alone is a run's cut-off
@@ -432,3 +434,81 @@ def test_two_processes_at_once_neither_lose_nor_duplicate_a_run(tmp_path: Path) 
     assert verify_track("both") == 4
     printed = sorted(int(out.strip().splitlines()[-1].split(" run ")[1].split(";")[0]) for out, _ in results)
     assert printed == [1, 2, 3]
+
+
+class _OneSecond:
+    """``datetime`` whose ``now`` is always the same second: two runs started by one cron line."""
+
+    @staticmethod
+    def now(tz: object = None) -> pd.Timestamp:
+        return pd.Timestamp("2026-11-27T02:00:00", tz="UTC")
+
+
+def test_two_runs_in_the_same_second_each_keep_their_own_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two tracks run in one second wrote one folder: the second's report replaced the first's,
+    and both result lines named it."""
+    import toolkit.cli.reconcile
+    import toolkit.outputs
+
+    for module in (toolkit.outputs, toolkit.cli.reconcile):
+        monkeypatch.setattr(module, "datetime", _OneSecond, raising=False)
+    sides(tmp_path, {"a": "5.00 USD success"}, {})
+    monkeypatch.chdir(tmp_path)
+    reports = []
+    for track in ("eu", "us"):
+        args = ["reconcile", "--ledger", "ledger.csv", "--processor", "processor.csv", "--track", track]
+        assert main([*args, "--as-of", "2026-11-01"]) == 0
+        reports.append(capsys.readouterr().out.strip().splitlines()[-1].rsplit("report: ", 1)[1])
+    assert reports == [
+        "reports/reconcile/20261127T020000Z/report.html",
+        "reports/reconcile/20261127T020000Z-2/report.html",
+    ]
+    tracks = [json.loads((tmp_path / r).with_name("run.json").read_text())["track"] for r in reports]
+    assert tracks == ["eu", "us"]
+
+
+def test_an_output_that_cannot_be_written_leaves_no_partial_report_and_no_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder in the way of report.html left every other file of the report (exit 2, no run
+    recorded); one in the way of run.json replaced the last good report with an unrecorded one."""
+    sides(tmp_path, {"a": "5.00 USD success"}, {})
+    (tmp_path / "blocked" / "report.html").mkdir(parents=True)
+    assert main(cli(tmp_path, "--track", "b", "--as-of", "2026-11-01", output="blocked")) == 2
+    one_error(capsys, "report.html: it is a folder")
+    assert [p.name for p in (tmp_path / "blocked").iterdir()] == ["report.html"]
+    assert main(["reconcile", "history", "--track", "b"]) == 2  # nothing recorded
+    capsys.readouterr()
+
+    assert main(cli(tmp_path, "--track", "m", "--as-of", "2026-11-01", output="kept")) == 0
+    capsys.readouterr()
+    before = {p.name: p.read_bytes() for p in (tmp_path / "kept").iterdir()}
+    (tmp_path / "kept" / "run.json").unlink()
+    (tmp_path / "kept" / "run.json").mkdir()
+    sides(tmp_path, {"a": "6.00 USD success"}, {})
+    assert main(cli(tmp_path, "--track", "m", "--as-of", "2026-11-02", output="kept")) == 2
+    one_error(capsys, "run.json: it is a folder")
+    after = {p.name: p.read_bytes() for p in (tmp_path / "kept").iterdir() if p.is_file()}
+    assert after == {name: data for name, data in before.items() if name != "run.json"}
+    assert len(track_history("m")) == 1
+
+
+def test_an_interrupted_run_exits_2_in_one_line_and_records_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during a tracked run ended it with a traceback, and with exit 1 ("findings") when
+    DuckDB took the signal."""
+    import toolkit.reconcile.report
+
+    sides(tmp_path, {"a": "5.00 USD success"}, {})
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(toolkit.reconcile.report, "render_html", interrupted)
+    assert main(cli(tmp_path, "--track", "i", "--as-of", "2026-11-01")) == 2
+    one_error(capsys, "toolkit reconcile: interrupted")
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    assert main(["reconcile", "history", "--track", "i"]) == 2  # no run recorded

@@ -50,13 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = (list(argv) if argv is not None else sys.argv[1:])[:1]
-    for name, (module_name, help_text) in SUBCOMMANDS.items():
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        if chosen == [name]:
-            module = importlib.import_module(module_name)
-            module.add_arguments(sub)
-            sub.set_defaults(handler=module.run)
     try:
+        for name, (module_name, help_text) in SUBCOMMANDS.items():
+            sub = commands.add_parser(name, help=help_text, description=help_text)
+            if chosen == [name]:
+                module = importlib.import_module(module_name)
+                module.add_arguments(sub)
+                sub.set_defaults(handler=module.run)
         args = parser.parse_args(argv)
         return int(args.handler(args))
     except BrokenPipeError:
@@ -64,3 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # quietly rather than with a traceback, and keep Python's last flush from raising again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:
+        # Ctrl-C (SIGINT): files are written whole or not at all and a track's run is one
+        # transaction, so an interrupted command leaves what it had finished; one line, exit 2
+        # (an infrastructure failure to a scheduler, never 1, "findings").
+        print(
+            f"error: toolkit {' '.join(chosen)}: interrupted; nothing unfinished was written", file=sys.stderr
+        )
+        return 2

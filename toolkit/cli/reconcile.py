@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ import pandas as pd
 
 from toolkit import runlog
 from toolkit.errors import EngineError, InputError, OutputError, TrackError
+from toolkit.outputs import fresh_folder, refuse_folders
 from toolkit.reconcile.backends import BACKENDS, connect
 from toolkit.reconcile.controller_view import not_final_text
 from toolkit.reconcile.engine import reconcile
@@ -329,13 +329,16 @@ def run(args: argparse.Namespace) -> int:
     except (InputError, EngineError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    output = args.output_dir or Path("reports", "reconcile", datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     environment = args.environment or f"processor file {Path(args.processor).name}"  # not a local path
     if args.track is not None:
-        return _run_tracked(args, result, (ledger, processor), output, environment, period)
+        return _run_tracked(args, result, (ledger, processor), environment, period)
     try:
         paths = write_report(
-            result, output, title=args.title, environment=environment, period=period if any(period) else None
+            result,
+            _output_folder(args),
+            title=args.title,
+            environment=environment,
+            period=period if any(period) else None,
         )
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -409,17 +412,25 @@ def _print_missing_rates(result: ReconciliationResult) -> None:
         print(f"warning: {text} (--fx-rates): those payments are currency_mismatch", file=sys.stderr)
 
 
+def _output_folder(args: argparse.Namespace) -> Path:
+    """``--output-dir``, else a fresh ``reports/reconcile/<UTC time>`` (two runs in one second
+    each get their own)."""
+    return Path(args.output_dir) if args.output_dir else fresh_folder(Path("reports", "reconcile"))
+
+
 def _run_tracked(
     args: argparse.Namespace,
     result: ReconciliationResult,
     inputs: tuple[LoadedInput, LoadedInput],
-    output: Path,
     environment: str,
     period: tuple[str | None, str | None],
 ) -> int:
     """Record the run, write its report and its run.json in one transaction: all or nothing."""
     started = runlog.now_text()
     try:
+        output = _output_folder(args)
+        # A run.json that cannot be replaced is found before the report replaces the last one's.
+        refuse_folders([output / runlog.MANIFEST])
         with recording(result, args.track, as_of=args.as_of, inputs=inputs) as tracked:
             paths = write_report(
                 tracked,

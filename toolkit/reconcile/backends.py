@@ -159,6 +159,8 @@ class Backend:
         except EngineError:
             raise
         except Exception as exc:
+            if _interrupted(exc):  # DuckDB took the Ctrl-C to stop its query: give it back
+                raise KeyboardInterrupt from None
             malformed = _SPARK_MALFORMED.search(str(exc))
             if malformed:  # Spark reads a file when a query first needs it, not when it is named
                 file, record = malformed.group(1), malformed.group(2).strip()
@@ -170,6 +172,12 @@ class Backend:
             if reason is None:
                 raise
             raise EngineError(reason) from exc
+
+
+def _interrupted(exc: Exception) -> bool:
+    """Whether a query failed because the user interrupted it (DuckDB stops on SIGINT and raises
+    its own error, sometimes as a ``RuntimeError`` through Ibis)."""
+    return isinstance(exc, duckdb.InterruptException) or str(exc).startswith("Query interrupted")
 
 
 def _resource_failure(backend: Backend, exc: Exception) -> str | None:

@@ -511,10 +511,11 @@ def row_cells(
 
 
 def _state_cell(record: dict[str, Any], rank: int) -> Cell:
-    """State, then since when and how many days, and the exception's id for a sign-off."""
+    """State, then when the exception was first seen and its age, and its id for a sign-off (not
+    "acknowledged since" that day: the sign-off may be later, and its reason says when)."""
     age = int(record["ageDays"])
-    since = f"since {str(record['firstSeen'])[:10]}, {age} day{'s' if age != 1 else ''}"
-    return Cell(str(record["state"]), f"{since} · {record['exceptionId']}", rank)
+    seen = f"first seen {str(record['firstSeen'])[:10]}, {age} day{'s' if age != 1 else ''}"
+    return Cell(str(record["state"]), f"{seen} · {record['exceptionId']}", rank)
 
 
 def tracking_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | None:

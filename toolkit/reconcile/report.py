@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from toolkit.errors import OutputError
-from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells
+from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells, refuse_folders
 from toolkit.reconcile.controller_view import HTML_ROWS, Period, page
 from toolkit.reconcile.result import (
     EXCEPTION_COLUMNS,
@@ -264,6 +264,7 @@ def write_report(
     with_fx = not result.fx.empty
     names = REPORT_FILES + (TRACKED_FILES if tracking is not None else ()) + ((FX_FILE,) if with_fx else ())
     paths = {name: directory / name for name in names}
+    refuse_folders(paths.values())
     texts = exception_texts(result)
     with contextlib.ExitStack() as stack:
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}

@@ -53,7 +53,8 @@ Rules where the issue leaves the choice:
   a track goes forward in time. So is a period that does not cover the last run's: what left the
   period would be listed as resolved without being looked at.
 * An acknowledgement is of the facts of the latest run; it holds while the exception stays and its
-  facts stay the same. An exception that is resolved and comes back later is ``new`` again, with
+  facts stay the same. Once a run did not hold it (a re-run of a day included), it has lapsed for
+  good: running the day again with the old facts does not bring it back. An exception that is resolved and comes back later is ``new`` again, with
   a new ``firstSeen``, and its old acknowledgement does not hold.
 * Informational rows (``severity`` info: in transit, within tolerance) are not exceptions and
   are not tracked: they get no id, state or ``ageDays``, are not in the audit log, the states or
@@ -584,12 +585,30 @@ def _signoffs(chain: list[Entry]) -> dict[str, Entry]:
     return latest
 
 
+def _lapsed(chain: list[Entry], signoffs: dict[str, Entry]) -> dict[str, int]:
+    """The acknowledgements a run after them did not hold (their facts changed, or the exception
+    was resolved), with that run's number: they lapsed for good, so a re-run of the day with the
+    old facts (compared with the run before the day, which predates the lapse) keeps them lapsed."""
+    runs = [(run.number, run.payload["run"], _rows(run)) for run in _runs(chain)]
+    lapsed: dict[str, int] = {}
+    for exception_id, signoff in signoffs.items():
+        if signoff.kind != "ack":
+            continue
+        for number, run_number, rows in runs:
+            row = rows.get(exception_id)
+            if number > signoff.number and (row is None or row[3] != "acknowledged"):
+                lapsed[exception_id] = int(run_number)
+                break
+    return lapsed
+
+
 def _state(
     exception_id: str,
     facts: list[str],
     previous: Entry | None,
     before: dict[str, list[Any]],
     signoff: Entry | None,
+    lapsed_in: int | None = None,
 ) -> tuple[str, str]:
     """(state, reason) of an exception of this run; see the module docstring.
 
@@ -616,6 +635,8 @@ def _state(
         return (base, f"reopened by {who}: {signoff.payload['note']}") if fresh else (base, carried)
     if not (fresh or previous_state == "acknowledged"):
         return base, carried
+    if lapsed_in is not None:
+        return base, f"acknowledgement by {who} lapsed in run {lapsed_in}"
     acknowledged_facts = signoff.payload["facts"][exception_id]
     if acknowledged_facts == facts[: len(acknowledged_facts)]:
         return "acknowledged", f"acknowledged by {who}: {signoff.payload['note']}"
@@ -707,8 +728,17 @@ def recording(
             _refuse_a_period_not_covering(track, previous, period)
         same = [r for r in runs if _parse_time(r.payload["asOf"]) == moment]
         rerun_of = int(same[-1].payload["run"]) if same else None
+        signoffs = _signoffs(chain)
         tracked, payload = _track(
-            result, track, moment, previous, _signoffs(chain), len(runs) + 1, hashes, started, rerun_of
+            result,
+            track,
+            moment,
+            previous,
+            (signoffs, _lapsed(chain, signoffs)),
+            len(runs) + 1,
+            hashes,
+            started,
+            rerun_of,
         )
         store.append(track, "run", {**payload, "period": period}, chain)
         yield tracked
@@ -768,12 +798,13 @@ def _track(
     track: str,
     as_of: datetime,
     previous: Entry | None,
-    signoffs: dict[str, Entry],
+    signed: tuple[dict[str, Entry], dict[str, int]],
     number: int,
     hashes: list[dict[str, Any]],
     started: datetime | None,
     rerun_of: int | None,
 ) -> tuple[ReconciliationResult, dict[str, Any]]:
+    signoffs, lapsed = signed  # each exception's latest sign-off; the acknowledgements that lapsed
     tracked = tracked_rows(result.exceptions)
     exceptions = result.exceptions[tracked]
     sides = {c.source: c.side for c in result.counts}
@@ -790,7 +821,9 @@ def _track(
         facts,
         strict=True,
     ):
-        state, reason = _state(exception_id, fact, previous, before, signoffs.get(exception_id))
+        state, reason = _state(
+            exception_id, fact, previous, before, signoffs.get(exception_id), lapsed.get(exception_id)
+        )
         first = before[exception_id][4] if exception_id in before else as_of_text
         states.append(state)
         first_seen.append(first)
@@ -895,7 +928,9 @@ def _signoff(
     ids = _ids(exceptions)
     if not note or not note.strip():
         raise TrackError(f"{kind}: a note is required (what was found, why it may stay)")
-    who = (by or _user()).strip() or "unknown"
+    who = (_user() if by is None else by).strip()
+    if not who:  # an audit trail names a person: a blank --by, or no login name to take
+        raise TrackError(f"{kind}: who signs off is required (--by NAME, or by= in Python)")
     with Store.open(home, create=False) as store, store.writing():
         chain = store.chain(track)
         runs = _runs(chain)
@@ -948,8 +983,8 @@ def _user() -> str:
 
     try:
         return getpass.getuser()
-    except Exception:
-        return "unknown"
+    except Exception:  # no login name (a container's user without a passwd entry): ask for one
+        return ""
 
 
 def acknowledge(
