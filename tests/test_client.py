@@ -24,6 +24,7 @@ from toolkit import (
     PaymentStatus,
     Product,
     RequestValidationError,
+    SandboxControls,
 )
 from toolkit.sandbox.embedded import RunningSandbox
 
@@ -152,7 +153,11 @@ def test_invalid_requests_are_refused_before_sending(
         client.create_payment(**payment(unique, **priced))
     with pytest.raises(RequestValidationError, match="priceId"):  # "": no price, and no absent one
         client.create_payment(**payment(unique, priceId="", productId=created.productId))
+    # A body over 1 MiB was sent and refused with 413.
+    with pytest.raises(RequestValidationError, match=r"body: .* larger than 1048576 bytes"):
+        client.create_payment(**payment(unique, metadata={"note": "x" * 1_100_000}))
     assert len(exported_payments(sandbox)) == before
+    assert 413 not in set(SandboxControls(client).requests(limit=50)["status"])
 
 
 def test_service_refusals_raise_api_error_with_code_and_msg(client: Client, unique: str) -> None:

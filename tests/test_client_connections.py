@@ -20,7 +20,13 @@ from tests.conftest import exported_payments
 from tests.faults import FaultServer, Mode
 from toolkit import client as client_module
 from toolkit.client import AsyncClient, Client
-from toolkit.errors import APIError, AuthenticationError, OutcomeUnknownError, ToolkitError
+from toolkit.errors import (
+    APIError,
+    AuthenticationError,
+    ConfigurationError,
+    OutcomeUnknownError,
+    ToolkitError,
+)
 from toolkit.models import PaymentResult, PaymentStatus, Subscription
 from toolkit.sandbox import store
 from toolkit.sandbox.embedded import RunningSandbox
@@ -205,3 +211,33 @@ def test_post_after_a_sandbox_500_reaches_the_sandbox(sandbox: RunningSandbox, f
         assert paid.status is PaymentStatus.SUCCESS
     received = {p["merchantReferenceId"] for p in exported_payments(sandbox)}
     assert set(references) <= received
+
+
+@pytest.mark.filterwarnings(
+    "ignore::ResourceWarning"
+)  # the first loop's session, never closed, by design of the case
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_an_async_client_used_by_a_second_loop_pays_once_or_refuses_before_sending(
+    sandbox: RunningSandbox,
+) -> None:
+    """One AsyncClient across two ``asyncio.run`` calls made the second payment and then raised a
+    plain RuntimeError (a caller reading "not sent" paid twice on retry)."""
+    client = AsyncClient(base_url=sandbox.base_url, api_key=sandbox.api_key, max_retries=0)
+    refs = [f"loop-{uuid.uuid4().hex[:10]}-{n}" for n in range(3)]
+
+    async def pay(reference: str) -> PaymentResult:
+        return await client.create_payment(**payment(reference))
+
+    # Loop after loop, each ended: the client follows to the new loop.
+    assert [asyncio.run(pay(ref)).status for ref in refs[:2]] == [PaymentStatus.SUCCESS] * 2
+    # Two loops alive at once: refused before anything is sent.
+    alive = asyncio.new_event_loop()
+    try:
+        alive.run_until_complete(pay(f"{refs[0]}-alive"))
+        with pytest.raises(ConfigurationError, match="another event loop \\(nothing was sent\\)"):
+            asyncio.run(pay(refs[2]))
+        alive.run_until_complete(client.aclose())
+    finally:
+        alive.close()
+    made = [p["merchantReferenceId"] for p in exported_payments(sandbox)]
+    assert [made.count(ref) for ref in refs] == [1, 1, 0]

@@ -115,6 +115,9 @@ def test_resolve_failed_allows_sending_again(journal: Journal) -> None:
             "not an amount of its currency",
         ),
         ({"orderId": "ord_1", "status": 1, "amount": "42.00", "currency": "usd dollars"}, "not an amount of"),
+        ({"status": 1, "amount": "42.00", "currency": "USD"}, "orderId is required"),
+        ({"orderId": " ", "status": 1}, "orderId is required"),
+        ({"orderId": "ord_1", "status": 5}, "action is required when its status is next_action"),
     ],
 )
 def test_a_resolution_the_service_could_not_have_answered_is_refused(

@@ -42,10 +42,10 @@ def build(**changes: Any) -> PaymentRequest:
         ({"paymentMethodType": "card"}, "paymentMethodType", "must be uppercase: 'CARD'"),
         ({"paymentMethodType": "BITCOIN"}, "paymentMethodType", "Input should be"),
         ({"customerId": None}, "", "customerId, customerEmail or referenceCustomerId: at least one"),
-        ({"priceId": "price_1", "amount": None, "currency": None}, "", "productId: required when priceId"),
-        ({"amount": None}, "", "amount: required when priceId is absent"),
-        ({"currency": None}, "", "currency: required when priceId is absent"),
-        ({"paymentInstrumentId": None}, "", "paymentInstrumentId: required for CARD"),
+        ({"priceId": "price_1", "amount": None, "currency": None}, "productId", "required when priceId"),
+        ({"amount": None}, "amount", "required when priceId is absent"),
+        ({"currency": None}, "currency", "required when priceId is absent"),
+        ({"paymentInstrumentId": None}, "paymentInstrumentId", "required for CARD"),
         (
             {"priceDataList": [{"name": "x", "quantity": 0, "unitAmount": "1"}]},
             "priceDataList.0.quantity",
@@ -62,9 +62,14 @@ def build(**changes: Any) -> PaymentRequest:
         ({"currency": "usd"}, "currency", "must be uppercase"),
         ({"currency": "ABC"}, "currency", "ISO 4217"),
         ({"paymentCurrency": "EURO"}, "paymentCurrency", "ISO 4217"),
-        ({"amount": "12.345"}, "", "amount: 12.345 has more decimals than USD allows"),
+        ({"amount": "12.345"}, "amount", "12.345 has more decimals than USD allows"),
+        (  # an item without a currency is in the payment's: 1.555 USD was accepted and charged
+            {"priceDataList": [{"name": "a", "quantity": 1, "unitAmount": "1.555"}]},
+            "priceDataList.0.unitAmount",
+            "1.555 has more decimals than USD allows",
+        ),
         ({"amount": "-1"}, "amount", "greater than 0"),
-        ({"amount": "1000000000000"}, "", "amount: must be less than 1,000,000,000,000"),  # the sandbox's 400
+        ({"amount": "1000000000000"}, "amount", "must be less than 1,000,000,000,000"),  # the sandbox's 400
         ({"merchantReferenceID": "typo"}, "merchantReferenceID", "unknown field"),
     ],
 )

@@ -222,3 +222,23 @@ def check_faults_and_log(client: Client, controls: SandboxControls, unique: str)
     assert pd.isna(dropped["status"].iloc[0]) and str(log["time"].dtype).endswith("UTC]")
     assert not log["path"].str.contains("requests").any()
     assert controls.clear_faults() == 2 and controls.faults().empty
+
+
+def test_the_export_gives_every_amount_as_a_decimal_whole_yen_too(client: Client, unique: str) -> None:
+    """1000 JPY came back as an int beside the Decimals of other rows, one column of both."""
+    controls = SandboxControls(client)
+    for currency, amount in (("JPY", "1000"), ("USD", "12.30")):
+        client.create_payment(
+            paymentMethodType="CARD",
+            paymentInstrumentId="pi_test_success",
+            returnUrl="https://shop.example/return",
+            customerEmail="bo@example.com",
+            amount=amount,
+            currency=currency,
+            merchantReferenceId=f"{currency}-{unique}",
+        )
+    export = controls.export_payments()
+    mine = export.loc[[f"JPY-{unique}", f"USD-{unique}"]]
+    assert [type(v) for v in mine["amount"]] == [Decimal, Decimal]
+    assert list(mine["amount"]) == [Decimal("1000"), Decimal("12.30")]
+    assert {type(v) for v in export["amount"]} == {Decimal}

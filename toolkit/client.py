@@ -443,13 +443,27 @@ class _ClosingOnError(aiohttp.ClientResponse):
 
 
 class _SessionHolder:
-    """aiohttp's session, made on first use inside the running loop and shared by ``with_options`` copies."""
+    """aiohttp's session, made on first use inside the running loop and shared by ``with_options``
+    copies; made again in a new loop once the old one has ended (a second ``asyncio.run``)."""
 
     def __init__(self) -> None:
         self.session: aiohttp.ClientSession | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def get(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self.session is not None and self.loop is not loop:
+            # A session belongs to its loop: used from another, it sent the request and then
+            # failed with a RuntimeError, a payment made and reported as a crash. Refused before
+            # sending while its loop lives; left behind once that loop has closed.
+            if self.loop is not None and not self.loop.is_closed():
+                raise ConfigurationError(
+                    "this AsyncClient is in use by another event loop (nothing was sent): "
+                    "make one AsyncClient per loop or thread"
+                )
+            self.session = None
         if self.session is None or self.session.closed:
+            self.loop = loop
             connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_EXPIRY)
             self.session = aiohttp.ClientSession(connector=connector, response_class=_ClosingOnError)
             # aiohttp re-sends an idempotent request once by itself when a kept-alive connection

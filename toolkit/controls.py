@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, Literal
 
 import pandas as pd
@@ -145,6 +146,12 @@ class SandboxControls:
             params["merchantReferenceId"] = merchant_reference_id
         records = self.client.call("GET", "/sandbox/payments", params=params)["payments"]
         frame = pd.DataFrame.from_records(records, columns=list(EXPORT_COLUMNS))
+        for column in ("amount", "pricingAmount"):  # JSON gives 1000 JPY as an int, 12.30 as a Decimal
+            frame[column] = pd.Series(
+                [None if pd.isna(v) else Decimal(str(v)) for v in frame[column]],
+                index=frame.index,
+                dtype=object,
+            )
         for column in EXPORT_TIME_COLUMNS:
             frame[column] = pd.to_datetime(frame[column].astype("Int64"), unit="ms", utc=True)
         return frame.set_index("merchantReferenceId")

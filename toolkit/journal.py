@@ -241,6 +241,10 @@ def _checked_response(kind: Kind, response: BaseModel | dict[str, Any]) -> dict[
         where = ".".join(str(part) for part in first["loc"]) or "response"
         raise JournalError(f"the response is not a {kind} response: {where}: {first['msg']}") from None
     if isinstance(checked, PaymentResult):
+        if not (
+            checked.orderId or ""
+        ).strip():  # the service names every order it makes; settlement finds it by it
+            raise JournalError("the response's orderId is required: the service's identifier of the order")
         if not isinstance(checked.status, PaymentStatus):
             given = ", ".join(str(status) for status in PaymentStatus)
             raise JournalError(f"the response's status must be one the service gives: {given}")
@@ -250,6 +254,8 @@ def _checked_response(kind: Kind, response: BaseModel | dict[str, Any]) -> dict[
                 raise JournalError(
                     f"the response's amount {checked.amount} is not an amount of its currency {currency!r}"
                 )
+        if checked.status is PaymentStatus.NEXT_ACTION and checked.action is None:
+            raise JournalError("the response's action is required when its status is next_action (5)")
     return checked.model_dump(mode="python")
 
 

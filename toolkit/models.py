@@ -10,6 +10,7 @@ missing optional fields are None. Amounts are ``Decimal``; JSON is parsed with
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from enum import StrEnum
@@ -229,8 +230,14 @@ class RequestModel(BaseModel):
             raise RequestValidationError(cls.__name__, describe_errors(exc)) from None
 
     def to_json(self) -> bytes:
-        """The wire body: spec field names, None omitted, Decimals written as exact JSON numbers."""
-        return to_json_bytes(self.model_dump(mode="python", exclude_none=True))
+        """The wire body: spec field names, None omitted, Decimals written as exact JSON numbers;
+        one over ``MAX_BODY_BYTES`` is refused here, before it is sent, as the sandbox refuses it."""
+        body = to_json_bytes(self.model_dump(mode="python", exclude_none=True))
+        if len(body) > MAX_BODY_BYTES:
+            raise RequestValidationError(
+                type(self).__name__, [("body", f"{len(body)} bytes, larger than {MAX_BODY_BYTES} bytes")]
+            )
+        return body
 
 
 class ResponseModel(BaseModel):
@@ -308,6 +315,9 @@ class PaymentRequest(RequestModel):
             )
         _amount_fits(self.amount, self.currency, "amount")
         _below_limit(self.amount, "amount")
+        for n, item in enumerate(self.priceDataList or ()):  # an item without a currency is in the payment's
+            if item.currency is None:
+                _amount_fits(item.unitAmount, self.currency, f"priceDataList.{n}.unitAmount")
         return self
 
 
@@ -571,6 +581,8 @@ class Envelope(ResponseModel, Generic[DataT]):
 
 
 SUCCESS_CODE = 200
+#: The largest request body the sandbox reads (413 above); the client refuses to send one larger.
+MAX_BODY_BYTES = 1024 * 1024
 SUCCESS_MSG: Literal["success"] = "success"
 
 # The spec's own names, for looking a model up in api-spec.md.
@@ -607,12 +619,20 @@ def merge_fields(request: BaseModel | Mapping[str, Any] | None, fields: Mapping[
     return {**(request or {}), **fields}
 
 
+#: A check's message that starts with the field it is about (``unitAmount: 1.5 has more ...``).
+_NAMED_FIELD = re.compile(r"([A-Za-z_]\w*(?:\.\w+)*): (.+)", re.DOTALL)
+
+
 def describe_errors(exc: ValidationError) -> list[tuple[str, str]]:
     """Turn pydantic's errors into ``(field path, message)`` with the spec's field names."""
     described: list[tuple[str, str]] = []
     for error in exc.errors(include_url=False):
         field = ".".join(str(part) for part in error["loc"])
         message = error["msg"]
+        named = _NAMED_FIELD.match(message)
+        if named:  # a model's own check names its field: one dotted path, ``priceList.0.unitAmount``
+            field = f"{field}.{named[1]}" if field else named[1]
+            message = named[2]
         if error["type"] == "extra_forbidden":
             message = "unknown field (not in the API spec)"
         elif error["type"] == "missing":

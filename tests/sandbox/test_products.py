@@ -77,10 +77,14 @@ def test_every_interval_is_accepted(api: Api, interval: str) -> None:
             "priceList.0.unitAmount",
             "greater than 0",
         ),
-        ({"name": "P", "priceList": [{"currency": "JPY", "unitAmount": 1.5}]}, "unitAmount", "more decimals"),
+        (
+            {"name": "P", "priceList": [{"currency": "JPY", "unitAmount": 1.5}]},
+            "priceList.0.unitAmount",  # it was "priceList.0: unitAmount: ...", two fields to a parser
+            "more decimals",
+        ),
         (
             {"name": "P", "priceList": [{"currency": "USD", "unitAmount": 1, "priceType": "recurring"}]},
-            "recurringDetails",
+            "priceList.0.recurringDetails",
             "required when priceType is recurring",
         ),
         (
@@ -132,4 +136,4 @@ def test_every_interval_is_accepted(api: Api, interval: str) -> None:
 )
 def test_invalid_product_is_400(api: Api, body: dict[str, Any], field: str, rule: str) -> None:
     msg = api.error("POST", "/product", body, 400)
-    assert field in msg and rule in msg, msg
+    assert f"{field}: " in msg and rule in msg, msg  # the documented "<dotted path>: <rule>"

@@ -41,11 +41,11 @@ from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolkit.control_models import FaultRuleRequest
-from toolkit.models import parse_json
+from toolkit.models import MAX_BODY_BYTES, parse_json
 from toolkit.sandbox import store
 from toolkit.sandbox.db import Database
 from toolkit.sandbox.deps import authenticate
-from toolkit.sandbox.http import MAX_BODY_BYTES, BadRequest, Unauthorized, error_response
+from toolkit.sandbox.http import BadRequest, Unauthorized, error_response
 from toolkit.sandbox.protocol import Connection, connection_of
 from toolkit.sandbox.requests_log import entry_of
 

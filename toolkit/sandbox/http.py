@@ -14,11 +14,8 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from toolkit.errors import RequestValidationError
-from toolkit.models import SUCCESS_CODE, SUCCESS_MSG, RequestModel, parse_json, to_json_bytes
+from toolkit.models import MAX_BODY_BYTES, SUCCESS_CODE, SUCCESS_MSG, RequestModel, parse_json, to_json_bytes
 from toolkit.sandbox.checkout import QR_PATH
-
-#: Bodies above this size are refused with 413 before they are parsed.
-MAX_BODY_BYTES = 1024 * 1024
 
 ModelT = TypeVar("ModelT", bound=RequestModel)
 
