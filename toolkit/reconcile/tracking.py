@@ -54,8 +54,9 @@ Rules where the issue leaves the choice:
   period would be listed as resolved without being looked at.
 * An acknowledgement is of the facts of the latest run; it holds while the exception stays and its
   facts stay the same. Once a run did not hold it (a re-run of a day included), it has lapsed for
-  good: running the day again with the old facts does not bring it back. An exception that is resolved and comes back later is ``new`` again, with
-  a new ``firstSeen``, and its old acknowledgement does not hold.
+  good: running the day again with the old facts does not bring it back. An exception that is
+  resolved and comes back later is ``new`` again, with a new ``firstSeen``, and its old
+  acknowledgement does not hold.
 * Informational rows (``severity`` info: in transit, within tolerance) are not exceptions and
   are not tracked: they get no id, state or ``ageDays``, are not in the audit log, the states or
   the thresholds, and stay in the result and the reports with those columns blank. A payment in
