@@ -477,20 +477,7 @@ def classify(keys: ir.Table, rules: Rules) -> ir.Table:
 
 
 #: The flags ``classify`` computes (``price_match`` is kept for ``price_moves``).
-_FLAGS = (
-    "missing_in_processor",
-    "missing_in_ledger",
-    "amount_mismatch",
-    "currency_mismatch",
-    "status_mismatch",
-    "duplicate_in_processor",
-    "duplicate_in_ledger",
-    "unknown_outcome",
-    "in_transit",
-    "within_tolerance",
-    "fx_check",
-    "price_match",
-)
+_FLAGS = (*_EXCEPTION_FLAGS, *INFO_CATEGORIES, "fx_check", "price_match")
 
 
 def _classes(
