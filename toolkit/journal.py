@@ -241,9 +241,8 @@ def _checked_response(kind: Kind, response: BaseModel | dict[str, Any]) -> dict[
         where = ".".join(str(part) for part in first["loc"]) or "response"
         raise JournalError(f"the response is not a {kind} response: {where}: {first['msg']}") from None
     if isinstance(checked, PaymentResult):
-        if not (
-            checked.orderId or ""
-        ).strip():  # the service names every order it makes; settlement finds it by it
+        # The service names every order it makes, and a settlement finds the payment by it.
+        if not (checked.orderId or "").strip():
             raise JournalError("the response's orderId is required: the service's identifier of the order")
         if not isinstance(checked.status, PaymentStatus):
             given = ", ".join(str(status) for status in PaymentStatus)
