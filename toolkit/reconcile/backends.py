@@ -368,7 +368,10 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
             warehouse = Path(tempfile.mkdtemp(prefix="toolkit-spark-"))
             atexit.register(shutil.rmtree, warehouse, True)
             builder = (
-                builder.config("spark.driver.memory", f"{max(limit >> 20, 512)}m")
+                # The JVM's heap, like DuckDB's buffers, gets what RESERVE_SHARE leaves: the JVM
+                # grows its heap to the full setting before collecting, and beside it the Python
+                # process holds the results (a 14 GB heap of 24 GB was killed for memory in CI).
+                builder.config("spark.driver.memory", f"{max(int(limit * (1 - RESERVE_SHARE)) >> 20, 512)}m")
                 .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
                 .config("spark.sql.warehouse.dir", str(warehouse))
                 .config("spark.sql.session.timeZone", "UTC")
