@@ -119,7 +119,7 @@ class Backend:
 
     def keep(self, expr: ir.Table, *, staged: bool = False) -> ir.Table:
         """Compute ``expr`` once and keep it (a DuckDB table, in memory or in the spill
-        directory's database file; a persisted Spark frame).
+        directory's database file; a local checkpoint of Spark, ``_checkpointed``).
 
         ``staged``: ``expr`` holds the checks' stages (``inputs.py``), compiled without Ibis's
         select fusing, so each stage stays a select of its own and each value is computed once.
@@ -312,13 +312,35 @@ def _sql_text(text: str) -> str:
 
 def _pyspark(limit: int, spill: Path | None) -> Backend:
     try:
+        from ibis.backends.pyspark import Backend as PySparkBackend
         from pyspark.sql import SparkSession
     except ImportError:
         raise EngineError("the pyspark backend needs pyspark: pip install 'pyspark>=3.5,<4.1'") from None
     session = SparkSession.getActiveSession()
     if session is None:
         session = _start_spark(SparkSession, limit, spill)
-    return Backend("pyspark", ibis.pyspark.connect(session), limit, spill_dir=spill)
+    return Backend("pyspark", _checkpointed(PySparkBackend)().connect(session), limit, spill_dir=spill)
+
+
+def _checkpointed(base: type) -> type:
+    """Ibis's Spark backend whose kept tables are local checkpoints, computed when kept.
+
+    Ibis caches a kept table (``cache()``), and a cached frame keeps the whole plan that made
+    it: each step's plan then holds every step's before it, and Spark analyses and matches
+    them all again for every query. The exceptions query of a 20-row run took 60 s in Spark's
+    optimizer, once the repeated keys' steps made the chain longer. A checkpoint's plan is its
+    rows; its blocks go when Spark's cleaner finds the frame gone (``_drop_cached_table``).
+    """
+
+    class _Checkpointed(base):  # type: ignore[misc]
+        def _create_cached_table(self, name: str, expr: ir.Table) -> ir.Table:
+            frame = self._session.sql(self.compile(expr)).localCheckpoint(eager=True)
+            frame.createTempView(name)
+            self._cached_dataframes[name] = frame
+            table: ir.Table = self.table(name)
+            return table
+
+    return _Checkpointed
 
 
 def spark_session() -> Any:
