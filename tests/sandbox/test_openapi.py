@@ -114,6 +114,23 @@ AGREEMENT: list[tuple[str, str, dict[str, Any], bool, int]] = [
         False,
         400,
     ),
+    # a line item without a currency is in the payment's (schemathesis drew 26.2579 for KWD)
+    ("PaymentRequest", "/payment", _pay(priceDataList=[{"name": "x", "unitAmount": 1.555}]), False, 400),
+    ("PaymentRequest", "/payment", _pay(priceDataList=[{"name": "x", "unitAmount": 1.55}]), True, 200),
+    (
+        "PaymentRequest",
+        "/payment",
+        _pay(currency="KWD", priceDataList=[{"name": "x", "unitAmount": 1.555, "currency": None}]),
+        True,
+        200,
+    ),
+    (
+        "PaymentRequest",
+        "/payment",
+        _pay(priceDataList=[{"name": "x", "unitAmount": 1.555, "currency": "KWD"}]),
+        True,
+        200,
+    ),
     (
         "PaymentRequest",
         "/payment",

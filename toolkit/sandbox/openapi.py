@@ -235,6 +235,31 @@ def _amount_decimals(currency: str, amount: str, currencies: tuple[str, ...]) ->
     }
 
 
+def _items_in_payment_currency() -> dict[str, Any]:
+    """A line item without a currency of its own is in the payment's ``currency``: its
+    ``unitAmount`` has that currency's decimals (``PaymentRequest``'s check)."""
+    return {
+        "anyOf": [_absent("currency")]
+        + [
+            _with(
+                _given("currency", enum=codes),
+                {
+                    "properties": {
+                        "priceDataList": {
+                            "items": {
+                                "if": _absent("currency"),
+                                "then": {"properties": {"unitAmount": _decimals(digits)}},
+                            }
+                        }
+                    }
+                },
+            )
+            for digits, codes in _by_digits(CONVERTIBLE).items()
+        ],
+        "description": "A line item without a currency is in the payment's: unitAmount has its decimals.",
+    }
+
+
 def _payment_request(schema: dict[str, Any]) -> None:
     properties = schema["properties"]
     for field in ("customerId", "paymentInstrumentId", "priceId", "productId"):
@@ -255,6 +280,7 @@ def _payment_request(schema: dict[str, Any]) -> None:
         _instrument(default_method=None),
         _charge(),
         _amount_decimals("currency", "amount", CONVERTIBLE),
+        _items_in_payment_currency(),
     ]
     schema["description"] = (
         f"{schema.get('description', '')}\n\nCharged in another currency (paymentCurrency), the "
