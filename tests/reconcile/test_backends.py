@@ -746,3 +746,25 @@ def test_a_table_kept_on_spark_is_its_rows_not_the_plan_that_made_it(spark: Back
         {"k": "b", "n": 20},
         {"k": "c", "n": 28},
     ]
+
+
+@pytest.mark.slow
+def test_a_spark_without_local_checkpoints_keeps_tables_cached(
+    spark: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark Connect before 4.0 has no local checkpoints: a kept table is then cached, as Ibis
+    caches it, and reads the same (that Spark is not on the machines: its refusal is raised here)."""
+    import ibis
+    from pyspark.errors import PySparkNotImplementedError
+
+    def refused(self: object, eager: bool = True) -> None:
+        raise PySparkNotImplementedError(
+            errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "localCheckpoint"}
+        )
+
+    # The session's own frame class (pyspark 4's classic one overrides ``pyspark.sql.DataFrame``'s).
+    monkeypatch.setattr(type(spark.con._session.range(1)), "localCheckpoint", refused)
+    rows = ibis.memtable(pd.DataFrame({"k": ["a", "b"], "n": [1, 2]}))
+    kept = spark.keep(rows.mutate(n=rows.n + 1))
+    assert spark.con._cached_dataframes[kept.get_name()].is_cached
+    assert sorted(r["n"] for r in spark.arrow(kept).to_pylist()) == [2, 3]

@@ -334,7 +334,11 @@ def _checkpointed(base: type) -> type:
 
     class _Checkpointed(base):  # type: ignore[misc]
         def _create_cached_table(self, name: str, expr: ir.Table) -> ir.Table:
-            frame = self._session.sql(self.compile(expr)).localCheckpoint(eager=True)
+            query = self._session.sql(self.compile(expr))
+            try:
+                frame = query.localCheckpoint(eager=True)
+            except NotImplementedError:  # Spark Connect before 4.0: cached as Ibis does
+                return super()._create_cached_table(name, expr)
             frame.createTempView(name)
             self._cached_dataframes[name] = frame
             table: ir.Table = self.table(name)
