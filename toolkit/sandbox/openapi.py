@@ -223,41 +223,48 @@ def _charge() -> dict[str, Any]:
     }
 
 
-def _amount_decimals(currency: str, amount: str, currencies: tuple[str, ...]) -> dict[str, Any]:
-    """``amount`` has no more decimals than the currency named by ``currency`` allows."""
+def _by_decimals(
+    currency: str, currencies: tuple[str, ...], rule: Callable[[int], dict[str, Any]], description: str
+) -> dict[str, Any]:
+    """``rule(digits)`` holds when the currency named by ``currency`` has ``digits`` decimals."""
     return {
         "anyOf": [_absent(currency)]
         + [
-            _with(_given(currency, enum=codes), {"properties": {amount: _decimals(digits)}})
+            _with(_given(currency, enum=codes), rule(digits))
             for digits, codes in _by_digits(currencies).items()
         ],
-        "description": f"{amount} has no more decimals than {currency} has (JPY 0, USD 2, KWD 3).",
+        "description": description,
     }
+
+
+def _amount_decimals(currency: str, amount: str, currencies: tuple[str, ...]) -> dict[str, Any]:
+    """``amount`` has no more decimals than the currency named by ``currency`` allows."""
+    return _by_decimals(
+        currency,
+        currencies,
+        lambda digits: {"properties": {amount: _decimals(digits)}},
+        f"{amount} has no more decimals than {currency} has (JPY 0, USD 2, KWD 3).",
+    )
 
 
 def _items_in_payment_currency() -> dict[str, Any]:
     """A line item without a currency of its own is in the payment's ``currency``: its
     ``unitAmount`` has that currency's decimals (``PaymentRequest``'s check)."""
-    return {
-        "anyOf": [_absent("currency")]
-        + [
-            _with(
-                _given("currency", enum=codes),
-                {
-                    "properties": {
-                        "priceDataList": {
-                            "items": {
-                                "if": _absent("currency"),
-                                "then": {"properties": {"unitAmount": _decimals(digits)}},
-                            }
-                        }
+    return _by_decimals(
+        "currency",
+        CONVERTIBLE,
+        lambda digits: {
+            "properties": {
+                "priceDataList": {
+                    "items": {
+                        "if": _absent("currency"),
+                        "then": {"properties": {"unitAmount": _decimals(digits)}},
                     }
-                },
-            )
-            for digits, codes in _by_digits(CONVERTIBLE).items()
-        ],
-        "description": "A line item without a currency is in the payment's: unitAmount has its decimals.",
-    }
+                }
+            }
+        },
+        "A line item without a currency is in the payment's: unitAmount has its decimals.",
+    )
 
 
 def _payment_request(schema: dict[str, Any]) -> None:
