@@ -124,6 +124,18 @@ PLANTED: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None, set[str
         ("2026-11-12T10:00:00Z", "12.3", "USD", "1", "", ""),
         set(),
     ),
+    # Missing by the cut-off, there after it: settled on the 10th, booked on the 21st; and booked
+    # on the 2nd, recorded by the processor on the 22nd.
+    "BOOKED-LATE": (
+        ("2026-11-21", "6.00", "USD", "success"),
+        ("2026-11-10T10:00:00Z", "6.00", "USD", "success", "", ""),
+        {"missing_in_ledger"},
+    ),
+    "RECORDED-LATER": (
+        ("2026-11-02", "8.00", "USD", "success"),
+        ("2026-11-22T10:00:00Z", "8.00", "USD", "success", "", ""),
+        {"missing_in_processor"},
+    ),
 }
 TOLERANCE = "JPY=1,0.5%:3"
 
@@ -181,11 +193,12 @@ def test_the_rows_add_up_with_in_transit_and_after_the_cutoff(planted: Reconcili
     assert all(c.adds_up for c in planted.counts)
     # In transit: PENDING-IN, BOOKED-IN, RECORDED-LATE (ledger); PENDING-IN, WAITING-IN (processor).
     assert (ledger.in_transit, processor.in_transit) == (3, 2)
-    assert (ledger.after_cutoff, processor.after_cutoff) == (1, 1)  # BOOKED-AFTER, RECORDED-LATE
+    # BOOKED-AFTER, BOOKED-LATE (ledger); RECORDED-LATE, RECORDED-LATER (processor).
+    assert (ledger.after_cutoff, processor.after_cutoff) == (2, 2)
     assert ledger.rejected == 1  # BAD-DATE
     # Matched: FX-PRICE, FX-CHARGED, PLAIN, LAST-SECOND and the three within tolerance.
     assert planted.matched_count == 7
-    assert ledger.exceptions == 6 and processor.exceptions == 6
+    assert ledger.exceptions == 7 and processor.exceptions == 7
 
 
 def test_information_is_shown_and_never_counted_as_an_exception(planted: ReconciliationResult) -> None:
@@ -286,6 +299,29 @@ def test_in_transit_rows_say_why_with_their_age_at_the_cutoff(planted: Reconcili
     assert waiting["detail"].startswith("not in the ledger yet; at the processor since 2026-11-19 08:00 UTC")
     assert rows(planted, "BOOKED-OUT", "missing_in_processor")["age_days"] == 18
     assert planted.cutoff is not None and planted.cutoff.isoformat() == "2026-11-19T23:59:59+00:00"
+
+
+def test_a_payment_missing_by_the_cutoff_says_where_its_row_after_it_is(
+    planted: ReconciliationResult,
+) -> None:
+    ledger, processor = (list(frame["merchantReferenceId"]) for frame in sides(PLANTED))
+    booked = rows(planted, "BOOKED-LATE", "missing_in_ledger")
+    assert booked["detail"] == (
+        f"not in the ledger by the cut-off; ledger row {ledger.index('BOOKED-LATE') + 1} "
+        "is dated 2026-11-21 00:00 UTC, after it"
+    )
+    assert (booked["source"], booked["source_row"]) == (
+        "<processor frame>",
+        processor.index("BOOKED-LATE") + 1,
+    )
+    recorded = rows(planted, "RECORDED-LATER", "missing_in_processor")
+    assert recorded["detail"] == (
+        f"not at the processor by the cut-off; processor row {processor.index('RECORDED-LATER') + 1} "
+        "is dated 2026-11-22 10:00 UTC, after it"
+    )
+    # Nowhere at all: as before.
+    assert rows(planted, "SETTLED-ONLY", "missing_in_ledger")["detail"] == "not found in the ledger"
+    assert rows(planted, "BOOKED-OUT", "missing_in_processor")["detail"] == "not found at the processor"
 
 
 def test_matches_within_tolerance_carry_their_variance_summed_per_currency(
