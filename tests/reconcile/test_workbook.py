@@ -23,6 +23,7 @@ from toolkit.reconcile.report import exceptions_text_table
 from toolkit.reconcile.result import FX_COLUMNS
 from toolkit.reconcile.workbook import (
     AMOUNT_COLUMNS,
+    CUT_MARK,
     EXCEL_DIGITS,
     MAX_CELL_CHARS,
     MAX_COLUMN_WIDTH,
@@ -176,21 +177,40 @@ def test_no_sheet_for_a_category_without_exceptions(tmp_path: Path) -> None:
     assert workbook["Summary"]["A1"].value == f"Data from: {ENVIRONMENT}"
 
 
-def test_cells_are_cut_at_excels_limit_and_escaped(tmp_path: Path) -> None:
+def test_cells_are_cut_at_excels_limit_saying_so_and_escaped(tmp_path: Path) -> None:
     result = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
     table = exceptions_text_table(result)
     long = "x" * (MAX_CELL_CHARS + 10)
+    # As many characters as a cell holds, but Excel counts each of these twice (UTF-16).
+    euros = "\N{BANKNOTE WITH EURO SIGN}" * MAX_CELL_CHARS
+    key = table.column("merchantReferenceId")
     detail = pc.if_else(
-        pc.equal(table.column("merchantReferenceId"), "amount"),
+        pc.equal(key, "amount"),
         pa.scalar("<&> " + long),
-        table.column("detail"),
+        pc.if_else(pc.equal(key, "currency"), pa.scalar(euros), table.column("detail")),
     )
     table = table.set_column(table.column_names.index("detail"), "detail", detail)
     path = tmp_path / "report.xlsx"
     write_xlsx(result, path, title="t", environment=ENVIRONMENT, generated_at="now", table=table)
-    sheet = openpyxl.load_workbook(path)["amount_mismatch"]
-    cell = next(r[DETAIL] for r in sheet.iter_rows(min_row=2, values_only=True) if r[0] == "amount")
-    assert len(cell) == MAX_CELL_CHARS and cell.startswith("<&> xxx")
+    workbook = openpyxl.load_workbook(path)
+
+    def cell(sheet: str, key: str) -> str:
+        rows = workbook[sheet].iter_rows(min_row=2, values_only=True)
+        return str(next(r[DETAIL] for r in rows if r[0] == key))
+
+    def excel_length(text: str) -> int:
+        return len(text.encode("utf-16-le")) // 2
+
+    cut = cell("amount_mismatch", "amount")
+    assert cut.startswith("<&> xxx") and cut.endswith(CUT_MARK)
+    assert excel_length(cut) == MAX_CELL_CHARS
+    cut = cell("currency_mismatch", "currency")
+    assert cut.endswith(CUT_MARK) and excel_length(cut) <= MAX_CELL_CHARS
+    assert set(cut.removesuffix(CUT_MARK)) == {"\N{BANKNOTE WITH EURO SIGN}"}  # whole characters only
+    # A cell that fits is whole, with no mark.
+    frame = result.exceptions
+    whole = frame[(frame["merchantReferenceId"] == "status") & (frame["category"] == "status_mismatch")]
+    assert cell("status_mismatch", "status") == whole["detail"].item()
 
 
 # ---------------------------------------------------------------------------------------------

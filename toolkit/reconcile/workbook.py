@@ -63,9 +63,12 @@ from toolkit.reconcile.result import (
 )
 from toolkit.reconcile.timing import duration_text
 
-#: Excel's limits: rows per sheet (one is the header) and characters per cell.
+#: Excel's limits: rows per sheet (one is the header) and characters per cell, which Excel counts
+#: in UTF-16 code units (a character beyond the BMP, an emoji, counts two).
 MAX_SHEET_ROWS = 1_048_576
 MAX_CELL_CHARS = 32_767
+#: The end of a cell cut at Excel's limit: a reader sees it is not the whole text, and where that is.
+CUT_MARK = " [… cut at Excel's limit of 32,767 characters; exceptions.csv has it whole]"
 #: Significant digits Excel keeps in a number; longer amounts are written as text.
 EXCEL_DIGITS = 15
 #: Widest column, in characters (a long ``detail`` wraps past the edge instead).
@@ -141,12 +144,24 @@ def _xml_text(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     data = _values(array)
     if _has_xml_illegal(data):
         array = pc.replace_substring_regex(array, _XML_ILLEGAL, "")
-    if len(array) and (pc.max(pc.binary_length(array)).as_py() or 0) > MAX_CELL_CHARS:
-        array = pc.utf8_slice_codeunits(array, 0, MAX_CELL_CHARS)  # bytes >= characters
+    if len(array) and (pc.max(pc.binary_length(array)).as_py() or 0) > MAX_CELL_CHARS:  # bytes >= units
+        array = pa.array([_cut_for_excel(text) for text in array.to_pylist()], type=array.type)
     for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
         if char.encode() in data:
             array = pc.replace_substring(array, char, entity)
     return array
+
+
+def _cut_for_excel(text: str | None) -> str | None:
+    """``text`` as a cell holds it: whole when it fits Excel's limit (in UTF-16 code units, as
+    Excel counts), else cut to fit with ``CUT_MARK`` at its end, never inside a character."""
+    if text is None:
+        return None
+    units = text.encode("utf-16-le")
+    if len(units) <= 2 * MAX_CELL_CHARS:
+        return text
+    kept = units[: 2 * (MAX_CELL_CHARS - len(CUT_MARK))].decode("utf-16-le", errors="ignore")
+    return kept + CUT_MARK
 
 
 def _has_xml_illegal(data: bytes) -> bool:
