@@ -354,6 +354,47 @@ def test_inspect_of_a_missing_file_or_a_bad_option_exits_2(
     assert_one_error_line(capsys.readouterr().err, "--encoding: unknown encoding 'nope'")
 
 
+def test_inspect_counts_the_rows_the_run_reads_and_refuses_what_it_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    processor = tmp_path / "export.csv"
+    processor.write_text(SANDBOX_EXPORT, encoding="utf-8")
+    books = tmp_path / "books.csv"
+    # Empty rows as a spreadsheet writes them (;;;) are no rows, for inspect as for the run.
+    books.write_text(
+        "merchantReferenceId;amount;currency;status\na;12,50;EUR;success\n;;;\n ; ;;\nc;1,00;EUR;success\n",
+        encoding="utf-8",
+    )
+    assert main(["reconcile", "inspect", str(books)]) == 0
+    assert "rows: 2\n" in capsys.readouterr().out
+    out = tmp_path / "out"
+    main(["reconcile", "--ledger", str(books), "--processor", str(processor), "--output-dir", str(out)])
+    assert f"{books}: 2 rows" in capsys.readouterr().out
+    # A quote that is never closed would make every line after it one value: the run refuses
+    # the file, and inspect says so instead of showing that value as a row.
+    books.write_text(
+        'merchantReferenceId;amount;currency;status\na;12,50;EUR;success\nb;"13,50;EUR;success\n'
+        "c;1,00;EUR;success\n",
+        encoding="utf-8",
+    )
+    assert (
+        main(["reconcile", "--ledger", str(books), "--processor", str(processor), "--output-dir", str(out)])
+        == 2
+    )
+    assert_one_error_line(capsys.readouterr().err, "books.csv: line 3 cannot be read")
+    assert main(["reconcile", "inspect", str(books)]) == 2
+    assert_one_error_line(
+        capsys.readouterr().err,
+        "books.csv: line 3 cannot be read",
+        "no quote closes",
+        "'b;\"13,50;EUR;success'",
+    )
+    # A quote inside a value, which the run reads, is no reason to refuse.
+    books.write_text('merchantReferenceId;amount;currency;status\na;"12,5"0;EUR;success\n', encoding="utf-8")
+    assert main(["reconcile", "inspect", str(books)]) == 0
+    assert "rows: 1\n" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("option", "value", "words"),
     [

@@ -1050,6 +1050,27 @@ def _ident(name: str) -> str:
 # A look at a file for people (``toolkit reconcile inspect``)
 
 
+def _refuse_unclosed_quote(described: Described, text: str) -> None:
+    """Refuse, as the run does, a file (``text``: all of it after the header) in which a quoted
+    value opens and no quote closes it: every line after it would be read as that one value."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=described.delimiter, strict=True)
+    start = 1
+    while True:
+        try:
+            next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # strict also refuses what the run reads (``"12,5"0``): only this
+            if "unexpected end of data" in str(exc):
+                opened = io.StringIO(text, newline="").readlines()[start - 1].rstrip("\r\n")
+                raise InputError(
+                    f"{described.name}: line {described.header_line + start} cannot be read (a quote "
+                    f"opens a value that no quote closes; the line: {opened!r}); fix the row or "
+                    "export the file again"
+                ) from None
+        start = reader.line_num + 1
+
+
 def sample(described: Described, rows: int = 5) -> tuple[list[list[str]], int, bool]:
     """The first ``rows`` data rows as text, and the number of rows (exact, or estimated from
     the size of a large CSV file: the third value says which)."""
@@ -1073,8 +1094,14 @@ def sample(described: Described, rows: int = 5) -> tuple[list[list[str]], int, b
         start = handle.tell() if described.encoding in ("utf-8", "utf-8-sig") else None
         text = handle.read(_SAMPLE)
         whole = not handle.read(1)
-    records = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=described.delimiter) if r]
     width = len(described.columns)
+    if whole:
+        _refuse_unclosed_quote(described, text)
+    records = [  # the rows the run reads: a blank line or row (``;;;``) is none
+        r
+        for r in csv.reader(io.StringIO(text, newline=""), delimiter=described.delimiter)
+        if any(v.strip(WHITESPACE) for v in r[:width])
+    ]
     found = [[*r[:width], *[""] * (width - len(r))] for r in records[:rows]]
     if whole:
         return found, len(records), True
