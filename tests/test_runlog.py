@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from tests.reconcile.test_tracking import sides
@@ -116,3 +117,45 @@ def test_a_notebooks_counts_leave_the_rows_for_information_out(tmp_path: Path) -
         encoding="utf-8",
     )
     assert counts_from_folder(tmp_path)["counts"] == {"exceptions": 2}
+
+
+def reading_notebook(folder: Path) -> Path:
+    """A notebook that reads the file its ``data_path`` names (by default ``data/books.csv`` in its
+    own folder, as the toolkit's notebooks name their sample ledger)."""
+    book = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]
+    book.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    book.cells = [
+        nbformat.v4.new_code_cell(  # type: ignore[no-untyped-call]
+            'data_path = "data/books.csv"\noutput_dir = ""', metadata={"tags": ["parameters"]}
+        ),
+        nbformat.v4.new_code_cell("print(open(data_path).read())"),  # type: ignore[no-untyped-call]
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "reading.ipynb"
+    nbformat.write(book, str(path))  # type: ignore[no-untyped-call]
+    return path
+
+
+@pytest.mark.slow
+def test_a_notebook_run_records_the_hash_of_the_inputs_it_read_by_default_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notebook = reading_notebook(tmp_path / "notebooks")
+    default = tmp_path / "notebooks" / "data" / "books.csv"
+    default.parent.mkdir(parents=True)
+    default.write_text("the sample books\n", encoding="utf-8")
+    assert main(["run", str(notebook), "--output-dir", str(tmp_path / "first")]) == 0
+    manifest = json.loads((tmp_path / "first" / "run.json").read_text())
+    assert manifest["parameters"] == {}
+    assert manifest["inputs"] == [
+        {"path": str(default.resolve()), "sha256": hashlib.sha256(default.read_bytes()).hexdigest()}
+    ]
+    # One given is relative to where the command runs, and replaces the default.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.csv").write_text("my books\n", encoding="utf-8")
+    assert main(["run", str(notebook), "-p", "data_path", "mine.csv", "--output-dir", "second"]) == 0
+    manifest = json.loads((tmp_path / "second" / "run.json").read_text())
+    assert manifest["inputs"] == [
+        {"path": str(tmp_path / "mine.csv"), "sha256": hashlib.sha256(b"my books\n").hexdigest()}
+    ]
+    capsys.readouterr()

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         parameters = {name: parse_value(value, defaults.get(name)) for name, value in args.parameter}
         started = runlog.now_text()
         result = run_notebook(path, parameters, args.output_dir)
-        warning = _record_run(result, parameters, started)
+        warning = _record_run(result, parameters, started, _input_files(path, defaults, parameters))
     except (ToolkitError, OSError) as exc:  # bad parameter or input, unwritable output: one line
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
@@ -75,7 +75,24 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _record_run(result: RunResult, parameters: Mapping[str, Any], started: str) -> str | None:
+def _input_files(notebook: Path, defaults: Mapping[str, Any], parameters: Mapping[str, Any]) -> list[str]:
+    """The files the run reads, for their hashes: each ``*_path`` parameter as given (relative to
+    here) or, when it is not given, its default (relative to the notebook's folder, where the
+    notebook runs): a run on the default ledger is recorded with that ledger's hash too."""
+    given = resolve_paths(parameters)
+    files = []
+    for name in [*given, *(n for n in defaults if n not in given)]:
+        value = given[name] if name in given else defaults[name]
+        if name.endswith("_path") and isinstance(value, str) and value.strip():
+            files.append(
+                value if name in given else str((notebook.parent / Path(value).expanduser()).resolve())
+            )
+    return files
+
+
+def _record_run(
+    result: RunResult, parameters: Mapping[str, Any], started: str, inputs: list[str]
+) -> str | None:
     """``run.json`` beside the run's outputs (scrubbed like them), then the reports index; returns
     a warning when the index could not be updated (``OutputError`` when run.json cannot be written)."""
     track = parameters.get("track")
@@ -83,9 +100,7 @@ def _record_run(result: RunResult, parameters: Mapping[str, Any], started: str) 
         "kind": "notebook",
         "name": result.notebook,
         "parameters": {k: v for k, v in parameters.items()},
-        "inputs": runlog.file_hashes(
-            v for k, v in resolve_paths(parameters).items() if k.endswith("_path") and v
-        ),
+        "inputs": runlog.file_hashes(inputs),
         "started": started,
         "ended": runlog.now_text(),
         "exitCode": result.exit_code,
