@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import openpyxl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.reconcile.conftest import FillDisk
@@ -393,6 +395,22 @@ def test_inspect_counts_the_rows_the_run_reads_and_refuses_what_it_refuses(
     books.write_text('merchantReferenceId;amount;currency;status\na;"12,5"0;EUR;success\n', encoding="utf-8")
     assert main(["reconcile", "inspect", str(books)]) == 0
     assert "rows: 1\n" in capsys.readouterr().out
+
+
+def test_inspect_shows_the_first_rows_of_a_parquet_folder_whichever_files_hold_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "export"
+    folder.mkdir()
+    columns = ["merchantReferenceId", "amount", "currency", "status"]
+    parts = {"part-0.parquet": [], "part-1.parquet": ["x", "y"], "part-2.parquet": ["z"]}  # the first: empty
+    for name, keys in parts.items():
+        table = pa.table({c: pa.array([f"{k}-{c}" for k in keys], pa.string()) for c in columns})
+        pq.write_table(table, folder / name, row_group_size=1)  # a row group a row
+    assert main(["reconcile", "inspect", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "rows: 3\n" in out and "first 3 row(s):" in out
+    assert all(f"{k}-merchantReferenceId" in out for k in "xyz")
 
 
 @pytest.mark.parametrize(

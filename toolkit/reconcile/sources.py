@@ -1081,10 +1081,15 @@ def sample(described: Described, rows: int = 5) -> tuple[list[list[str]], int, b
     if described.kind == "parquet":
         import pyarrow.parquet as pq
 
-        total = sum(pq.ParquetFile(p).metadata.num_rows for p in described.paths)
-        first = pq.ParquetFile(described.paths[0]).read_row_group(0) if total else pa.table({})
-        head = first.slice(0, rows).to_pylist()
-        return [[_text_of(r.get(c)) for c in described.columns] for r in head], total, True
+        first: list[dict[str, Any]] = []
+        total = 0
+        for path in described.paths:  # the first rows, whichever files (or groups) hold them
+            with pq.ParquetFile(path) as file:
+                total += file.metadata.num_rows
+                for group in range(file.num_row_groups):
+                    if len(first) < rows:
+                        first += file.read_row_group(group).slice(0, rows - len(first)).to_pylist()
+        return [[_text_of(r.get(c)) for c in described.columns] for r in first], total, True
     if described.kind != "csv":
         return [], 0, False
     path = described.paths[0]
