@@ -336,7 +336,20 @@ def _duplicate(
     ]
 
 
-def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], tolerance: int) -> list[_Found]:
+def _not_found(side: str, unread: int | None) -> str:
+    """Why a key is missing from ``side``: nowhere, or only in its row ``unread``, which cannot
+    be read (the first such row)."""
+    where = "at the processor" if side == "processor" else "in the ledger"
+    if unread is None:
+        return f"not found {where}"
+    return (
+        f"not read {where}; {side} row {unread} has this key but cannot be read (its rejected_row says why)"
+    )
+
+
+def _exceptions_of_key(
+    key: str, led: list[Payment], pro: list[Payment], tolerance: int, unread: dict[str, dict[str, int]]
+) -> list[_Found]:
     found: list[_Found] = []
     first_p = _compared(pro, led[0] if led else None)
     first_l = _compared(led, first_p)
@@ -349,7 +362,7 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                 None,
                 "ledger",
                 first_l.row,
-                "not found at the processor",
+                _not_found("processor", unread["processor"].get(key)),
                 abs(first_l.minor),
             )
         )
@@ -362,7 +375,7 @@ def _exceptions_of_key(key: str, led: list[Payment], pro: list[Payment], toleran
                 first_p,
                 "processor",
                 first_p.row,
-                "not found in the ledger",
+                _not_found("ledger", unread["ledger"].get(key)),
                 abs(first_p.minor),
             )
         )
@@ -494,6 +507,7 @@ def reference_reconcile(
     usable: dict[str, dict[str, list[Payment]]] = {side: {} for side in SIDES}
     rejected: list[RejectedRow] = []
     rejected_exceptions: list[ExceptionRow] = []
+    unread: dict[str, dict[str, int]] = {side: {} for side in SIDES}  # key -> its first rejected row
     for side, rows in zip(SIDES, (ledger_rows, processor_rows), strict=True):
         for number, raw in enumerate(rows, start=1):
             read = read_row(raw, number)
@@ -501,6 +515,7 @@ def reference_reconcile(
                 usable[side].setdefault(read.key, []).append(read)
                 continue
             key_text, amount_text, currency_text, status_text = raw
+            unread[side].setdefault(read_key(key_text), number)
             rejected.append(
                 (key_text, amount_text, currency_text, status_text, number, read, side, source_of[side])
             )
@@ -529,7 +544,7 @@ def reference_reconcile(
     matched: list[MatchedRow] = []
     flagged: set[str] = set()
     for key in sorted(set(led_keys) | set(pro_keys)):
-        mine = _exceptions_of_key(key, led_keys.get(key, []), pro_keys.get(key, []), amount_tolerance)
+        mine = _exceptions_of_key(key, led_keys.get(key, []), pro_keys.get(key, []), amount_tolerance, unread)
         found.extend(mine)
         if any(f.category not in INFO for f in mine):
             flagged.add(key)

@@ -136,6 +136,12 @@ PLANTED: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None, set[str
         ("2026-11-22T10:00:00Z", "8.00", "USD", "success", "", ""),
         {"missing_in_processor"},
     ),
+    # In the books in a row that cannot be read (an accounting-style negative).
+    "UNREAD": (
+        ("2026-11-03", "(9.00)", "USD", "success"),
+        ("2026-11-03T10:00:00Z", "-9.00", "USD", "success", "", ""),
+        {"missing_in_ledger", "rejected_row"},
+    ),
 }
 TOLERANCE = "JPY=1,0.5%:3"
 
@@ -195,10 +201,10 @@ def test_the_rows_add_up_with_in_transit_and_after_the_cutoff(planted: Reconcili
     assert (ledger.in_transit, processor.in_transit) == (3, 2)
     # BOOKED-AFTER, BOOKED-LATE (ledger); RECORDED-LATE, RECORDED-LATER (processor).
     assert (ledger.after_cutoff, processor.after_cutoff) == (2, 2)
-    assert ledger.rejected == 1  # BAD-DATE
+    assert ledger.rejected == 2  # BAD-DATE, UNREAD
     # Matched: FX-PRICE, FX-CHARGED, PLAIN, LAST-SECOND and the three within tolerance.
     assert planted.matched_count == 7
-    assert ledger.exceptions == 7 and processor.exceptions == 7
+    assert ledger.exceptions == 7 and processor.exceptions == 8
 
 
 def test_information_is_shown_and_never_counted_as_an_exception(planted: ReconciliationResult) -> None:
@@ -301,7 +307,7 @@ def test_in_transit_rows_say_why_with_their_age_at_the_cutoff(planted: Reconcili
     assert planted.cutoff is not None and planted.cutoff.isoformat() == "2026-11-19T23:59:59+00:00"
 
 
-def test_a_payment_missing_by_the_cutoff_says_where_its_row_after_it_is(
+def test_a_payment_missing_from_a_side_says_where_that_sides_row_is(
     planted: ReconciliationResult,
 ) -> None:
     ledger, processor = (list(frame["merchantReferenceId"]) for frame in sides(PLANTED))
@@ -318,6 +324,11 @@ def test_a_payment_missing_by_the_cutoff_says_where_its_row_after_it_is(
     assert recorded["detail"] == (
         f"not at the processor by the cut-off; processor row {processor.index('RECORDED-LATER') + 1} "
         "is dated 2026-11-22 10:00 UTC, after it"
+    )
+    unread = rows(planted, "UNREAD", "missing_in_ledger")
+    assert unread["detail"] == (
+        f"not read in the ledger; ledger row {ledger.index('UNREAD') + 1} has this key but cannot be "
+        "read (its rejected_row says why)"
     )
     # Nowhere at all: as before.
     assert rows(planted, "SETTLED-ONLY", "missing_in_ledger")["detail"] == "not found in the ledger"
@@ -454,6 +465,13 @@ def test_a_payment_recorded_after_the_boundary_is_matched_in_the_books_period(ba
     assert ledger.adds_up and processor.adds_up
     # Processor rows left out: LATE-BOOKING (November's), NOVEMBER-ONLY and FAR-APART.
     assert processor.outside == 3 and processor.rows == 5 and processor.matched == 2
+    # The processor has FAR-APART in another period: said, with its row and date.
+    processor_keys = [key for key, (_, row, _) in BOUNDARY.items() if row is not None]
+    assert rows(october, "FAR-APART", "missing_in_processor")["detail"] == (
+        f"not at the processor in the period; processor row {processor_keys.index('FAR-APART') + 1} "
+        "is dated 2026-11-20 10:00 UTC, outside it"
+    )
+    assert rows(october, "OCTOBER-ONLY", "missing_in_processor")["detail"] == "not found at the processor"
 
 
 def test_the_next_period_does_not_report_them_again(backend: Backend) -> None:
@@ -461,6 +479,11 @@ def test_the_next_period_does_not_report_them_again(backend: Backend) -> None:
     found = categories(november)
     assert "LATE-RECORD" not in found  # reconciled in October
     assert found == {"NOVEMBER-ONLY": {"missing_in_ledger"}, "FAR-APART": {"missing_in_ledger"}}
+    ledger_keys = [key for key, (row, _, _) in BOUNDARY.items() if row is not None]
+    assert rows(november, "FAR-APART", "missing_in_ledger")["detail"] == (
+        f"not in the ledger in the period; ledger row {ledger_keys.index('FAR-APART') + 1} "
+        "is dated 2026-10-02 00:00 UTC, outside it"
+    )
     assert "LATE-BOOKING" in set(november.matched["merchantReferenceId"])
     assert all(c.adds_up for c in november.counts)
 

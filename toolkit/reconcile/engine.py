@@ -40,10 +40,10 @@ Rules where the issue leaves a choice:
   the cut-off take no part (``after_cutoff``); inside the window, a processor payment still
   pending or waiting for the customer, a ledger row with no processor row yet, and an unsettled
   processor payment not in the books yet are ``in_transit`` (informational) instead of
-  ``status_mismatch`` / ``missing_in_processor`` / ``missing_in_ledger``. A key missing from a
-  side by the cut-off that the side has after it says so, with that row and its date. With a
-  period on both sides, the books decide the period of a payment both sides have
-  (``align_period``).
+  ``status_mismatch`` / ``missing_in_processor`` / ``missing_in_ledger``. With a period on both
+  sides, the books decide the period of a payment both sides have (``align_period``).
+* A key missing from a side that the side has in a row taking no part (after the cut-off,
+  outside the period, or that cannot be read) says so in its ``detail``, with that row.
 * When the processor says ``unknown`` the key is ``unknown_outcome`` instead of ``status_mismatch``
   (the processor's status is not a fact yet); a processor-only key that is ``unknown`` is both
   ``missing_in_ledger`` and ``unknown_outcome``.
@@ -955,9 +955,8 @@ def exception_rows(
 
     missing = (("missing_in_processor", False, pro), ("missing_in_ledger", True, led))
     for category, on_processor, other in missing:
-        if stats[category].sum():
-            only, detail = _missing(f.filter(f[category]), other, rules)
-            part(category, only, on_processor, detail, only.p_minor if on_processor else only.l_minor)
+        only, detail = _missing(f.filter(f[category]), other)
+        part(category, only, on_processor, detail, only.p_minor if on_processor else only.l_minor)
     amount = f.filter(f.amount_mismatch)
     fx = amount.fx_state.notnull()
     fx_variance = amount.p_minor - amount.fx_expected
@@ -1151,29 +1150,38 @@ def _duplicate_parts(
         )
 
 
-def _missing(table: ir.Table, other: _Side, rules: Rules) -> tuple[ir.Table, ir.StringValue]:
-    """``table``'s keys that ``other`` does not have, and why in words: not found there at all,
-    or there only after the cut-off (``not in the ledger by the cut-off; ledger row 12 is dated
-    2026-11-20 00:00 UTC, after it``), so that whoever looks for the payment is told it was
-    booked late instead of searching for a payment that is there."""
+def _missing(table: ir.Table, other: _Side) -> tuple[ir.Table, ir.StringValue]:
+    """``table``'s keys that ``other`` does not have among its usable rows, and why in words: not
+    found there at all, or there only in a row that takes no part (its first), so that whoever
+    looks for the payment is told where it is instead of searching for one that is there:
+    ``not read in the ledger; ledger row 12 has this key but cannot be read (its rejected_row
+    says why)``, ``not in the ledger in the period; ledger row 12 is dated 2026-10-20 00:00 UTC,
+    outside it``, ``not in the ledger by the cut-off; ledger row 12 is dated 2026-11-20 00:00
+    UTC, after it``."""
     where = "at the processor" if other.name == "processor" else "in the ledger"
-    dated = rules.processor_dated if other.name == "processor" else rules.ledger_dated
-    if rules.timing is None or not dated:
-        return table, ibis.literal(f"not found {where}")
-    rows = other.rows.filter(other.rows._after & ~other.rows._rejected)
-    first = rows.group_by(_later_key=rows._key).aggregate(_later_ord=rows._ord.min())
-    later = first.join(rows, [first._later_key == rows._key, first._later_ord == rows._ord])
-    later = later.select(first._later_key, first._later_ord, _later_when=rows._when)
-    joined = table.left_join(later, table.key == later._later_key)
-    day = joined._later_when.as_timestamp("s").strftime("%Y-%m-%d %H:%M") + " UTC"
-    found_later = (
-        f"not {where} by the cut-off; {other.name} row "
-        + row_of(joined._later_ord).cast("string")
-        + " is dated "
-        + day
-        + ", after it"
+    rows = other.rows.filter(~_usable(other.rows))
+    first = rows.group_by(_apart_key=rows._key).aggregate(_apart_ord=rows._ord.min())
+    apart = first.join(rows, [first._apart_key == rows._key, first._apart_ord == rows._ord])
+    apart = apart.select(
+        first._apart_key,
+        first._apart_ord,
+        _apart_rejected=rows._rejected,
+        _apart_outside=rows._outside,
+        _apart_when=rows._outside.ifelse(rows._day, rows._when),
     )
-    return joined, joined._later_ord.isnull().ifelse(f"not found {where}", found_later)
+    joined = table.left_join(apart, table.key == apart._apart_key)
+    row = f"; {other.name} row " + row_of(joined._apart_ord).cast("string")
+    day = joined._apart_when.as_timestamp("s").strftime("%Y-%m-%d %H:%M") + " UTC"
+    detail = ibis.cases(
+        (joined._apart_ord.isnull(), f"not found {where}"),
+        (
+            joined._apart_rejected,
+            f"not read {where}" + row + " has this key but cannot be read (its rejected_row says why)",
+        ),
+        (joined._apart_outside, f"not {where} in the period" + row + " is dated " + day + ", outside it"),
+        else_=f"not {where} by the cut-off" + row + " is dated " + day + ", after it",
+    )
+    return joined, detail
 
 
 def _compared_text(table: ir.Table, word: str, note: str = "") -> ir.StringValue:
