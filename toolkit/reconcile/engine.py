@@ -1171,7 +1171,7 @@ def _missing(table: ir.Table, other: _Side) -> tuple[ir.Table, ir.StringValue]:
     )
     joined = table.left_join(apart, table.key == apart._apart_key)
     row = f"; {other.name} row " + row_of(joined._apart_ord).cast("string")
-    day = joined._apart_when.as_timestamp("s").strftime("%Y-%m-%d %H:%M") + " UTC"
+    day = _moment_text(joined._apart_when)
     detail = ibis.cases(
         (joined._apart_ord.isnull(), f"not found {where}"),
         (
@@ -1182,6 +1182,11 @@ def _missing(table: ir.Table, other: _Side) -> tuple[ir.Table, ir.StringValue]:
         else_=f"not {where} by the cut-off" + row + " is dated " + day + ", after it",
     )
     return joined, detail
+
+
+def _moment_text(seconds: ir.IntegerValue) -> ir.StringValue:
+    """A row's date (epoch seconds) as the details write it: ``2026-11-21 00:00 UTC``."""
+    return seconds.as_timestamp("s").strftime("%Y-%m-%d %H:%M") + " UTC"
 
 
 def _compared_text(table: ir.Table, word: str, note: str = "") -> ir.StringValue:
@@ -1240,7 +1245,7 @@ def _transit_text(table: ir.Table, clock: Timing) -> ir.StringValue:
     """Why a payment is in transit, and since when, in words."""
     window = f"inside the settlement window ({duration_text(clock.grace)} before the cut-off)"
     since = table.p_when.fill_null(table.l_when)
-    day = since.as_timestamp("s").strftime("%Y-%m-%d %H:%M") + " UTC"
+    day = _moment_text(since)
     status = table.l_n.notnull() & table.p_n.notnull()
     return ibis.cases(
         (
