@@ -76,3 +76,38 @@ def test_only_the_environment_starts_the_embedded_sandbox() -> None:
         if "toolkit.sandbox.embedded.embedded_sandbox" in toolkit_imports(path)
     )
     assert starters == ["environment.py"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reconcile", "verify", "--track", "t"],
+        ["reconcile", "history", "--track", "t"],
+        ["reconcile", "signoffs", "--track", "t"],
+        ["reconcile", "ack", "--track", "t", "E0123456789abcdef", "--note", "n", "--by", "b"],
+        ["reconcile", "void", "--track", "t", "--run", "1", "--note", "n", "--by", "b"],
+        ["reconcile", "--help"],
+    ],
+    ids=lambda argv: " ".join(argv[:2]),
+)
+def test_the_commands_that_read_no_payments_load_no_engine(argv: list[str], tmp_path: Path) -> None:
+    """A track's sub-commands read the audit log only: loading pandas, Ibis or DuckDB for them cost
+    seconds a call (issue 36). Run as a process, whatever the test session imported already."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\nfrom toolkit.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pandas', 'ibis', 'duckdb', 'pyarrow', 'numpy') if m in sys.modules))"
+    )
+    env = {**os.environ, "TOOLKIT_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", (done.stdout, done.stderr)

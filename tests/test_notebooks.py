@@ -601,17 +601,14 @@ def test_reconciliation_tracked_over_two_days(
     assert set(first["state"]) == {"new"} and set(first["ageDays"]) == {"0"}
     acknowledge("nightly", first[first["merchantReferenceId"] == "A-1"], note="invoice sent late", by="ana")
     # A run whose report cannot be written (a folder where report.html goes) records nothing: the
-    # next run is run 2, and its previous run is still run 1.
-    (tmp_path / "reports" / "broken" / "report.html").mkdir(parents=True)
-    code, out, err = toolkit_run(
-        capsys,
-        tmp_path / "reports" / "broken",
-        "reconciliation_report",
-        *common,
-        ("as_of", "2026-11-03"),
-        secrets=[CANARY],
-    )
-    assert code != 0 and "report.html" in err, (code, out, err)
+    # next run is run 2, and its previous run is still run 1. It is refused before the kernel starts.
+    broken = tmp_path / "reports" / "broken"
+    (broken / "report.html").mkdir(parents=True)
+    argv = ["run", "reconciliation_report", "--output-dir", str(broken), "-p", "as_of", "2026-11-03"]
+    code = main([*argv, *(part for name, value in common for part in ("-p", name, value))])
+    err = capsys.readouterr().err
+    assert code == 2 and "report.html: it is a folder" in err, (code, err)
+    assert [p.name for p in broken.iterdir()] == ["report.html"]
     code, out, err = toolkit_run(
         capsys,
         tmp_path / "reports" / "d2",

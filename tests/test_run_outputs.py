@@ -148,6 +148,7 @@ def test_key_with_characters_that_escape_is_in_no_output_in_any_encoding(
         "sub",
         "more.txt",
         "run.json",  # the run's manifest (toolkit.runlog), scrubbed like the rest
+        ".toolkit-written.json",  # the files the toolkit wrote here, with their sha256
     }
     assert not leaks(output), leaks(output)
     book = nbformat.read(str(output / "leaky.ipynb"), as_version=4)  # type: ignore[no-untyped-call]
@@ -177,11 +178,16 @@ def test_files_the_run_did_not_write_and_symlink_targets_are_left_alone(
     (output / "folder").symlink_to(outside / "folder", target_is_directory=True)
     before = {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in untouched}
 
+    # A symlink where the runner writes its HTML is not a file the toolkit wrote: refused, before
+    # the kernel starts, and neither it nor its target is touched.
+    code, _, err = toolkit_run(notebook, output, capsys)
+    assert code == 2 and "leaky.html: it is not a regular file the toolkit wrote" in err
+    assert (output / "leaky.html").is_symlink()
+    (output / "leaky.html").unlink()
     code, _, _ = toolkit_run(notebook, output, capsys)
     assert code == 0
     assert {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in untouched} == before
     assert (output / "linked.env").is_symlink() and (output / "folder").is_symlink()
-    assert not (output / "leaky.html").is_symlink(), "the runner wrote through a symlink"
     assert "[redacted]" in (output / "leaky.html").read_text()
     assert "[redacted]" in (output / "notes.txt").read_text()
 

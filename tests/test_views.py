@@ -177,7 +177,8 @@ def test_write_frame_neutralises_formulas_writes_dicts_as_json_and_keeps_amounts
     assert rows[0] == ["merchantReferenceId", "amount", "action", "note"]
     assert rows[1] == ["'=HYPERLINK(1)", "12.30", '{"type": "redirect", "url": "https://x"}', "'@SUM(A1)"]
     assert rows[2] == ["B-2", "-0.10", "", "-12.00"]  # a number stays a number
-    assert [p.name for p in (tmp_path / "out").iterdir()] == ["payments.csv"]  # no temporary left
+    # No temporary left; beside the file, the record of what the toolkit wrote there.
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".toolkit-written.json", "payments.csv"]
 
 
 def test_nothing_is_written_without_an_output_dir(tmp_path: Path) -> None:

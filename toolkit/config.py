@@ -11,26 +11,27 @@ folders would be sent twice.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 
-from platformdirs import user_data_path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from toolkit.errors import ConfigurationError
+from toolkit.home import APP_NAME as APP_NAME
+from toolkit.home import absolute_home
+from toolkit.home import default_home as default_home
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_MAX_RETRIES = 2
-APP_NAME = "toolkit"
 #: What an API key may hold: printable ASCII without spaces (it travels in an HTTP header).
 KEY_TEXT = re.compile(r"[\x21-\x7e]+")
-
-
-def default_home() -> Path:
-    """The per-user home of the toolkit's files (journal, embedded sandbox), whatever the folder."""
-    return user_data_path(APP_NAME, appauthor=False)
+#: The largest API key file read: it holds one line, a key of tens of characters; 4 KiB is ample
+#: and bounds what a wrong path costs (``/dev/zero`` ended in a MemoryError).
+MAX_KEY_FILE = 4096
 
 
 class Settings(BaseSettings):
@@ -56,7 +57,7 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:
         """A relative ``TOOLKIT_HOME`` is pinned to where it was read, so kernels and jobs agree."""
-        return value.expanduser().resolve()
+        return absolute_home(value)
 
 
 def load_settings() -> Settings:
@@ -68,9 +69,11 @@ def read_key_file(path: Path) -> SecretStr:
     """An API key kept in a file (``--api-key-file``): its one line, without the line break.
 
     A file keeps the key out of the process list, where ``--api-key KEY`` shows it to every user.
+    Only a regular file of at most ``MAX_KEY_FILE`` bytes is read: a named pipe is refused rather
+    than waited on (it is opened without waiting), and no more than that is ever read.
     """
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
+        text = _read_key_bytes(Path(path).expanduser(), path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigurationError(f"cannot read the API key file {path}: {reason}") from None
@@ -82,3 +85,35 @@ def read_key_file(path: Path) -> SecretStr:
             f"the API key file {path} must hold one line: the key, printable ASCII without spaces"
         )
     return SecretStr(key)
+
+
+def _read_key_bytes(path: Path, given: Path) -> bytes:
+    """The key file's bytes; ``ConfigurationError`` (naming the path as ``given``) when it is not
+    a regular file or is larger than ``MAX_KEY_FILE``."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((words for test, words in _NOT_FILES if test(mode)), "not a file")
+            raise ConfigurationError(
+                f"cannot read the API key file {given}: it is not a regular file but {kind}"
+            )
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(MAX_KEY_FILE + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > MAX_KEY_FILE:
+        raise ConfigurationError(
+            f"the API key file {given} is larger than {MAX_KEY_FILE // 1024} KiB: it must hold one line, "
+            "the key"
+        )
+    return data
+
+
+_NOT_FILES = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)

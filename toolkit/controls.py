@@ -160,6 +160,13 @@ class SandboxControls:
         """The settlement export as the CSV file a processor would send."""
         return self.client.get_bytes("/sandbox/payments", params={"format": "csv"})
 
+    def payments_under(self, merchant_reference_id: str) -> list[SettlementRecord]:
+        """Every payment the settlement export holds under a reference (none, one or several), as
+        typed records: what ``toolkit journal resolve`` checks a resolution against."""
+        params = {"format": "json", "merchantReferenceId": merchant_reference_id}
+        found = self.client.call("GET", "/sandbox/payments", params=params)["payments"]
+        return [SettlementRecord.model_validate(record) for record in found]
+
     def find_payment(self, merchant_reference_id: str) -> PaymentResult:
         """The one payment the settlement export holds under a reference, as POST /payment would have
         answered it: what to record with ``toolkit journal resolve --response`` after an unknown outcome.

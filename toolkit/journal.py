@@ -511,8 +511,14 @@ class Journal:
         failed: bool = False,
         response: BaseModel | dict[str, Any] | None = None,
         note: str = "user",
+        confirm: Callable[[JournalRecord, dict[str, Any] | None], None] | None = None,
     ) -> JournalRecord:
-        """Settle an unknown call: ``failed=True`` allows sending it again; ``response=`` records it."""
+        """Settle an unknown call: ``failed=True`` allows sending it again; ``response=`` records it.
+
+        ``confirm(record, response)`` is called once the resolution passed the journal's own checks
+        and before anything is written: it raises to refuse it. ``toolkit journal resolve`` asks the
+        service there, where it can be asked; the journal itself never speaks HTTP.
+        """
         if failed == (response is not None):
             raise JournalError("resolve needs exactly one of failed=True or response=...")
         record = self.get(kind, key)
@@ -523,6 +529,8 @@ class Journal:
         data = None if response is None else _checked_response(kind, response)
         if data is not None and kind == "payment":
             _refuse_another_payment(record.request, data)
+        if confirm is not None:
+            confirm(record, data)
         with self._write() as db:
             db.execute(
                 "UPDATE calls SET state = ?, response = ?, error = NULL, outcomeTime = ?, resolvedBy = ? "

@@ -55,12 +55,14 @@ from typing import TYPE_CHECKING, Any
 
 from toolkit.config import default_home
 from toolkit.errors import NotebookFailure, OutputError, ParameterError
+from toolkit.output_record import RECORD_NAME, OutputRecord, claim
 from toolkit.outputs import atomic_path, ensure_directory, fresh_folder, write_text_atomic
 from toolkit.parameters import (
     OUTPUT_PARAMETER,
     check_parameters,
     parse_value,
 )
+from toolkit.runlog import MANIFEST
 
 #: The notebooks shipped in ``notebooks/``, by the name ``toolkit run`` accepts.
 NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report", "fault_drill")
@@ -157,11 +159,20 @@ def _embedded_key(home: Path) -> str | None:
 
 
 def secrets_in_environment(env: Mapping[str, str] | None = None) -> list[str]:
-    """Every key a run could know: ``TOOLKIT_API_KEY`` and the embedded sandbox's stored key."""
+    """Every key a run could know: ``TOOLKIT_API_KEY``, the embedded sandbox's stored key and the
+    audit key of tracked runs (``TOOLKIT_AUDIT_KEY``, or the file ``TOOLKIT_AUDIT_KEY_FILE`` names)."""
     env = os.environ if env is None else env
     found = []
-    if env.get("TOOLKIT_API_KEY"):
-        found.append(env["TOOLKIT_API_KEY"])
+    for variable in ("TOOLKIT_API_KEY", "TOOLKIT_AUDIT_KEY"):
+        if env.get(variable, "").strip():
+            found.append(env[variable].strip())
+    key_file = env.get("TOOLKIT_AUDIT_KEY_FILE", "").strip()
+    if key_file:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            path = Path(key_file).expanduser()
+            if path.is_file():
+                with path.open("rb") as handle:  # a key is short: never more than this is read
+                    found.append(handle.read(4096).decode("utf-8").strip())
     home = Path(env["TOOLKIT_HOME"]).expanduser() if env.get("TOOLKIT_HOME") else default_home()
     stored = _embedded_key(home)
     if stored:
@@ -337,6 +348,18 @@ def _scrub_node(node: Any, secrets: Sequence[str]) -> Any:
 _Signature = tuple[int, int, int, int, int]
 
 
+def declared_outputs(notebook: Path) -> tuple[str, ...]:
+    """The files a notebook writes into its ``output_dir``, as its metadata declares them
+    (``metadata.toolkit.outputs``), so that the runner can refuse to replace an input or a file the
+    toolkit did not write before the kernel starts; none when the notebook declares none."""
+    try:
+        metadata = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
+    except (OSError, ValueError, AttributeError):
+        return ()
+    declared = metadata.get("toolkit", {}).get("outputs", []) if isinstance(metadata, dict) else []
+    return tuple(str(name) for name in declared if isinstance(name, str))
+
+
 def _output_folder(notebook: str, output_dir: str | Path | None, reports_root: Path) -> Path:
     """The run's folder, made and proven writable before the kernel starts (before anything is sent)."""
     folder = fresh_folder(reports_root / notebook) if output_dir is None else ensure_directory(output_dir)
@@ -392,6 +415,17 @@ def _scrub_written(
     if kept:
         problem += f"; the key may remain in {', '.join(kept)}, which could not be removed"
     return tuple(f for f in written if f.exists()), problem
+
+
+def _record_written(folder: Path, written: Sequence[Path], problem: str) -> str:
+    """Note the run's files, as they are once scrubbed, in the folder's record
+    (``toolkit.output_record``); returns ``problem`` with what went wrong doing so, if anything."""
+    ours = [f.relative_to(folder).as_posix() for f in written if f.name != RECORD_NAME]
+    try:
+        OutputRecord.read(folder).updated(ours)
+    except OutputError as exc:
+        return "; ".join(filter(None, [problem, str(exc)]))
+    return problem
 
 
 @contextlib.contextmanager
@@ -531,10 +565,14 @@ def run_notebook(
     check_parameters(path, given)
     name = path.stem
     target_dir = _output_folder(name, output_dir, Path(reports_root))
-    before = _regular_files(target_dir)
     values = resolve_paths(given) | {OUTPUT_PARAMETER: str(target_dir)}
     executed_path = target_dir / f"{name}.ipynb"
     html_path = target_dir / f"{name}.html"
+    # Nothing is sent, nor written, when a file the run would replace is an input or not the
+    # toolkit's: the notebook's own files (as its metadata declares them) and the runner's.
+    inputs = [v for k, v in values.items() if k.endswith("_path") and isinstance(v, str)]
+    claim(target_dir, [executed_path.name, html_path.name, MANIFEST, *declared_outputs(path)], inputs=inputs)
+    before = _regular_files(target_dir)
     exit_code, message, failed_cell = EXIT_OK, None, None
     managers: list[Any] = []
     with (
@@ -581,6 +619,7 @@ def run_notebook(
             unwritten = str(exc)
         finally:  # the notebook's own files are scrubbed whatever happened to the report
             written, unredacted = _scrub_written(target_dir, before, secrets)
+            unredacted = _record_written(target_dir, written, unredacted)
     if unwritten or unredacted:
         raise OutputError("; ".join(filter(None, [unwritten, unredacted])))
     return RunResult(

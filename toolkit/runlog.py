@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import OutputError
+from toolkit.output_record import claim
 from toolkit.outputs import write_text_atomic
 
 MANIFEST = "run.json"
@@ -65,10 +66,16 @@ def file_hashes(paths: Iterable[str | Path]) -> list[dict[str, str]]:
     return out
 
 
-def write_manifest(folder: str | Path, manifest: Mapping[str, Any]) -> Path:
-    """Write ``run.json`` into ``folder`` (whole or not at all); ``OutputError`` names it."""
+def write_manifest(
+    folder: str | Path, manifest: Mapping[str, Any], *, inputs: Iterable[str | Path | None] = ()
+) -> Path:
+    """Write ``run.json`` into ``folder`` (whole or not at all), only over a run.json the toolkit
+    wrote there and that is none of ``inputs`` (``toolkit.output_record``); ``OutputError`` names it."""
+    record = claim(folder, [MANIFEST], inputs=inputs)
     text = json.dumps(dict(manifest), indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
-    return write_text_atomic(Path(folder) / MANIFEST, text)
+    path = write_text_atomic(Path(folder) / MANIFEST, text)
+    record.updated([MANIFEST])
+    return path
 
 
 def reports_root(folder: str | Path) -> Path | None:

@@ -50,6 +50,7 @@ def test_completes_and_writes_reports(tmp_path: Path, capsys: pytest.CaptureFixt
     )
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == [
+        ".toolkit-written.json",  # what the toolkit wrote here, with their sha256
         "exceptions.csv",
         "exceptions.parquet",
         "report.html",

@@ -17,6 +17,7 @@ from tests.reconcile.conftest import FillDisk
 from tests.reconcile.information import FX_ROWS, with_information
 from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.errors import OutputError
+from toolkit.output_record import RECORD_NAME
 from toolkit.reconcile import (
     EXCEPTION_COLUMNS,
     ReconciliationResult,
@@ -191,7 +192,7 @@ def test_a_failed_run_keeps_the_previous_report_whole(tmp_path: Path, fill_disk:
     fill_disk(folder, free=1_000)
     with pytest.raises(OutputError):
         write_report(result, folder, environment="changed", generated_at=WHEN)
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == old
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name != RECORD_NAME} == old
 
 
 def test_report_files_get_the_usual_permissions(tmp_path: Path) -> None:
@@ -232,12 +233,13 @@ def test_fx_csv_is_exact_and_written_only_with_rates(tmp_path: Path) -> None:
     assert rows[1:] == [[str(v) for v in row] for row in FX_ROWS]  # exact text: 1.0842, 0.00
     plain = write_report(run(PLANTED_LEDGER, PLANTED_PROCESSOR), tmp_path / "no-fx", environment=ENVIRONMENT)
     assert "fx.csv" not in plain and not (tmp_path / "no-fx" / "fx.csv").exists()
-    # The same folder again, for a run without rates: its fx.csv (and a tracked run's files) stayed
-    # beside the new report as if they were its own. A file of the user's stays.
-    (tmp_path / "fx" / "states.csv").write_text("exceptionId,state\n")
+    # The same folder again, for a run without rates: its fx.csv stayed beside the new report as
+    # if it were its own; it goes, being the toolkit's. A file of the user's stays, and one of the
+    # user's with a name the report would remove (states.csv) stops the run before anything.
     (tmp_path / "fx" / "notes.txt").write_text("mine")
     write_report(run(PLANTED_LEDGER, PLANTED_PROCESSOR), tmp_path / "fx", environment=ENVIRONMENT)
     assert sorted(p.name for p in (tmp_path / "fx").iterdir()) == [
+        RECORD_NAME,
         "exceptions.csv",
         "exceptions.parquet",
         "notes.txt",
@@ -245,6 +247,10 @@ def test_fx_csv_is_exact_and_written_only_with_rates(tmp_path: Path) -> None:
         "report.xlsx",
         "summary.csv",
     ]
+    (tmp_path / "fx" / "states.csv").write_text("exceptionId,state\n")
+    with pytest.raises(OutputError, match=r"states\.csv was not written by the toolkit"):
+        write_report(run(PLANTED_LEDGER, PLANTED_PROCESSOR), tmp_path / "fx", environment=ENVIRONMENT)
+    assert (tmp_path / "fx" / "states.csv").read_text() == "exceptionId,state\n"
 
 
 def test_exceptions_csv_has_severity_and_whole_day_ages(tmp_path: Path) -> None:

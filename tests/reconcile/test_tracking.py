@@ -28,7 +28,8 @@ from toolkit.reconcile import (
     verify_track,
     write_report,
 )
-from toolkit.reconcile.tracking import findings, store_path
+from toolkit.reconcile.track_store import store_path
+from toolkit.reconcile.tracking import findings
 
 HEADER = "merchantReferenceId,amount,currency,status\n"
 
@@ -358,7 +359,10 @@ def test_an_acknowledgement_lapses_when_a_duplicate_gains_rows_or_a_rejected_row
     assert set(same.exceptions["state"]) == {"acknowledged"}
     changed = day("2026-06-05", 4, "50000.00").exceptions.set_index("category")
     assert changed.loc["duplicate_in_processor", "state"] == "open"
-    assert str(changed.loc["duplicate_in_processor", "stateReason"]).endswith("lapsed: rows 2 -> 4")
+    assert str(changed.loc["duplicate_in_processor", "stateReason"]).endswith(
+        "lapsed: rows 2 rows: 10.00 USD success; 10.00 USD success -> 4 rows: "
+        + "; ".join(["10.00 USD success"] * 4)
+    )
     assert changed.loc["rejected_row", "state"] == "open"
     assert str(changed.loc["rejected_row", "stateReason"]).endswith(
         "lapsed: amount as written 10.00 -> 50000.00"
@@ -489,6 +493,7 @@ def test_acknowledging_again_is_refused_naming_who_did_and_the_sign_offs_are_lis
         "category",
         "merchantReferenceId",
         "by",
+        "osUser",
         "note",
         "run",
     ]

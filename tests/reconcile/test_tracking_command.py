@@ -28,7 +28,7 @@ from toolkit.reconcile import (
     track_history,
     verify_track,
 )
-from toolkit.reconcile.tracking import SIGNOFF_COLUMNS, store_path
+from toolkit.reconcile.track_store import SIGNOFF_COLUMNS, os_user, store_path
 
 # ---------------------------------------------------------------------------------------------
 # The command
@@ -84,6 +84,7 @@ def test_command_reports_show_states(tmp_path: Path) -> None:
     assert main(cli(tmp_path, "--track", "r", "--as-of", "2026-11-04", output="two")) == 0
     out = tmp_path / "two"
     assert sorted(p.name for p in out.iterdir()) == [
+        ".toolkit-written.json",  # what the toolkit wrote here, with their sha256
         "ages.csv",
         "exceptions.csv",
         "exceptions.parquet",
@@ -195,11 +196,21 @@ def test_command_signoffs_lists_who_signed_what_and_why(
         "missing_in_processor",
         "c",
         "ana",
+        os_user(),  # the account that signed, beside the --by it gave
         "sent",
         "late",
         "1",
     ]
-    assert lines[2].split()[1:] == ["reopened", c_id, "missing_in_processor", "c", "cy", "disputed", "1"]
+    assert lines[2].split()[1:] == [
+        "reopened",
+        c_id,
+        "missing_in_processor",
+        "c",
+        "cy",
+        os_user(),
+        "disputed",
+        "1",
+    ]
     assert lines[-1] == "ok: track s: 2 sign-off(s)"
     assert main(["reconcile", "signoffs", "--track", "nope"]) == 2
     one_error(capsys, "unknown track 'nope'")
@@ -332,7 +343,7 @@ def test_verify_names_a_changed_run_entry_and_refuses_further_runs(
     one_error(capsys, "entry 4")
     assert not (tmp_path / "out").exists()  # refused before any report
     with pytest.raises(TrackIntegrityError):
-        acknowledge("v", ["E0"], note="x")
+        acknowledge("v", ["E0000000000000000"], note="x")
 
 
 @pytest.mark.parametrize(
@@ -363,7 +374,7 @@ def test_verify_catches_a_rewritten_entry_with_a_recomputed_hash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Rewriting an entry and its own hash breaks the link from the entry after it."""
-    from toolkit.reconcile.tracking import entry_hash
+    from toolkit.reconcile.track_store import entry_hash
 
     tracked_store(tmp_path)
     db = sqlite3.connect(store_path())

@@ -280,7 +280,8 @@ def test_the_csv_export_neutralises_formulas(api: Api, payload: str) -> None:
     )
     text = api.get("/sandbox/payments", params={"format": "csv"}).text
     (row,) = list(csv.DictReader(io.StringIO(text)))
-    assert row["merchantReferenceId"] == "'" + payload
+    # A leading apostrophe; after a tab inside the cell another, where a tab reader starts a field.
+    assert row["merchantReferenceId"] == ("'\t'=1+1" if payload == "\t=1+1" else "'" + payload)
     assert row["amount"] == "1.00"  # numbers stay numbers
 
 

@@ -107,12 +107,25 @@ def _record_run(
         "status": runlog.STATUS.get(result.exit_code, "error"),
         "reason": result.summary if result.ok else result.message,
         "report": result.html.name if result.html is not None else None,
-        **({"track": track} if track else {}),
+        **({"track": track, **_audit_head(str(track))} if track else {}),
         **runlog.counts_from_folder(result.output_dir),
     }
     text = scrub_text(json.dumps(manifest, default=str), secrets_in_environment())
-    runlog.write_manifest(result.output_dir, json.loads(text))
+    runlog.write_manifest(result.output_dir, json.loads(text), inputs=inputs)
     return runlog.index_warning(result.output_dir)
+
+
+def _audit_head(track: str) -> dict[str, str]:
+    """The track's audit head once the run recorded it (``auditHead``, as a tracked command's
+    run.json has it), for ``verify --against``; nothing when the track has none (not recorded)."""
+    from toolkit.reconcile.audit import saved_head
+    from toolkit.reconcile.track_store import check_track_name, store_path
+
+    try:
+        head = saved_head(store_path(), check_track_name(track))
+    except ToolkitError:
+        return {}
+    return {} if head is None else {"auditHead": head.text}
 
 
 def _one_line(text: str) -> str:

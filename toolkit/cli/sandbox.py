@@ -15,7 +15,7 @@ from pathlib import Path
 import uvicorn
 
 from toolkit.cli import sandbox_faults
-from toolkit.config import load_settings, read_key_file
+from toolkit.config import MAX_KEY_FILE, load_settings, read_key_file
 from toolkit.errors import ConfigurationError
 from toolkit.sandbox import faults, store
 from toolkit.sandbox.app import DEFAULT_TOLERANCE_S, ENV_DB, ENV_KEY, ENV_LOG_REQUESTS, ENV_TOLERANCE
@@ -28,7 +28,7 @@ DEFAULT_PORT = 8765
 KEY_HELP = f"""\
 the key clients must send, first found of:
   --api-key KEY        visible to every user of this machine in the process list (ps): avoid it
-  --api-key-file PATH  the file's one line
+  --api-key-file PATH  the file's one line (a regular file of at most {MAX_KEY_FILE // 1024} KiB)
   ${ENV_KEY}
   $TOOLKIT_API_KEY
   the test key stored in the database (generated as sk_test_... on first use; printed at start)

@@ -10,45 +10,119 @@ verify_track(track) / track_history(track)                ->  the audit log chec
 track_signoffs(track)                                     ->  who acknowledged or reopened what, when, why
 reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResult
 write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
+
+Names are imported on first use (as in ``toolkit``), so a command that only reads a track's audit
+log (``toolkit reconcile verify``) loads neither the engine, Ibis nor DuckDB.
 """
 
-from toolkit.reconcile.fx import Rates, load_rates
-from toolkit.reconcile.inputs import (
-    LoadedInput,
-    load_ledger,
-    load_processor,
-    load_subscription_ledger,
-    select_period,
-)
-from toolkit.reconcile.report import render_html, summary_text, write_report
-from toolkit.reconcile.result import (
-    CATEGORIES,
-    EXCEPTION_COLUMNS,
-    FX_COLUMNS,
-    INFO_CATEGORIES,
-    PAYMENT_CATEGORIES,
-    SUBSCRIPTION_CATEGORIES,
-    SUMMARY_COLUMNS,
-    ReconciliationResult,
-    RowCounts,
-    SideTotal,
-)
-from toolkit.reconcile.subscriptions import reconcile_subscriptions
-from toolkit.reconcile.tolerance import Tolerance
-from toolkit.reconcile.tracked import reconcile
-from toolkit.reconcile.tracking import (
-    RESOLVED_COLUMNS,
-    TRACKING_COLUMNS,
-    Tracking,
-    acknowledge,
-    findings,
-    recording,
-    reopen,
-    track_result,
-)
-from toolkit.reconcile.tracking import history as track_history
-from toolkit.reconcile.tracking import signoffs as track_signoffs
-from toolkit.reconcile.tracking import verify as verify_track
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Each public name: (its module under toolkit.reconcile, its name there).
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "Rates": ("fx", "Rates"),
+    "load_rates": ("fx", "load_rates"),
+    "LoadedInput": ("inputs", "LoadedInput"),
+    "load_ledger": ("inputs", "load_ledger"),
+    "load_processor": ("inputs", "load_processor"),
+    "load_subscription_ledger": ("inputs", "load_subscription_ledger"),
+    "select_period": ("inputs", "select_period"),
+    "render_html": ("report", "render_html"),
+    "summary_text": ("report", "summary_text"),
+    "write_report": ("report", "write_report"),
+    "CATEGORIES": ("result", "CATEGORIES"),
+    "EXCEPTION_COLUMNS": ("result", "EXCEPTION_COLUMNS"),
+    "FX_COLUMNS": ("result", "FX_COLUMNS"),
+    "INFO_CATEGORIES": ("result", "INFO_CATEGORIES"),
+    "PAYMENT_CATEGORIES": ("result", "PAYMENT_CATEGORIES"),
+    "SUBSCRIPTION_CATEGORIES": ("result", "SUBSCRIPTION_CATEGORIES"),
+    "SUMMARY_COLUMNS": ("result", "SUMMARY_COLUMNS"),
+    "ReconciliationResult": ("result", "ReconciliationResult"),
+    "RowCounts": ("result", "RowCounts"),
+    "SideTotal": ("result", "SideTotal"),
+    "reconcile_subscriptions": ("subscriptions", "reconcile_subscriptions"),
+    "Tolerance": ("tolerance", "Tolerance"),
+    "reconcile": ("tracked", "reconcile"),
+    "RESOLVED_COLUMNS": ("tracking", "RESOLVED_COLUMNS"),
+    "TRACKING_COLUMNS": ("tracking", "TRACKING_COLUMNS"),
+    "Tracking": ("tracking", "Tracking"),
+    "acknowledge": ("track_store", "acknowledge"),
+    "findings": ("tracking", "findings"),
+    "recording": ("tracking", "recording"),
+    "reopen": ("track_store", "reopen"),
+    "track_result": ("tracking", "track_result"),
+    "track_history": ("tracking", "history"),
+    "track_signoffs": ("tracking", "signoffs"),
+    "verify_track": ("track_store", "verify"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    found = _EXPORTS.get(name)
+    if found is None:
+        raise AttributeError(f"module 'toolkit.reconcile' has no attribute {name!r}")
+    module, attribute = found
+    value = getattr(importlib.import_module(f"toolkit.reconcile.{module}"), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from toolkit.reconcile.fx import (
+        Rates,
+        load_rates,
+    )
+    from toolkit.reconcile.inputs import (
+        LoadedInput,
+        load_ledger,
+        load_processor,
+        load_subscription_ledger,
+        select_period,
+    )
+    from toolkit.reconcile.report import (
+        render_html,
+        summary_text,
+        write_report,
+    )
+    from toolkit.reconcile.result import (
+        CATEGORIES,
+        EXCEPTION_COLUMNS,
+        FX_COLUMNS,
+        INFO_CATEGORIES,
+        PAYMENT_CATEGORIES,
+        SUBSCRIPTION_CATEGORIES,
+        SUMMARY_COLUMNS,
+        ReconciliationResult,
+        RowCounts,
+        SideTotal,
+    )
+    from toolkit.reconcile.subscriptions import (
+        reconcile_subscriptions,
+    )
+    from toolkit.reconcile.tolerance import (
+        Tolerance,
+    )
+    from toolkit.reconcile.track_store import acknowledge, reopen
+    from toolkit.reconcile.track_store import verify as verify_track
+    from toolkit.reconcile.tracked import (
+        reconcile,
+    )
+    from toolkit.reconcile.tracking import (
+        RESOLVED_COLUMNS,
+        TRACKING_COLUMNS,
+        Tracking,
+        findings,
+        recording,
+        track_result,
+    )
+    from toolkit.reconcile.tracking import history as track_history
+    from toolkit.reconcile.tracking import signoffs as track_signoffs
 
 __all__ = [
     "CATEGORIES",

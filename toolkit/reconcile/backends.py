@@ -27,7 +27,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import duckdb
 import ibis
@@ -36,9 +36,9 @@ import pyarrow as pa
 from ibis.backends.duckdb import Backend as DuckDBBackend
 
 from toolkit.errors import EngineError, InputError
+from toolkit.reconcile.schema import BACKENDS as BACKENDS
+from toolkit.reconcile.schema import BackendName
 
-BackendName = Literal["duckdb", "pyspark"]
-BACKENDS: tuple[BackendName, ...] = ("duckdb", "pyspark")
 #: DuckDB's default memory limit as a share of the machine's physical memory.
 MEMORY_SHARE = 0.6
 #: The share of the memory limit left to the rest of the process (Python, the Arrow results,

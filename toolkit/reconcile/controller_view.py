@@ -532,6 +532,7 @@ def tracking_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | N
         "as_of": tracking.as_of_text.replace("T", " ").replace("Z", " UTC"),
         "previous": previous,
         "rerun_of": tracking.rerun_of,
+        "audit_head": tracking.audit_head,
         "counts": counts,
         "states": [
             (category_label(str(r.category)), str(r.category), r.new, r.open, r.acknowledged, r.resolved)

@@ -6,7 +6,9 @@ case, spaces around names ignored, no other column); each row says that on ``dat
 ``56.125``; no sign, exponent or thousands separator, at most 18 significant digits). Blank
 lines are skipped. The same pair and day twice is fine with the same rate and an error with
 another. The first problem stops the reading, as ``"{file}, line {n}: {what}"`` with the line an
-editor shows; a file that cannot be used at all is named alone (``"{file}: file not found"``).
+editor shows; a file that cannot be used at all is named alone (``"{file}: file not found"``). The
+file is read whole: a regular file of at most ``MAX_RATE_FILE`` bytes (64 MiB), so that a named
+pipe or ``/dev/zero`` given by mistake is refused rather than waited on or read without end.
 
 A rate is that of the payment's own day: no day falls back on another, so a missing rate is
 reported (``no rate for EUR/USD on 2026-11-18``), never guessed. A pair the file has only the
@@ -16,7 +18,9 @@ the file has both directions (rarely exact inverses of each other), the direct o
 Conversion is exact (``fractions.Fraction``): minor units x rate x 10**(digits of the target -
 digits of the source), rounded once to a whole minor unit, **half away from zero** (0.5 -> 1,
 -0.5 -> -1, 0.49... -> 0): the rule of the euro conversion regulation (EC No 1103/97, art. 5) and
-what most processors apply, rather than ``round_to_currency``'s half-to-even.
+what most processors apply, rather than ``round_to_currency``'s half-to-even. A converted amount
+must fit where every amount fits, in ``MAX_DIGITS`` digits of minor units (1e15 USD at 16,000 IDR
+is 22): one that does not is an error naming the amount, the rate and the file, never an overflow.
 """
 
 from __future__ import annotations
@@ -34,12 +38,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 from toolkit.errors import InputError
-from toolkit.money import is_currency, minor_digits
+from toolkit.money import from_minor, is_currency, minor_digits
+from toolkit.reconcile.inputs import MAX_DIGITS
+from toolkit.reconcile.sources import read_whole
 
 #: The columns of a rate file, in the order messages name them.
 COLUMNS: tuple[str, ...] = ("date", "base", "quote", "rate")
 #: Significant digits a rate may have: more is not a rate anyone publishes (and stays exact anyway).
 MAX_RATE_DIGITS = 18
+#: The largest rate file read: it is read whole, into memory. Ten years of daily rates of 500 pairs
+#: are 1.8 million rows, about 50 MiB; 64 MiB leaves room for those and bounds the cost of a wrong
+#: path (a log file, a device).
+MAX_RATE_FILE = 64 << 20
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _RATE = re.compile(r"(?P<whole>[0-9]+)(?:[.](?P<fraction>[0-9]+))?")
@@ -130,7 +140,15 @@ class Rates:
         written, inverse = found
         rate = 1 / Fraction(written) if inverse else Fraction(written)
         exact = minor * rate * Fraction(10) ** (minor_digits(target) - minor_digits(source))
-        return Conversion(_round_half_away(exact), written, inverse, source, target)
+        conversion = Conversion(_round_half_away(exact), written, inverse, source, target)
+        digits = len(str(abs(conversion.expected_minor)))
+        if digits > MAX_DIGITS:  # beyond int64, where every amount of the run is kept
+            raise InputError(
+                f"{self.source}: {from_minor(minor, source)} {source} at {conversion.rate_text()} on "
+                f"{day.isoformat()} is an amount of {digits} digits in {target} minor units, more than "
+                f"the {MAX_DIGITS} an amount may have: is the rate (or the amount) right?"
+            )
+        return conversion
 
     @staticmethod
     def missing_text(base: str, quote: str, day: date) -> str:
@@ -189,13 +207,7 @@ class _BadValue(Exception):
 
 
 def _read_text(source: str) -> str:
-    try:
-        data = Path(source).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{source}: file not found") from None
-    except OSError as exc:
-        raise InputError(f"{source}: cannot be read ({exc.strerror or type(exc).__name__})") from None
-    data = data.removeprefix(_BOM)
+    data = read_whole(Path(source), MAX_RATE_FILE, "rate file").removeprefix(_BOM)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

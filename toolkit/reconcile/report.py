@@ -32,7 +32,8 @@ import pyarrow.parquet as pq
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from toolkit.errors import OutputError
-from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells, refuse_folders
+from toolkit.output_record import claim
+from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells
 from toolkit.reconcile.controller_view import HTML_ROWS, Period, page
 from toolkit.reconcile.result import (
     EXCEPTION_COLUMNS,
@@ -170,7 +171,7 @@ def _write_csv_header(handle: TextIO, columns: Sequence[str]) -> None:
 
 def _write_csv_rows(handle: TextIO, table: pa.Table) -> None:
     if table.num_rows:
-        fields = [_csv_field(neutralise_cells(table.column(c))) for c in table.column_names]
+        fields = [_csv_field(neutralise_cells(t, row_start=i == 0)) for i, t in enumerate(table.columns)]
         lines = pc.binary_join_element_wise(*fields, ",")
         handle.write("\n".join(lines.to_pylist()) + "\n")
 
@@ -245,6 +246,7 @@ def write_report(
     environment: str,
     generated_at: datetime | None = None,
     period: Period = None,
+    inputs: Sequence[str | Path | None] = (),
 ) -> dict[str, Path]:
     """Write the report files (``REPORT_FILES``) into ``output_dir`` (created); returns them by
     name. A tracked result (``result.tracking``) adds its columns to exceptions.csv and the
@@ -257,6 +259,10 @@ def write_report(
     All are written to temporary names and moved into place only when all are written; on
     failure none is, and ``OutputError`` names the path and the reason. Optional files an earlier
     report left in ``output_dir`` that this one does not write are removed.
+
+    The folder's record (``toolkit.output_record``) is checked first: a file to write or remove
+    that is one of the run's inputs (``result.sources`` and ``inputs``: a rates file), that the
+    toolkit did not write, or that changed since, stops the run before anything is written.
     """
     directory = ensure_directory(output_dir)
     when = generated_at or datetime.now(UTC)
@@ -264,7 +270,10 @@ def write_report(
     with_fx = not result.fx.empty
     names = REPORT_FILES + (TRACKED_FILES if tracking is not None else ()) + ((FX_FILE,) if with_fx else ())
     paths = {name: directory / name for name in names}
-    refuse_folders(paths.values())
+    # A report of another run in the same folder (``--output-dir`` reused) loses the files this
+    # one does not write: an fx.csv or states.csv beside it would read as this run's.
+    stale = [name for name in (*TRACKED_FILES, FX_FILE) if name not in paths]
+    record = claim(directory, names, inputs=(*result.sources, *inputs), remove=stale)
     texts = exception_texts(result)
     with contextlib.ExitStack() as stack:
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
@@ -307,12 +316,8 @@ def write_report(
                 ):
                     _written(paths[name], functools.partial(_write_csv, _frame_table(frame), temporary[name]))
             workbook.result()
-    # A report of another run in the same folder (``--output-dir`` reused) loses the files this
-    # one does not write: an fx.csv or states.csv beside it would read as this run's.
-    for name in (*TRACKED_FILES, FX_FILE):
-        if name not in paths:
-            with contextlib.suppress(OSError):  # one that cannot go stays, as it was
-                (directory / name).unlink(missing_ok=True)
+    removed = record.remove(stale)
+    record.updated(names, removed)
     return paths
 
 

@@ -307,6 +307,24 @@ class ReconciliationResult:
         return self.matched_rows.count
 
     @property
+    def nothing_compared(self) -> str | None:
+        """Why no row of any side was compared (each after the cut-off, outside the period or
+        rejected), or None: such a run found nothing because it looked at nothing, and a
+        threshold must not read it as a pass (a past ``--as-of`` typed by mistake)."""
+        if not self.counts or any(c.rows - c.after_cutoff - c.outside - c.rejected > 0 for c in self.counts):
+            return None
+        parts = (
+            (sum(c.after_cutoff for c in self.counts), "after the cut-off"),
+            (sum(c.outside for c in self.counts), "outside the period"),
+            (sum(c.rejected for c in self.counts), "rejected"),
+        )
+        said = ", ".join(f"{n:,} {words}" for n, words in parts if n) or "no rows"
+        return (
+            "nothing was compared: every row of both sides is after the cut-off, outside the "
+            f"period or rejected ({said})"
+        )
+
+    @property
     def exception_count(self) -> int:
         """Number of exceptions (rejected rows included; informational rows not)."""
         if self.spilled is not None:

@@ -1,13 +1,15 @@
 """The inputs of a reconciliation as tables of text in the engine's backend, rows numbered.
 
 ``describe`` looks at a source once, cheaply (a CSV header, a Parquet schema; an Excel sheet or
-a frame, which are small by nature, are read whole) and refuses what cannot be used. ``read``
-brings it into a backend as a table whose columns are the source's own, as text (missing cells
-empty), plus ``source_row`` (the row's number as a person finds it), ``_ord`` (its place in the
-input: ``source_row``, plus the file's place in the list shifted by ``FILE_SHIFT`` bits for a set
-of files, so that the row number is computed from ``_ord`` rather than kept: ``row_of``) and
-``_source`` (the file it came from). Large files are read by the backend itself, never through
-pandas.
+a frame, which are small by nature, are read whole) and refuses what cannot be used: a path that
+is not a regular file (a named pipe, a device), a header wider than ``MAX_COLUMNS`` or a line
+longer than ``MAX_LINE``, a sheet beyond Excel's bounds (read a row at a time, never at the size
+it declares). ``read`` brings it into a backend as a table whose columns are the source's own, as
+text (missing cells empty), plus ``source_row`` (the row's number as a person finds it), ``_ord``
+(its place in the input: ``source_row``, plus the file's place in the list shifted by
+``FILE_SHIFT`` bits for a set of files, so that the row number is computed from ``_ord`` rather
+than kept: ``row_of``) and ``_source`` (the file it came from). Large files are read by the
+backend itself, never through pandas.
 
 CSV files are read as they come from spreadsheet exports: the encoding (UTF-8 with or without a
 BOM, UTF-16 with a BOM or without one, else cp1252 or latin-1) and the delimiter (``,``, ``;``,
@@ -32,10 +34,12 @@ import functools
 import glob
 import io
 import math
+import os
 import re
 import shutil
+import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
@@ -67,6 +71,20 @@ RowNumbers = npt.NDArray[np.int64]
 # Files are scanned for line breaks in blocks of this size (bounded memory for any file size).
 _BLOCK = 1 << 24
 _GLOB_CHARS = frozenset("*?[")
+
+#: The columns a CSV header or a sheet may have. Payment exports have tens; Excel allows 16,384.
+#: 10,000 keeps every real export (a file that wide reads in seconds) and refuses at once what is
+#: no header (100,000 columns took the engine 45 s, then a memory limit that was never the cause).
+MAX_COLUMNS = 10_000
+#: The longest line read to find a CSV file's header and delimiter, in characters: the longest line
+#: the engine reads anyway (DuckDB's ``max_line_size``, 2,000,000 bytes). A file without line
+#: breaks is refused after that much, not read whole.
+MAX_LINE = 2_000_000
+#: Excel's last row: a sheet that says it goes further was not written by Excel.
+EXCEL_ROWS = 1_048_576
+#: The cells with a value a sheet may have: 50 million is Excel's every row 47 columns wide (a
+#: workbook is read into memory, at about 20 bytes a cell); a larger table belongs in CSV or Parquet.
+MAX_CELLS = 50_000_000
 
 
 #: The delimiters a CSV file is looked at for, in order of preference when counts are equal.
@@ -211,10 +229,12 @@ def _describe(source: Source, side: str, amount_columns: frozenset[str], options
             raise InputError(f"{text!r}: name the table after {TABLE_PREFIX!r}")
         return _describe_table(text, table_name, amount_columns)
     path = Path(source)
-    if _GLOB_CHARS & set(text) or path.is_dir():
+    mode = _mode(path)
+    # A folder or a glob is a set of Parquet files; a file named like a glob (``settlement[1].csv``)
+    # is the file.
+    if (mode is not None and stat.S_ISDIR(mode)) or (mode is None and _GLOB_CHARS & set(text)):
         return _describe_parquet_set(text, path, amount_columns)
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
+    regular_file(path, mode)
     suffix = path.suffix.lower()
     try:
         if suffix in (".csv", ".txt", ".tsv"):
@@ -228,6 +248,78 @@ def _describe(source: Source, side: str, amount_columns: frozenset[str], options
     except Exception as exc:  # the readers raise many types; all mean "cannot read this file"
         raise InputError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from exc
     raise InputError(f"{path}: unsupported file type {suffix!r} (use .csv, .xlsx or .parquet)")
+
+
+def _mode(path: Path) -> int | None:
+    """``path``'s file type and mode (following links), None when nothing is there."""
+    try:
+        return path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:  # a folder on the way that cannot be entered, a name too long
+        raise InputError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
+#: What a path that is not a regular file is, in words.
+_FILE_TYPES = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_type(mode: int) -> str:
+    """What a file of ``mode`` is, in words: ``a named pipe``, ``a character device`` ..."""
+    return next((words for test, words in _FILE_TYPES if test(mode)), "not a file")
+
+
+def regular_file(path: Path, mode: int | None = None) -> None:
+    """Refuse a path that is missing or not a regular file: a named pipe waits for a writer
+    forever, and ``/dev/zero`` never ends; the readers measure and re-read what they are given.
+    ``mode``: the path's mode, when the caller has it already (``_mode``)."""
+    mode = _mode(path) if mode is None else mode
+    if mode is None:
+        raise InputError(f"{path}: file not found")
+    if not stat.S_ISREG(mode):
+        raise _not_regular(path, mode)
+
+
+def _not_regular(path: Path, mode: int) -> InputError:
+    return InputError(f"{path}: cannot be read (it is not a regular file but {file_type(mode)})")
+
+
+def read_whole(path: Path, limit: int, what: str) -> bytes:
+    """A regular file's bytes, for a file that is read whole (``what``: a rate file): refused when
+    it is missing, not a regular file or longer than ``limit`` bytes. It is opened without
+    waiting (``O_NONBLOCK``: a named pipe is refused at once rather than waited on) and never
+    read past ``limit``: ``/dev/zero`` or a file growing meanwhile costs ``limit`` bytes at most."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > limit:
+        raise InputError(f"{path}: cannot be read (larger than {size_text(limit)}, the most a {what} may be)")
+    return data
+
+
+def size_text(size: int) -> str:
+    """A limit in bytes as people write it: ``64 MiB``, ``4 KiB``, ``512 bytes``."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size:,} bytes"
 
 
 def _describe_table(name: str, table_name: str, amount_columns: frozenset[str]) -> Described:
@@ -273,14 +365,21 @@ def _describe_csv(path: Path, options: ReadOptions, amount_columns: frozenset[st
     else:
         header_line, delimiter = _find_header(lines, options.delimiter)
         titled = any(line.strip() for line in lines[: header_line - 1])
+    for number, line in enumerate(lines[: header_line - 1], 1):  # a "title" too long to be one
+        _split(path, number, line, delimiter)
     header_text = lines[header_line - 1] if header_line <= len(lines) else ""
-    header = next(csv.reader([header_text], delimiter=delimiter), []) if header_text.strip() else []
+    header = _split(path, header_line, header_text, delimiter) if header_text.strip() else []
     if not header:
         where = f"line {options.header_row}" if options.header_row else "no header row"
         raise InputError(f"{path}: empty file ({where})")
+    if len(header) > MAX_COLUMNS:
+        raise InputError(
+            f"{path}: the header (line {header_line}) has {len(header):,} columns split by "
+            f"{delimiter!r}; at most {MAX_COLUMNS:,} are read (is the delimiter right? --delimiter)"
+        )
     columns = _columns_of(header, str(path))
     amounts = [i for i, name in enumerate(columns) if name.lower() in amount_columns]
-    rows = csv.reader(lines[header_line:], delimiter=delimiter)
+    rows = _records(lines[header_line:], delimiter)
     return Described(
         str(path),
         "csv",
@@ -407,9 +506,36 @@ def _find_header(lines: list[str], delimiter: str | None) -> tuple[int, str]:
 
 
 def _fields(line: str, delimiter: str, *, filled: bool = False) -> int:
-    """The fields of ``line`` (``filled``: those not empty)."""
-    fields = next(csv.reader([line], delimiter=delimiter), [])
+    """The fields of ``line`` (``filled``: those not empty). A line that ``delimiter`` leaves a
+    value longer than the csv module reads (128 KiB: a wide header split by another candidate)
+    is not split by it: one field."""
+    try:
+        fields = next(csv.reader([line], delimiter=delimiter), [])
+    except csv.Error:
+        return 1
     return sum(1 for f in fields if f.strip()) if filled else len(fields)
+
+
+def _records(lines: list[str], delimiter: str) -> Iterator[list[str]]:
+    """The records of ``lines`` up to one the csv module cannot read (a value past its 128 KiB
+    limit, which the backends read): the rows before it decide the decimal mark."""
+    reader = csv.reader(lines, delimiter=delimiter)
+    try:
+        yield from reader
+    except csv.Error:
+        return
+
+
+def _split(path: Path, number: int, line: str, delimiter: str) -> list[str]:
+    """The fields of line ``number`` of the file; a value longer than the csv module reads
+    (``csv.field_size_limit``, 128 KiB) is refused for what it is, naming the line."""
+    try:
+        return next(csv.reader([line], delimiter=delimiter), [])
+    except csv.Error as exc:
+        raise InputError(
+            f"{path}: line {number} cannot be read with the delimiter {delimiter!r} ({exc}; the line "
+            f"is {len(line):,} characters long): is the delimiter right? (--delimiter)"
+        ) from None
 
 
 def detect_delimiter(header: str) -> str:
@@ -424,14 +550,24 @@ def detect_delimiter(header: str) -> str:
 
 
 def _head_lines(path: Path, encoding: str, header_row: int | None) -> list[str]:
-    """The first lines of the file, decoded: up to the header row, or the first 30."""
+    """The first lines of the file, decoded: up to the header row (those above it are not kept:
+    empty), or the first 30; a line longer than ``MAX_LINE`` is refused, not read whole."""
     lines: list[str] = []
+    wanted = header_row or _HEAD_LINES
     try:
         with path.open(encoding=encoding, newline="") as handle:
-            for line in handle:
-                lines.append(line.rstrip("\r\n"))
-                if len(lines) >= (header_row or _HEAD_LINES):
+            while len(lines) < wanted:
+                line = handle.readline(MAX_LINE + 2)  # the line and its break, or more
+                if not line:
                     break
+                text = line.rstrip("\r\n")
+                if len(text) > MAX_LINE:
+                    raise InputError(
+                        f"{path}: line {len(lines) + 1} is longer than {MAX_LINE:,} characters, the "
+                        "most a CSV line may have: is the file CSV (and the --encoding right)?"
+                    )
+                keep = header_row is None or len(lines) + 1 == header_row
+                lines.append(text if keep else "")
     except UnicodeDecodeError as exc:
         raise InputError(
             f"{path}: cannot be decoded as {encoding} ({exc.reason} at byte {exc.start}); "
@@ -446,12 +582,16 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
     """A sheet: the one named or numbered, else the first visible one whose header names the
     amount (``amount_columns``, as mapped: a cover sheet before the data is passed over, even one
     that says "Amount" below its title), else the first visible one with data, else the first with
-    data. Its header row the one given, else ``_header_row``."""
+    data. Its header row the one given, else ``_header_row``. The sheet is read a row at a time
+    (``_sheet_table``): its declared range (``A1:XFD1048576``, 4.9 KB on disk) is never allocated."""
     import openpyxl
 
-    book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    book = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
     try:
         names = list(book.sheetnames)
+        declared = {name: _declared_range(book[name]) for name in names}
+        for name in names:  # rows as long as their cells, whatever range the sheet declares
+            book[name].reset_dimensions()
         if isinstance(options.sheet, int):
             if options.sheet > len(names):
                 raise InputError(
@@ -467,19 +607,11 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
             top = _top_rows(book[sheet])
         else:
             sheet, top = _data_sheet(book, names, amount_columns or frozenset({"amount"}), options.header_row)
+        header_row = options.header_row if options.header_row is not None else _header_row(top)
+        where = _Sheet(path, sheet, declared[sheet])
+        table = _sheet_table(where, book[sheet], header_row, options.decimal or ".")
     finally:
         book.close()
-    header_row = options.header_row if options.header_row is not None else _header_row(top)
-    frame = pd.read_excel(
-        path, sheet_name=sheet, header=header_row - 1, dtype=object, keep_default_na=False, engine="openpyxl"
-    )
-    frame = frame.loc[:, [not str(c).startswith("Unnamed: ") for c in frame.columns]]
-    mark = options.decimal or "."
-    cells = {  # each cell to its text once, straight into the table (pandas names repeats x.1)
-        str(label): pa.array([_cell_text(value, mark) for value in frame[label].tolist()], type=pa.string())
-        for label in frame.columns
-    }
-    table = _numbered_table(pa.table(cells) if cells else pa.table({}), first=header_row + 1)
     return Described(
         str(path),
         "xlsx",
@@ -490,6 +622,122 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
         sheet=sheet,
         sheets=tuple(names),
     )
+
+
+@dataclass(frozen=True)
+class _Sheet:
+    """The sheet read, for messages: its workbook, its name and the range it declares."""
+
+    path: Path
+    name: str
+    declared: str
+
+    def refuse(self, what: str) -> InputError:
+        """``what`` is wrong with the sheet: one line naming the file, the sheet and its range."""
+        declares = f" (it declares the range {self.declared})" if self.declared else ""
+        return InputError(
+            f"{self.path}: sheet {self.name!r} {what}{declares}; a workbook is read into memory: "
+            "clear the cells beyond the data, or save the sheet as CSV"
+        )
+
+
+def _declared_range(worksheet: ReadOnlyWorksheet) -> str:
+    """The range the sheet says it spans (its ``dimension``, ``A1:D20``), or "" if it says none."""
+    from openpyxl.utils import get_column_letter
+
+    bounds = (worksheet.min_column, worksheet.min_row, worksheet.max_column, worksheet.max_row)
+    if not all(isinstance(b, int) and b > 0 for b in bounds):
+        return ""
+    first_column, first_row, last_column, last_row = bounds
+    return f"{get_column_letter(first_column)}{first_row}:{get_column_letter(last_column)}{last_row}"
+
+
+#: Rows of a sheet turned into Arrow arrays at a time: Python strings cost about 60 bytes each.
+_SHEET_CHUNK = 1 << 16
+
+
+def _sheet_table(sheet: _Sheet, worksheet: ReadOnlyWorksheet, header_row: int, mark: str) -> pa.Table:
+    """The rows below ``header_row`` as text under the header's names, numbered as on the sheet
+    (``source_row``, ``_ord``), blank rows left out. Read a row at a time; kept are only the
+    columns with a name, as Arrow strings. Cells are read as pandas read them (``_cell_value``,
+    ``_header_names``).
+
+    Refused at the first row that shows it: a value beyond ``MAX_COLUMNS`` columns, a row past
+    Excel's last (``EXCEL_ROWS``), more than ``MAX_CELLS`` cells."""
+    from openpyxl.utils import get_column_letter
+
+    kept: list[int] = []
+    names: list[str] = []
+    texts: list[list[str]] = []
+    numbers: list[int] = []
+    chunks: list[list[pa.Array]] = []
+    cells = last = 0  # the cells read; the last row with a value
+    for number, row in enumerate(worksheet.iter_rows(), 1):
+        if number > EXCEL_ROWS:
+            raise sheet.refuse(f"has rows beyond Excel's last ({EXCEL_ROWS:,})")
+        cells += len(row)
+        if cells > MAX_CELLS:
+            raise sheet.refuse(f"has more than {MAX_CELLS:,} cells (by row {number:,})")
+        values = [_cell_value(cell) for cell in row]
+        width = next((i + 1 for i in range(len(values) - 1, -1, -1) if values[i] != ""), 0)
+        if width > MAX_COLUMNS:
+            raise sheet.refuse(
+                f"has a value in cell {get_column_letter(width)}{number} (column {width:,}); "
+                f"at most {MAX_COLUMNS:,} columns are read"
+            )
+        last = number if width else last
+        if number == header_row:
+            names, kept = _header_names(values)
+            texts = [[] for _ in kept]
+        elif number > header_row and kept:
+            row_texts = [_cell_text(values[i], mark) if i < len(values) else "" for i in kept]
+            if any(text.strip(WHITESPACE) for text in row_texts):  # a blank row is no row
+                numbers.append(number)
+                for column, text in zip(texts, row_texts, strict=True):
+                    column.append(text)
+            if len(texts[0]) >= _SHEET_CHUNK:
+                chunks.append([pa.array(column, type=pa.string()) for column in texts])
+                texts = [[] for _ in kept]
+    if 0 < last < header_row:  # an empty sheet is an empty table, whatever its header row
+        raise InputError(
+            f"{sheet.path}: --header-row {header_row}: sheet {sheet.name!r} has only {last} row(s)"
+        )
+    chunks.append([pa.array(column, type=pa.string()) for column in texts])
+    ords = pa.array(np.array(numbers, dtype=np.int64))
+    columns = {name: pa.chunked_array([c[i] for c in chunks], pa.string()) for i, name in enumerate(names)}
+    return pa.table({**columns, "_ord": ords, "source_row": ords})
+
+
+def _cell_value(cell: Any) -> Any:
+    """A cell as pandas' reader gave it (the toolkit read workbooks with it): empty and error
+    cells "", a whole number as an int (``12.0`` is ``12``), else the value."""
+    value = cell.value
+    if value is None or cell.data_type == "e":
+        return ""
+    if cell.data_type == "n" and not isinstance(value, bool):
+        whole = int(value)
+        return whole if whole == value else value
+    return value
+
+
+def _header_names(values: list[Any]) -> tuple[list[str], list[int]]:
+    """The header's names and the columns they are in, as pandas named them: a cell without a
+    name leaves its column out; a name given again is ``name.1``, ``name.2``, skipping a name the
+    header has (``x``, ``x``, ``x.1`` are ``x``, ``x.2``, ``x.1``)."""
+    kept = [i for i, value in enumerate(values) if value != ""]
+    names = [str(values[i]) for i in kept]
+    given = set(names)
+    counts: dict[str, int] = {}
+    for i, name in enumerate(names):
+        count = counts.get(name, 0)
+        label = name
+        while count > 0:
+            counts[name] = count + 1
+            label = f"{name}.{count}"
+            count = count + 1 if label in given else counts.get(label, 0)
+        names[i] = label
+        counts[label] = count + 1
+    return names, kept
 
 
 #: The fewest columns a sheet of payments has (merchantReferenceId, amount, currency, status): a
@@ -540,6 +788,8 @@ def _describe_parquet_set(text: str, path: Path, amount_columns: frozenset[str])
     """A folder of Parquet files, or a glob of them."""
     pattern = str(path / "**" / "*.parquet") if path.is_dir() else text
     files = sorted(Path(f) for f in glob.glob(pattern, recursive=True) if Path(f).is_file())
+    if not files and not path.is_dir():
+        raise InputError(f"{text}: file not found, and no Parquet file matches it as a pattern")
     if not files:
         raise InputError(f"{text}: no Parquet files found")
     return _describe_parquet(text, files, amount_columns)

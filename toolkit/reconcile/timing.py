@@ -7,7 +7,9 @@ the exception it always was. Rows dated after the cut-off take no part in the ru
 
 ``--as-of`` takes an ISO time (``2026-11-18T18:00:00Z``; without a zone, UTC) or a bare date,
 which means the end of that day in UTC (the whole day is in); ``--grace`` a duration such as
-``36h``, ``3d``, ``1d12h`` or ``90m``.
+``36h``, ``3d``, ``1d12h`` or ``90m``. Both are checked where they are given: a cut-off whose window
+would start before the year 1 (``--as-of 0001-01-01``), or that is no time in UTC, is an
+``InputError``, never an ``OverflowError`` in the middle of a run.
 """
 
 from __future__ import annotations
@@ -31,6 +33,20 @@ class Timing:
     as_of: datetime
     grace: timedelta = DEFAULT_GRACE
 
+    def __post_init__(self) -> None:
+        """A cut-off too early for its window is refused when given, not in the middle of a run."""
+        self._window_start()
+
+    def _window_start(self) -> datetime:
+        try:
+            return self.as_of - self.grace
+        except OverflowError:
+            raise InputError(
+                f"--as-of {_utc_text(self.as_of)}: the settlement window of "
+                f"{duration_text(self.grace)} before it would start before the year 1; give a later "
+                "cut-off (or a shorter --grace)"
+            ) from None
+
     @property
     def cutoff_seconds(self) -> int:
         """The cut-off in seconds since the epoch (rows after it take no part)."""
@@ -39,11 +55,16 @@ class Timing:
     @property
     def window_seconds(self) -> int:
         """The start of the settlement window, in seconds since the epoch."""
-        return int((self.as_of - self.grace).timestamp())
+        return int(self._window_start().timestamp())
 
     def text(self) -> str:
         """``cut-off 2026-11-18 23:59:59 UTC, settlement window 3 days``, for reports."""
-        return f"cut-off {self.as_of:%Y-%m-%d %H:%M:%S} UTC, settlement window {duration_text(self.grace)}"
+        return f"cut-off {_utc_text(self.as_of)}, settlement window {duration_text(self.grace)}"
+
+
+def _utc_text(when: datetime) -> str:
+    """``2026-11-18 23:59:59 UTC``; the year in four digits (``%Y`` writes the year 1 as ``1``)."""
+    return f"{when.year:04d}-{when:%m-%d %H:%M:%S} UTC"
 
 
 def timing(as_of: datetime | date | str | None, grace: timedelta | str | None = None) -> Timing:
@@ -57,7 +78,14 @@ def parse_as_of(value: datetime | date | str) -> datetime:
     """A cut-off in UTC: an aware datetime as it is, a naive one as UTC, a bare date as the end
     of that day (23:59:59 UTC)."""
     if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+01:00 is in the year 0 in UTC
+            raise InputError(
+                f"--as-of {value.isoformat()}: that time in UTC is outside years 1 to 9999"
+            ) from None
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, 23, 59, 59, tzinfo=UTC)
     text = str(value).strip()

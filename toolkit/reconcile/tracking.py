@@ -31,9 +31,9 @@ itself (number, track, kind, time, ``prev_hash`` and payload). States are always
 the log, so there is nothing beside it to fall out of step. ``verify`` recomputes the chain and
 names the first entry that does not match; changing any byte of an entry, removing one or
 inserting one is caught, and so is an entry moved to another track name (every track must start
-at its entry 1). A hash chain kept in the same file cannot see the last entries of a
-track removed together (nothing after them refers to them): keep ``toolkit reconcile history``
-output or a copy of the store if that matters.
+at its entry 1). The chain is anchored outside the store and can be keyed (``audit.py``): the
+head saved beside the store, in each report and run.json catches entries removed from the end,
+a recomputed chain and a history deleted; an HMAC key kept apart stops a recomputation.
 
 Every run and every sign-off verifies the chain first: a track whose log does not verify refuses
 further runs and sign-offs (``TrackIntegrityError``, exit 2) and never starts a new history by
@@ -74,12 +74,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import secrets
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -90,10 +87,28 @@ import numpy.typing as npt
 import pandas as pd
 
 from toolkit.errors import InputError, TrackError, TrackIntegrityError
+from toolkit.reconcile import audit
 from toolkit.reconcile.engine import HELD_ROWS
 from toolkit.reconcile.inputs import LoadedInput, period_seconds
 from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, cell_text
 from toolkit.reconcile.timing import parse_as_of as timing_cut_off
+from toolkit.reconcile.track_store import (  # the audit log itself
+    FACTS_VERSION,
+    HISTORY_COLUMNS,
+    SIGNOFF_COLUMNS,
+    Entry,
+    Store,
+    _parse_time,
+    _rows,
+    _runs,
+    _signoffs,
+    check_track_name,
+    history_rows,
+    os_user,
+    signoff_rows,
+    store_path,
+    utc_text,
+)
 from toolkit.runlog import file_hashes
 
 #: Columns ``track_result`` adds to ``ReconciliationResult.exceptions`` (and exceptions.csv).
@@ -109,13 +124,16 @@ FACT_COLUMNS: tuple[str, ...] = (
     "ledger_status",
     "processor_status",
 )
-#: What else an acknowledgement is of, stored after ``FACT_COLUMNS``: how many rows a duplicate
-#: has (two charges acknowledged are not four), and a rejected row's amount as written (10.00
-#: acknowledged is not 50000.00). An acknowledgement recorded before they were added is of the
-#: first facts only.
+#: What else an acknowledgement is of, stored after ``FACT_COLUMNS``: every row of a duplicate,
+#: each with its amount, currency and status (two charges of 100.00 acknowledged are not a third
+#: of 99,999.00, nor four), and a rejected row's amount as written (10.00 acknowledged is not
+#: 50000.00). An acknowledgement recorded before they were added is of the first facts only.
 MORE_FACTS: tuple[str, ...] = ("rows", "amount as written")
-#: ``appears 4 times in the processor (rows ...)``: a duplicate's detail (``engine.py``).
-_TIMES = re.compile(r"^appears (\d+) times")
+#: ``appears 4 times in the processor (rows 2, 5, 9)``, or with each row's amount, currency and
+#: status when they differ (``rows 2: 100.00 USD success, 5: ...``): a duplicate's detail
+#: (``engine.duplicate_rows``).
+_DUPLICATE = re.compile(r"^appears (\d+) times in the (ledger|processor) \(rows (.*)\)$", re.DOTALL)
+_ROW_NUMBER = re.compile(r"(?:^|, )\d+: ")
 #: Columns of ``Tracking.resolved``.
 RESOLVED_COLUMNS: tuple[str, ...] = (
     "exceptionId",
@@ -133,33 +151,10 @@ AGE_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
     ("8-30 days", 8, 30),
     ("over 30 days", 31, None),
 )
-#: How long a run waits for another run of the store to finish recording.
-BUSY_SECONDS = 600.0
-TRACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_GENESIS = "0" * 64
-_KINDS = ("track", "run", "ack", "reopen")
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    track TEXT NOT NULL,
-    number INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    at TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    UNIQUE (track, number)
-);
-"""
 
 
 # ---------------------------------------------------------------------------------------------
 # Times
-
-
-def utc_text(moment: datetime) -> str:
-    """``2026-11-23T02:00:00Z``: the one way times are written in the store and the reports."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_as_of(value: str | date | datetime | None) -> datetime | None:
@@ -176,10 +171,6 @@ def parse_as_of(value: str | date | datetime | None) -> datetime | None:
             f"as-of {text!r}: not a date or time (write 2026-11-23 or 2026-11-23T02:00:00Z)"
         ) from None
     return moment.replace(microsecond=0)
-
-
-def _parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def age_days(first_seen: str, as_of: datetime) -> int:
@@ -207,6 +198,9 @@ class Tracking:
     resolved: pd.DataFrame = field(repr=False)
     inputs: tuple[dict[str, Any], ...] = field(default=(), repr=False)
     rerun_of: int | None = None
+    #: The audit log's head once this run is recorded (``audit.Head.text``), for the report and
+    #: run.json: what ``verify --against`` checks the store still holds.
+    audit_head: str = ""
 
     @property
     def as_of_text(self) -> str:
@@ -314,18 +308,44 @@ def _facts(exceptions: pd.DataFrame, rejected: pd.DataFrame) -> list[list[str]]:
         )
     }
     rows, amounts = [], []
-    for category, detail, source, row in zip(
-        exceptions["category"].astype(str),
-        exceptions["detail"],
-        exceptions["source"],
-        exceptions["source_row"],
-        strict=True,
+    for index, (category, detail, source, row) in enumerate(
+        zip(
+            exceptions["category"].astype(str),
+            exceptions["detail"],
+            exceptions["source"],
+            exceptions["source_row"],
+            strict=True,
+        )
     ):
-        times = _TIMES.match(cell_text(detail)) if category.startswith("duplicate_in_") else None
-        rows.append(times.group(1) if times else "")
+        side = category.removeprefix("duplicate_in_")
+        if side in ("ledger", "processor"):
+            shown = [columns[FACT_COLUMNS.index(f"{side}_{n}")][index] for n in _ROW_FACTS]
+            rows.append(_duplicate_rows(cell_text(detail), shown))
+        else:
+            rows.append("")
         rejected_row = category == "rejected_row"
         amounts.append(written.get((cell_text(source), int(row)), "") if rejected_row else "")
     return [list(fact) for fact in zip(*columns, rows, amounts, strict=True)]
+
+
+#: What a duplicate's row is known by: its amount, currency and status.
+_ROW_FACTS = ("amount", "currency", "status")
+
+
+def _duplicate_rows(detail: str, shown: list[str]) -> str:
+    """A duplicate's rows as a fact: how many, then each one's amount, currency and status,
+    sorted (``3 rows: 100.00 USD success; 100.00 USD success; 99999.00 USD success``), so that a
+    row changed, added or removed changes it, and the file re-sorted or a row inserted above does
+    not. The detail lists the rows' values only when they differ; else each is the row shown."""
+    found = _DUPLICATE.match(detail)
+    if found is None:
+        return ""
+    count, _, listed = found.groups()
+    if _ROW_NUMBER.match(listed):
+        each = [item for item in _ROW_NUMBER.split(listed) if item]
+    else:
+        each = [" ".join(shown)] * int(count)
+    return f"{count} rows: " + "; ".join(sorted(each))
 
 
 def _changes(before: Sequence[str], after: Sequence[str]) -> str:
@@ -338,252 +358,7 @@ def _changes(before: Sequence[str], after: Sequence[str]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The store
-
-
-def store_path(home: str | Path | None = None) -> Path:
-    """``TOOLKIT_HOME/reconcile/tracks.sqlite`` (``home`` overrides ``TOOLKIT_HOME``)."""
-    if home is None:
-        from toolkit.config import load_settings
-
-        home = load_settings().home
-    return Path(home) / "reconcile" / "tracks.sqlite"
-
-
-def _create(path: Path) -> None:
-    """A new store, made beside ``path`` and linked into place whole (another process creating it
-    at the same moment wins, and that is fine: its store is as new)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
-        try:
-            connection = sqlite3.connect(temporary, isolation_level=None)
-            connection.executescript(_SCHEMA)
-            connection.close()
-            os.link(temporary, path)
-        except FileExistsError:
-            pass
-        finally:
-            temporary.unlink(missing_ok=True)
-    except (OSError, sqlite3.DatabaseError) as exc:
-        raise TrackError(f"cannot create the reconciliation store {path}: {exc}") from None
-
-
-def check_track_name(track: str) -> str:
-    """The track name, or a ``TrackError`` saying which names are allowed (it names a file row)."""
-    if not isinstance(track, str) or not TRACK_NAME.match(track):
-        raise TrackError(
-            f"track name {track!r}: use letters, digits, '.', '_' and '-' (at most 100, "
-            "starting with a letter or digit)"
-        )
-    return track
-
-
-def _canonical(payload: object) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def entry_hash(number: int, track: str, kind: str, at: str, prev_hash: str, payload: str) -> str:
-    """The sha256 of one entry of the audit log, over everything it holds."""
-    text = "\x1f".join((str(number), track, kind, at, prev_hash, payload))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One entry of a track's audit log, verified."""
-
-    number: int
-    kind: str
-    at: str
-    payload: dict[str, Any]
-    hash: str
-
-    def describe(self) -> str:
-        """The entry in a line, for ``verify`` and error messages."""
-        if self.kind == "run":
-            return f"run {self.payload.get('run')} as of {self.payload.get('asOf')}"
-        if self.kind in ("ack", "reopen"):
-            ids = self.payload.get("ids", [])
-            return f"{self.kind} of {len(ids)} exception(s) by {self.payload.get('by')}"
-        return f"{self.kind} created"
-
-
-def _describe_raw(number: int, kind: str, payload: str) -> str:
-    try:
-        parsed = json.loads(payload)
-    except ValueError:
-        return kind
-    return Entry(number, kind, "", parsed if isinstance(parsed, dict) else {}, "").describe()
-
-
-class Store:
-    """The reconciliation store: an open SQLite connection to ``tracks.sqlite``.
-
-    ``Store.open(create=...)`` refuses a file that is not a store (fail closed: it is never taken
-    for an empty one).
-    """
-
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
-        self.path, self.connection = path, connection
-
-    @classmethod
-    def open(cls, home: str | Path | None = None, *, create: bool) -> Store:
-        """The store under ``home``, opened; a missing one is made only when ``create`` (a run
-        makes it; a sign-off or ``verify`` of a store that does not exist is an error)."""
-        path = store_path(home)
-        if not path.exists():
-            if not create:
-                raise TrackError(f"no reconciliation store at {path}: no track has been run yet")
-            _create(path)
-        try:
-            connection = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
-            connection.execute("PRAGMA synchronous=FULL")
-            tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        except sqlite3.DatabaseError as exc:
-            raise TrackError(f"{path}: cannot be read as a reconciliation store ({exc})") from None
-        if "entries" not in tables:
-            # Fail closed: a store that was emptied is never taken for a new one (new stores are
-            # moved into place with their table already in them).
-            connection.close()
-            raise TrackError(
-                f"{path} is not a reconciliation store (empty or damaged): restore it from a "
-                "backup, or move it aside to start every track anew"
-            )
-        return cls(path, connection)
-
-    def close(self) -> None:
-        """Close the connection."""
-        self.connection.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextmanager
-    def writing(self) -> Iterator[None]:
-        """One write transaction, holding the file's write lock: committed when the block ends,
-        rolled back when it raises."""
-        try:
-            self.connection.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise TrackError(f"{self.path}: {exc} (another run held it for {BUSY_SECONDS:.0f} s)") from None
-        try:
-            yield
-        except BaseException:
-            self.connection.execute("ROLLBACK")
-            raise
-        try:
-            self.connection.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            self.connection.execute("ROLLBACK")
-            raise TrackError(f"{self.path}: cannot record ({exc}); nothing was recorded") from None
-
-    def tracks(self) -> list[str]:
-        """The names of the tracks in the store."""
-        return [r[0] for r in self.connection.execute("SELECT DISTINCT track FROM entries ORDER BY track")]
-
-    def chain(self, track: str, *, must_exist: bool = True) -> list[Entry]:
-        """The track's entries, verified: ``TrackIntegrityError`` names the first that does not
-        match; ``TrackError`` when the track does not exist (and ``must_exist``)."""
-        try:
-            rows = self.connection.execute(
-                "SELECT number, kind, at, payload, prev_hash, hash FROM entries WHERE track = ? "
-                "ORDER BY number",
-                (track,),
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise TrackIntegrityError(f"track {track}: the store cannot be read ({exc})") from None
-        if not rows:
-            self._check_no_orphans()  # a new track too: the track an orphan came from is unknown
-            if must_exist:
-                known = self.tracks()
-                hint = f" (tracks: {', '.join(known)})" if known else " (no track has been run yet)"
-                raise TrackError(f"unknown track {track!r}{hint}")
-            return []
-        entries: list[Entry] = []
-        previous = _GENESIS
-        for expected, (number, kind, at, payload, prev_hash, digest) in enumerate(rows, start=1):
-            if number != expected:
-                raise TrackIntegrityError(
-                    f"track {track}: entry {expected} is missing (the next is entry {number}): "
-                    "the audit log was changed outside the toolkit"
-                )
-            where = f"track {track}: entry {number} ({_describe_raw(number, str(kind), str(payload))})"
-            if prev_hash != previous:
-                raise TrackIntegrityError(
-                    f"{where} does not follow entry {number - 1}: its previous hash does not match"
-                )
-            if digest != entry_hash(number, track, str(kind), str(at), str(prev_hash), str(payload)):
-                raise TrackIntegrityError(
-                    f"{where} does not match its hash: it was changed outside the toolkit"
-                )
-            if (kind == "track") != (number == 1) or kind not in _KINDS:
-                raise TrackIntegrityError(f"{where} is not a valid entry of kind {kind!r}")
-            entries.append(Entry(number, str(kind), str(at), json.loads(payload), str(digest)))
-            previous = str(digest)
-        self._check_no_orphans()
-        return entries
-
-    def _check_no_orphans(self) -> None:
-        """Every track of the store starts at its entry 1: an entry moved to another (or a new)
-        track name is caught even when it was the last of its own track. Which track it came
-        from cannot be told, so every track of the store is refused, a new one too."""
-        row = self.connection.execute(
-            "SELECT track, min(number) FROM entries GROUP BY track HAVING min(number) != 1 LIMIT 1"
-        ).fetchone()
-        if row is not None:
-            raise TrackIntegrityError(
-                f"the store holds entry {row[1]} of track {row[0]!r} without the entries before it: "
-                "entries were moved or removed outside the toolkit"
-            )
-
-    def append(self, track: str, kind: str, payload: dict[str, Any], after: list[Entry]) -> Entry:
-        """Append one entry after ``after`` (the verified chain), inside ``writing()``."""
-        number = len(after) + 1
-        prev_hash = after[-1].hash if after else _GENESIS
-        at = utc_text(datetime.now(UTC))
-        text = _canonical(payload)
-        digest = entry_hash(number, track, kind, at, prev_hash, text)
-        self.connection.execute(
-            "INSERT INTO entries (track, number, kind, at, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
-            (track, number, kind, at, text, prev_hash, digest),
-        )
-        return Entry(number, kind, at, payload, digest)
-
-    def find_track_of(self, exception_id: str) -> str | None:
-        """The track whose latest run holds ``exception_id`` (for the message of a wrong track)."""
-        pattern = f'%"{exception_id}"%'
-        row = self.connection.execute(
-            "SELECT track FROM entries WHERE kind = 'run' AND payload LIKE ? ORDER BY seq DESC LIMIT 1",
-            (pattern,),
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-
-# ---------------------------------------------------------------------------------------------
 # The history of a track, as states
-
-
-def _runs(chain: list[Entry]) -> list[Entry]:
-    return [e for e in chain if e.kind == "run"]
-
-
-def _rows(run: Entry) -> dict[str, list[Any]]:
-    """A run's exceptions by id: [category, key, facts, state, firstSeen, reason]."""
-    return {row[0]: row[1:] for row in run.payload["exceptions"]}
-
-
-def _signoffs(chain: list[Entry]) -> dict[str, Entry]:
-    """The latest ack or reopen entry of each exception id."""
-    latest: dict[str, Entry] = {}
-    for entry in chain:
-        if entry.kind in ("ack", "reopen"):
-            for exception_id in entry.payload["ids"]:
-                latest[exception_id] = entry
-    return latest
 
 
 def _lapsed(chain: list[Entry], signoffs: dict[str, Entry]) -> dict[str, int]:
@@ -641,6 +416,12 @@ def _state(
     acknowledged_facts = signoff.payload["facts"][exception_id]
     if acknowledged_facts == facts[: len(acknowledged_facts)]:
         return "acknowledged", f"acknowledged by {who}: {signoff.payload['note']}"
+    if signoff.payload.get("factsVersion", 1) < FACTS_VERSION and facts[len(FACT_COLUMNS)]:
+        return base, (
+            f"acknowledgement by {who} lapsed: it was given when an acknowledgement covered a "
+            f"duplicate's number of rows only, and now covers each row; check them and acknowledge "
+            f"again ({facts[len(FACT_COLUMNS)]})"
+        )
     return base, f"acknowledgement by {who} lapsed: {_changes(acknowledged_facts, facts)}"
 
 
@@ -699,12 +480,15 @@ def recording(
     inputs: Iterable[LoadedInput] = (),
     home: str | Path | None = None,
     started: datetime | None = None,
+    output_dir: str | Path | None = None,
 ) -> Iterator[ReconciliationResult]:
     """Record a run of ``track`` and yield the result with its states (``result.tracking``).
 
     The run is committed when the block ends; if the block raises (a report that cannot be
     written), nothing is recorded. The store stays locked for writing meanwhile, so a second run
-    of the store waits.
+    of the store waits. A track the store does not hold, whose earlier runs ``output_dir``'s
+    run.json or the reports index above it show, is refused: its history is gone, and starting
+    "run 1" again would hide that.
     """
     check_track_name(track)
     if result.spilled is not None:  # a run's history holds each of its exceptions, in memory
@@ -718,6 +502,7 @@ def recording(
     with Store.open(home, create=True) as store, store.writing():
         chain = store.chain(track, must_exist=False)
         if not chain:
+            _refuse_a_history_gone(track, output_dir)
             chain = [store.append(track, "track", {"track": track}, [])]
         moment = cut_off or datetime.now(UTC).replace(microsecond=0)
         runs = _runs(chain)
@@ -736,13 +521,44 @@ def recording(
             moment,
             previous,
             (signoffs, _lapsed(chain, signoffs)),
-            len(runs) + 1,
+            len(_runs(chain, voided_too=True)) + 1,  # a voided run keeps its number
             hashes,
             started,
             rerun_of,
         )
-        store.append(track, "run", {**payload, "period": period}, chain)
-        yield tracked
+        entry = store.append(track, "run", {**payload, "period": period}, chain)
+        assert tracked.tracking is not None
+        head = audit.Head(track, entry.number, entry.hash).text
+        yield replace(tracked, tracking=replace(tracked.tracking, audit_head=head))
+
+
+def _refuse_a_history_gone(track: str, output_dir: str | Path | None) -> None:
+    """``TrackIntegrityError`` when a run.json in ``output_dir``, or under the reports folder
+    above it, records a run of ``track`` that was recorded (exit 0 or 1) and the store has none."""
+    if output_dir is None or not str(output_dir).strip():
+        return
+    from toolkit import runlog
+
+    folder = Path(output_dir)
+    manifests: list[tuple[Path, dict[str, Any]]] = []
+    own = folder / runlog.MANIFEST
+    if own.is_file():
+        with suppress(OSError, ValueError):
+            data = json.loads(own.read_text(encoding="utf-8"))
+            manifests.append((own, data if isinstance(data, dict) else {}))
+    root = runlog.reports_root(folder)
+    if root is not None:
+        manifests += runlog.read_manifests(root)
+    for path, data in manifests:
+        parameters = data.get("parameters")
+        named = data.get("track") or (parameters.get("track") if isinstance(parameters, dict) else None)
+        if named == track and data.get("exitCode") in (0, 1):
+            run = f"run {data['run']}" if "run" in data else "a run"
+            raise TrackIntegrityError(
+                f"track {track}: the store has no history of it, but {path} records {run} of it: "
+                "restore tracks.sqlite from a backup (to start the track anew on purpose, give it "
+                "another name)"
+            )
 
 
 def _period_of(inputs: Iterable[LoadedInput]) -> dict[str, Any] | None:
@@ -880,6 +696,7 @@ def _track(
         "exceptions": rows,
         "resolved": resolved_rows,
         "rerunOf": rerun_of,
+        "osUser": os_user(),
     }
     return replace(result, exceptions=with_states, tracking=tracking), payload
 
@@ -891,225 +708,27 @@ def track_result(
     as_of: str | date | datetime | None = None,
     inputs: Iterable[LoadedInput] = (),
     home: str | Path | None = None,
+    output_dir: str | Path | None = None,
 ) -> ReconciliationResult:
     """Record ``result`` as a run of ``track`` now; returns it with the states of its exceptions."""
-    with recording(result, track, as_of=as_of, inputs=inputs, home=home) as tracked:
+    with recording(result, track, as_of=as_of, inputs=inputs, home=home, output_dir=output_dir) as tracked:
         return tracked
 
 
 # ---------------------------------------------------------------------------------------------
-# Sign-offs
-
-
-def _ids(exceptions: Iterable[str] | pd.DataFrame | pd.Series | str) -> list[str]:
-    if isinstance(exceptions, str):
-        values: list[Any] = [exceptions]
-    elif isinstance(exceptions, pd.DataFrame):
-        if "exceptionId" not in exceptions.columns:
-            raise TrackError("the frame has no exceptionId column: pass the exceptions of a tracked run")
-        values = exceptions["exceptionId"].tolist()
-    else:
-        values = list(exceptions)
-    ids = list(dict.fromkeys(str(v).strip() for v in values))
-    if not ids:
-        raise TrackError("no exception id given")
-    return ids
-
-
-def _signoff(
-    kind: str,
-    track: str,
-    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
-    *,
-    note: str,
-    by: str | None,
-    home: str | Path | None,
-) -> Entry:
-    check_track_name(track)
-    ids = _ids(exceptions)
-    if not note or not note.strip():
-        raise TrackError(f"{kind}: a note is required (what was found, why it may stay)")
-    who = (_user() if by is None else by).strip()
-    if not who:  # an audit trail names a person: a blank --by, or no login name to take
-        raise TrackError(f"{kind}: who signs off is required (--by NAME, or by= in Python)")
-    with Store.open(home, create=False) as store, store.writing():
-        chain = store.chain(track)
-        runs = _runs(chain)
-        if not runs:
-            raise TrackError(f"track {track} has no run yet")
-        latest = runs[-1]
-        rows = _rows(latest)
-        signoffs = _signoffs(chain)
-        for exception_id in ids:
-            if exception_id not in rows:
-                raise TrackError(_unknown(store, track, exception_id, chain))
-            held = _held_by(exception_id, rows, latest, signoffs.get(exception_id))
-            if kind == "reopen" and held is None:
-                raise TrackError(f"track {track}: {exception_id} is not acknowledged: nothing to reopen")
-            if kind == "ack" and held is not None:
-                raise TrackError(
-                    f"track {track}: {exception_id} is already acknowledged by {held.payload['by']} "
-                    f"at {held.at}: reopen it first to acknowledge it again"
-                )
-        payload: dict[str, Any] = {"ids": ids, "note": note.strip(), "by": who, "run": latest.payload["run"]}
-        if kind == "ack":
-            payload["facts"] = {i: rows[i][2] for i in ids}
-        return store.append(track, kind, payload, chain)
-
-
-def _held_by(
-    exception_id: str, rows: dict[str, list[Any]], latest: Entry, signoff: Entry | None
-) -> Entry | None:
-    """The acknowledgement that holds the exception now, or None: a sign-off after the latest run
-    decides (an acknowledgement holds, a reopening does not); else the latest run's state does.
-    Acknowledging again is refused, so the person and note on record are never replaced unseen."""
-    if signoff is not None and signoff.number > latest.number:
-        return signoff if signoff.kind == "ack" else None
-    if rows[exception_id][3] == "acknowledged" and signoff is not None and signoff.kind == "ack":
-        return signoff
-    return None
-
-
-def _unknown(store: Store, track: str, exception_id: str, chain: list[Entry]) -> str:
-    if any(exception_id in _rows(r) for r in _runs(chain)):
-        return f"track {track}: {exception_id} is resolved (not in the latest run): nothing to sign off"
-    other = store.find_track_of(exception_id)
-    if other is not None and other != track:
-        return f"{exception_id} is an exception of track {other}, not of track {track}"
-    return f"track {track}: unknown exception id {exception_id}"
-
-
-def _user() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name (a container's user without a passwd entry): ask for one
-        return ""
-
-
-def acknowledge(
-    track: str,
-    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
-    *,
-    note: str,
-    by: str | None = None,
-    home: str | Path | None = None,
-) -> list[str]:
-    """Acknowledge exceptions of the track's latest run (ids, or a frame with ``exceptionId``).
-
-    All or nothing: an unknown id, or one of another track, raises ``TrackError`` naming it and
-    records nothing. ``by`` defaults to the login name. Returns the ids acknowledged.
-    """
-    entry = _signoff("ack", track, exceptions, note=note, by=by, home=home)
-    return list(entry.payload["ids"])
-
-
-def reopen(
-    track: str,
-    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
-    *,
-    note: str,
-    by: str | None = None,
-    home: str | Path | None = None,
-) -> list[str]:
-    """Take back acknowledgements (ids, or a frame with ``exceptionId``); all or nothing."""
-    entry = _signoff("reopen", track, exceptions, note=note, by=by, home=home)
-    return list(entry.payload["ids"])
-
-
-# ---------------------------------------------------------------------------------------------
-# Verify and history
-
-
-def verify(track: str, *, home: str | Path | None = None) -> int:
-    """Check the track's audit log; returns its number of entries, or raises
-    ``TrackIntegrityError`` naming the first entry that does not match."""
-    check_track_name(track)
-    with Store.open(home, create=False) as store:
-        return len(store.chain(track))
-
-
-#: Columns of ``history``.
-HISTORY_COLUMNS: tuple[str, ...] = (
-    "run",
-    "asOf",
-    "recorded",
-    "exceptions",
-    "new",
-    "open",
-    "acknowledged",
-    "resolved",
-    "matched",
-    "rerunOf",
-)
+# History and sign-offs, as frames
 
 
 def history(track: str, *, home: str | Path | None = None) -> pd.DataFrame:
     """The track's runs, oldest first, with their counts (``HISTORY_COLUMNS``); verified first."""
-    check_track_name(track)
-    with Store.open(home, create=False) as store:
-        chain = store.chain(track)
-    rows = []
-    for run in _runs(chain):
-        counts = run.payload["counts"]
-        rows.append(
-            (
-                run.payload["run"],
-                run.payload["asOf"],
-                run.at,
-                counts["exceptions"],
-                counts["new"],
-                counts["open"],
-                counts["acknowledged"],
-                counts["resolved"],
-                counts["matched"],
-                run.payload.get("rerunOf") or "",
-            )
-        )
-    return pd.DataFrame(rows, columns=list(HISTORY_COLUMNS))
-
-
-#: Columns of ``signoffs``: one row per exception of each sign-off.
-SIGNOFF_COLUMNS: tuple[str, ...] = (
-    "at",
-    "action",
-    "exceptionId",
-    "category",
-    "merchantReferenceId",
-    "by",
-    "note",
-    "run",
-)
+    return pd.DataFrame(history_rows(track, home=home), columns=list(HISTORY_COLUMNS))
 
 
 def signoffs(track: str, *, home: str | Path | None = None) -> pd.DataFrame:
     """Every acknowledgement and reopening of the track, oldest first, one row per exception, with
-    its category and key as in the run it was signed on (``SIGNOFF_COLUMNS``); verified first."""
-    check_track_name(track)
-    with Store.open(home, create=False) as store:
-        chain = store.chain(track)
-    rows_of_run = {run.payload["run"]: _rows(run) for run in _runs(chain)}
-    rows = []
-    for entry in chain:
-        if entry.kind not in ("ack", "reopen"):
-            continue
-        signed = rows_of_run.get(entry.payload["run"], {})
-        for exception_id in entry.payload["ids"]:
-            category, key = signed.get(exception_id, ["", ""])[:2]
-            rows.append(
-                (
-                    entry.at,
-                    "acknowledged" if entry.kind == "ack" else "reopened",
-                    exception_id,
-                    category,
-                    key,
-                    entry.payload["by"],
-                    entry.payload["note"],
-                    entry.payload["run"],
-                )
-            )
-    return pd.DataFrame(rows, columns=list(SIGNOFF_COLUMNS))
+    its category and key as in the run it was signed on, and every run voided
+    (``SIGNOFF_COLUMNS``); verified first."""
+    return pd.DataFrame(signoff_rows(track, home=home), columns=list(SIGNOFF_COLUMNS))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1150,6 +769,10 @@ def check_tracked_threshold(
     tracking = result.tracking
     if tracking is None:
         raise TrackError("check_tracked_threshold needs a tracked result (track_result)")
+    nothing = result.nothing_compared
+    limited = any(value is not None and value >= 0 for value in (max_exceptions, max_age))
+    if nothing is not None and limited:
+        raise InputError(f"{nothing}: a threshold cannot pass a run that compared nothing")
     counts = tracking.state_counts()
     found = (
         f"{result.exception_count} exceptions ({counts['new']} new, {counts['open']} open, "

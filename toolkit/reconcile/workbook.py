@@ -29,8 +29,12 @@ jetxl takes 0.35 s, rustpy-xlsxwriter 0.82 s, polars 7.6 s; DuckDB's excel exten
 its only shape. And every one of them takes amounts as floats; those fed from Arrow type a column
 as a whole, so there an amount past Excel's precision could not stay text beside the numbers.
 
-Hardening: characters XML cannot hold are dropped, text is cut at Excel's 32,767 characters per
-cell, and cells are inline strings, which a spreadsheet never executes.
+Hardening: every text that reaches the workbook (cells, the title, the environment, the sources,
+headers, sheet names) is cleaned alike (``clean_text``; ``_xml_text`` for whole columns): a lone
+surrogate, what Python makes of a file name or an argument that is no UTF-8, shows as U+FFFD;
+characters XML 1.0 cannot hold (control characters) are dropped, since one of them makes the whole
+workbook unreadable; text is cut at Excel's 32,767 characters per cell. Sheet names also lose the
+characters Excel refuses there. Cells are inline strings, which a spreadsheet never executes.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import dataclasses
 import functools
 import io
 import itertools
+import re
 import shutil
 import tempfile
 import zipfile
@@ -74,6 +79,12 @@ EXCEL_DIGITS = 15
 #: Widest column, in characters (a long ``detail`` wraps past the edge instead).
 MAX_COLUMN_WIDTH = 60
 _XML_ILLEGAL = "[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]"
+_XML_ILLEGAL_RE = re.compile(_XML_ILLEGAL)
+#: A lone surrogate: only a Python str holds one (bytes that were no UTF-8, decoded with
+#: ``surrogateescape``), and it cannot even be encoded to UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: What Excel refuses in a sheet name.
+_SHEET_NAME_ILLEGAL = re.compile(r"[\[\]:*?/\\]")
 _DECIMAL = r"^-?[0-9]+(\.[0-9]+)?$"
 #: Amount columns of the exceptions and the currency column each is in.
 AMOUNT_COLUMNS = {"ledger_amount": "ledger_currency", "processor_amount": "processor_currency"}
@@ -152,11 +163,34 @@ def _xml_text(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     return array
 
 
+def clean_text(text: str) -> str:
+    """``text`` as the workbook holds it, wherever it goes (see the module docstring): a lone
+    surrogate as U+FFFD, characters XML cannot hold dropped, cut at Excel's cell limit. The same
+    cleaning as ``_xml_text`` gives a column, for the texts written one by one."""
+    return _cut(_XML_ILLEGAL_RE.sub("", _SURROGATE.sub("\ufffd", text)))
+
+
+def _texts(values: Iterable[object]) -> pa.Array:
+    """A string array of ``values`` (from the result's frames and settings), each cleaned: a
+    surrogate would stop ``pa.array`` itself."""
+    return pa.array([clean_text(str(v)) for v in values], type=pa.string())
+
+
+def _sheet_name(category: str, number: int) -> str:
+    """The name of a category's ``number``-th sheet: cleaned, without what Excel refuses in a
+    sheet name, within its 31 characters (a continuation sheet numbered)."""
+    base = _SHEET_NAME_ILLEGAL.sub("_", clean_text(category)).strip("'") or "_"
+    return base[:31] if number == 1 else f"{base[:25]} ({number})"
+
+
 def _cut_for_excel(text: str | None) -> str | None:
+    """``_cut`` of a cell (None stays None)."""
+    return None if text is None else _cut(text)
+
+
+def _cut(text: str) -> str:
     """``text`` as a cell holds it: whole when it fits Excel's limit (in UTF-16 code units, as
     Excel counts), else cut to fit with ``CUT_MARK`` at its end, never inside a character."""
-    if text is None:
-        return None
     units = text.encode("utf-16-le")
     if len(units) <= 2 * MAX_CELL_CHARS:
         return text
@@ -311,7 +345,9 @@ def _value_bytes(array: pa.Array) -> memoryview:
 def _header(columns: Sequence[str]) -> str:
     return (
         "<row>"
-        + "".join(f'<c t="inlineStr" s="{_BOLD}"><is><t>{escape(c)}</t></is></c>' for c in columns)
+        + "".join(
+            f'<c t="inlineStr" s="{_BOLD}"><is><t>{escape(clean_text(c))}</t></is></c>' for c in columns
+        )
         + "</row>"
     )
 
@@ -384,7 +420,7 @@ def _batch_sheets(
     widths = [_width(c, n, amount=c in amounts) for c, n in zip(columns, longest, strict=True)]
     out = []
     for number, count in enumerate(counts, start=1):
-        name = category[:31] if number == 1 else f"{category[:25]} ({number})"
+        name = _sheet_name(category, number)
         held = sheets[number - 1]
         rows_xml: memoryview | IO[bytes] = (
             files[number - 1] if on_disk else held[0] if len(held) == 1 else memoryview(b"".join(held))
@@ -434,7 +470,7 @@ def _summary_sheet(
         "count": [str(int(c)) for c in frame["count"]],
         "amount": ["" if a is None or a != a else str(a) for a in frame["amount"]],
     }
-    text = {k: pa.array(v, type=pa.string()) for k, v in summary.items()}
+    text = {k: _texts(v) for k, v in summary.items()}
     amounts, summary_as_text = currencies.amount_cells(text["amount"], text["currency"])
     fx_lines, fx_as_text = _fx_lines(result, currencies)
     as_text += summary_as_text + fx_as_text
@@ -446,9 +482,7 @@ def _summary_sheet(
         _header(list(accounting)),
         *_rows(
             [
-                _text_cells(pa.array(v, type=pa.string()))
-                if k in ("side", "source")
-                else _number_cells(pa.array(v, type=pa.string()), _COUNT)
+                _text_cells(_texts(v)) if k in ("side", "source") else _number_cells(_texts(v), _COUNT)
                 for k, v in accounting.items()
             ]
         ).to_pylist(),
@@ -481,7 +515,7 @@ def _summary_sheet(
 
 def _text_rows(texts: list[str]) -> list[str]:
     """One row of one text cell per text."""
-    rows: list[str] = _rows([_text_cells(pa.array(texts, type=pa.string()))]).to_pylist()
+    rows: list[str] = _rows([_text_cells(_texts(texts))]).to_pylist()
     return rows
 
 
@@ -528,14 +562,12 @@ def _fx_lines(result: ReconciliationResult, currencies: _Currencies) -> tuple[li
     pairs = result.fx_pairs
     as_text = 0
     if len(pairs):
-        charged = pa.array([str(c) for c in pairs["charged_currency"]], type=pa.string())
-        variance, as_text = currencies.amount_cells(
-            pa.array([str(v) for v in pairs["variance"]], type=pa.string()), charged
-        )
+        charged = _texts(pairs["charged_currency"])
+        variance, as_text = currencies.amount_cells(_texts(pairs["variance"]), charged)
         lines.append(_header(["booked", "charged", "payments at a reference rate", "total variance"]))
         lines += _rows(
             [
-                _text_cells(pa.array([str(c) for c in pairs["ledger_currency"]], type=pa.string())),
+                _text_cells(_texts(pairs["ledger_currency"])),
                 _text_cells(charged),
                 _number_cells(pa.array([str(int(n)) for n in pairs["payments"]], type=pa.string()), _COUNT),
                 variance,
@@ -564,13 +596,11 @@ def _tracking_lines(result: ReconciliationResult) -> list[str]:
         f"Track {tracking.track}: run {tracking.run} as of {tracking.as_of_text} ({previous}): "
         + ", ".join(f"{counts[s]} {s}" for s in ("new", "open", "acknowledged", "resolved"))
     )
-    lines = [*_rows([_text_cells(pa.array([heading]))]).to_pylist()]
+    lines = [*_rows([_text_cells(_texts([heading]))]).to_pylist()]
     for frame in (tracking.states(), tracking.age_buckets()):
         lines.append(_header([str(c) for c in frame.columns]))
         cells = [
-            _text_cells(pa.array([str(v) for v in frame[c]], type=pa.string()))
-            if i == 0
-            else _number_cells(pa.array([str(v) for v in frame[c]], type=pa.string()), _COUNT)
+            _text_cells(_texts(frame[c])) if i == 0 else _number_cells(_texts(frame[c]), _COUNT)
             for i, c in enumerate(frame.columns)
         ]
         if len(frame):

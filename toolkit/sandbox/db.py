@@ -13,6 +13,8 @@ what is done with it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -36,6 +38,11 @@ CHECKPOINT_EVERY_COMMITS = 50
 #: default is 1000): a backstop bounding the WAL should the checkpointer fall behind, or when other
 #: processes on the file do not run one.
 WAL_AUTOCHECKPOINT_PAGES = 2000
+#: The database holds the sandbox's generated API key and customers' e-mails: its owner alone reads
+#: it. SQLite gives its -wal and -shm files the database file's mode, so they are private too.
+FILE_MODE = 0o600
+#: A folder the sandbox makes for its database.
+FOLDER_MODE = 0o700
 
 #: Seeded payment instruments usable by any customer with any method; value = forced outcome
 #: (None: no forced outcome, the test-amount and method rules decide).
@@ -127,7 +134,7 @@ class Database:
         self.path = Path(path)
         self._local = threading.local()
         self._commits = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _make_private(self.path)
         self.conn.executescript(_SCHEMA)
         with self.write() as conn:
             conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -269,6 +276,27 @@ class Database:
                 setattr(self._local, name, None)
         self._local.cache = {}
         self._local.cache_version = None
+
+
+def _make_private(path: Path) -> None:
+    """Create the database file (and the folders missing above it) readable by its owner alone,
+    before SQLite opens it: SQLite made it 0644, world-readable, key and e-mails included.
+
+    An existing file or folder keeps its mode: it may have been given one on purpose.
+    """
+    missing: list[Path] = []
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it first
+            folder.mkdir(mode=FOLDER_MODE)
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(handle)  # an empty file is an empty SQLite database
 
 
 @dataclass(frozen=True)

@@ -242,8 +242,13 @@ async def export_payments(
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for record in records:
-        writer.writerow({k: "" if v is None else neutralise_cell(str(v)) for k, v in record.items()})
+    for record in records:  # the first column begins the row (``toolkit.outputs``)
+        writer.writerow(
+            {
+                k: "" if v is None else neutralise_cell(str(v), row_start=k == EXPORT_COLUMNS[0])
+                for k, v in record.items()
+            }
+        )
     return Response(buffer.getvalue(), media_type="text/csv; charset=utf-8")
 
 

@@ -1,0 +1,712 @@
+"""The audit log of tracked runs: the SQLite store, its hash chain and heads, and sign-offs.
+
+What ``tracking.py`` records is kept here: one append-only table, ``entries``, in
+``TOOLKIT_HOME/reconcile/tracks.sqlite`` (why SQLite, what an entry holds and what ``verify``
+proves: ``tracking.py``'s docstring and ``audit.py``). This module imports neither pandas nor the
+engine, so the commands that only read or sign the log (``ack``, ``reopen``, ``void``,
+``verify``, ``history``, ``signoffs``) start in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolkit.errors import TrackError, TrackIntegrityError
+from toolkit.reconcile import audit
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The version of the facts an acknowledgement records (``factsVersion``): 2 since a duplicate's
+#: facts are each of its rows, not only how many. One recorded before (none) lapses once on a
+#: duplicate, saying so: it was given on fewer facts than an acknowledgement now covers.
+FACTS_VERSION = 2
+
+
+#: How long a run waits for another run of the store to finish recording.
+BUSY_SECONDS = 600.0
+
+
+TRACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+#: An exception's id (``exception_ids``): anything else is refused before the store is read.
+EXCEPTION_ID = re.compile(r"E[0-9a-f]{16}")
+
+
+_GENESIS = "0" * 64
+
+
+_KINDS = ("track", "run", "ack", "reopen", "void")
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    track TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    at TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    UNIQUE (track, number)
+);
+"""
+
+
+def utc_text(moment: datetime) -> str:
+    """``2026-11-23T02:00:00Z``: the one way times are written in the store and the reports."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def store_path(home: str | Path | None = None) -> Path:
+    """``TOOLKIT_HOME/reconcile/tracks.sqlite`` (``home`` overrides ``TOOLKIT_HOME``)."""
+    if home is None:
+        from toolkit.home import toolkit_home  # not the settings' stack: pydantic costs 0.3 s
+
+        home = toolkit_home()
+    return Path(home) / "reconcile" / "tracks.sqlite"
+
+
+def _create(path: Path) -> None:
+    """A new store, made beside ``path`` and linked into place whole (another process creating it
+    at the same moment wins, and that is fine: its store is as new)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+        try:
+            connection = sqlite3.connect(temporary, isolation_level=None)
+            connection.executescript(_SCHEMA)
+            connection.close()
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink(missing_ok=True)
+    except (OSError, sqlite3.DatabaseError) as exc:
+        raise TrackError(f"cannot create the reconciliation store {path}: {exc}") from None
+
+
+def check_track_name(track: str) -> str:
+    """The track name, or a ``TrackError`` saying which names are allowed (it names a file row)."""
+    if not isinstance(track, str) or not TRACK_NAME.fullmatch(track):  # no trailing newline
+        raise TrackError(
+            f"track name {track!r}: use letters, digits, '.', '_' and '-' (at most 100, "
+            "starting with a letter or digit)"
+        )
+    return track
+
+
+def _canonical(payload: object) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def entry_hash(
+    number: int, track: str, kind: str, at: str, prev_hash: str, payload: str, key: bytes | None = None
+) -> str:
+    """The hash of one entry of the audit log, over everything it holds: SHA-256, or HMAC-SHA256
+    under the audit key (``audit.py``)."""
+    text = "\x1f".join((str(number), track, kind, at, prev_hash, payload))
+    return audit.digest(text, key)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a track's audit log, verified."""
+
+    number: int
+    kind: str
+    at: str
+    payload: dict[str, Any]
+    hash: str
+
+    def describe(self) -> str:
+        """The entry in a line, for ``verify`` and error messages."""
+        if self.kind == "run":
+            return f"run {self.payload.get('run')} as of {self.payload.get('asOf')}"
+        if self.kind in ("ack", "reopen"):
+            ids = self.payload.get("ids", [])
+            return f"{self.kind} of {len(ids)} exception(s) by {self.payload.get('by')}"
+        if self.kind == "void":
+            return f"void of run {self.payload.get('run')} by {self.payload.get('by')}"
+        return f"{self.kind} created"
+
+
+def _describe_raw(number: int, kind: str, payload: str) -> str:
+    try:
+        parsed = json.loads(payload)
+    except ValueError:
+        return kind
+    return Entry(number, kind, "", parsed if isinstance(parsed, dict) else {}, "").describe()
+
+
+def check_head(track: str, entries: list[Entry], head: audit.Head, where: str) -> None:
+    """``TrackIntegrityError`` unless ``entries`` hold ``head`` (its entry, with its hash)."""
+    if not entries:
+        raise TrackIntegrityError(
+            f"track {track}: its audit log is gone from the store, but {where} shows entry "
+            f"{head.entry}: restore tracks.sqlite from a backup (to start the track anew on purpose, "
+            "give it another name)"
+        )
+    if head.entry > len(entries):
+        raise TrackIntegrityError(
+            f"track {track}: the audit log ends at entry {len(entries)}, but {where} shows entry "
+            f"{head.entry}: entries were removed outside the toolkit"
+        )
+    if not audit.matches(entries[head.entry - 1].hash, head.hash):
+        raise TrackIntegrityError(
+            f"track {track}: entry {head.entry} is not the one {where} shows: the audit log was "
+            "rewritten outside the toolkit"
+        )
+
+
+class Store:
+    """The reconciliation store: an open SQLite connection to ``tracks.sqlite``.
+
+    ``Store.open(create=...)`` refuses a file that is not a store (fail closed: it is never taken
+    for an empty one).
+    """
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, key: bytes | None = None) -> None:
+        self.path, self.connection, self.key = path, connection, key
+        self._appended: list[audit.Head] = []  # heads to save once their entries are committed
+
+    @classmethod
+    def open(cls, home: str | Path | None = None, *, create: bool) -> Store:
+        """The store under ``home``, opened; a missing one is made only when ``create`` (a run
+        makes it; a sign-off or ``verify`` of a store that does not exist is an error)."""
+        path = store_path(home)
+        key = audit.audit_key()
+        if not path.exists():
+            if not create:
+                raise TrackError(f"no reconciliation store at {path}: no track has been run yet")
+            _create(path)
+        try:
+            connection = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+            connection.execute("PRAGMA synchronous=FULL")
+            tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as exc:
+            raise TrackError(f"{path}: cannot be read as a reconciliation store ({exc})") from None
+        if "entries" not in tables:
+            # Fail closed: a store that was emptied is never taken for a new one (new stores are
+            # moved into place with their table already in them).
+            connection.close()
+            raise TrackError(
+                f"{path} is not a reconciliation store (empty or damaged): restore it from a "
+                "backup, or move it aside to start every track anew"
+            )
+        return cls(path, connection, key)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.connection.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """One write transaction, holding the file's write lock: committed when the block ends,
+        rolled back when it raises."""
+        self._appended = []
+        try:
+            self.connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            held = f" (another run held it for {BUSY_SECONDS:.0f} s)" if "locked" in str(exc) else ""
+            raise TrackError(f"{self.path}: cannot record ({exc}){held}; nothing was recorded") from None
+        try:
+            yield
+        except sqlite3.Error as exc:  # read-only, a full disk, a journal that cannot be made
+            self._rollback()
+            raise TrackError(f"{self.path}: cannot record ({exc}); nothing was recorded") from None
+        except BaseException:
+            self._rollback()
+            raise
+        try:
+            self.connection.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise TrackError(f"{self.path}: cannot record ({exc}); nothing was recorded") from None
+        for head in self._appended:  # outside the store: what a later store must still hold
+            audit.save_head(self.path, head)
+
+    def _rollback(self) -> None:
+        """Undo the transaction; one the failure already ended leaves nothing to undo."""
+        with suppress(sqlite3.Error):
+            self.connection.execute("ROLLBACK")
+
+    def tracks(self) -> list[str]:
+        """The names of the tracks in the store."""
+        return [r[0] for r in self.connection.execute("SELECT DISTINCT track FROM entries ORDER BY track")]
+
+    def chain(self, track: str, *, must_exist: bool = True) -> list[Entry]:
+        """The track's entries, verified: ``TrackIntegrityError`` names the first that does not
+        match; ``TrackError`` when the track does not exist (and ``must_exist``)."""
+        try:
+            rows = self.connection.execute(
+                "SELECT number, kind, at, payload, prev_hash, hash FROM entries WHERE track = ? "
+                "ORDER BY number",
+                (track,),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise TrackIntegrityError(f"track {track}: the store cannot be read ({exc})") from None
+        if not rows:
+            self._check_no_orphans()  # a new track too: the track an orphan came from is unknown
+            self._check_saved_head(track, [])
+            if must_exist:
+                known = self.tracks()
+                hint = f" (tracks: {', '.join(known)})" if known else " (no track has been run yet)"
+                raise TrackError(f"unknown track {track!r}{hint}")
+            return []
+        entries: list[Entry] = []
+        previous = _GENESIS
+        keyed_from = 0
+        for expected, (number, kind, at, payload, prev_hash, digest) in enumerate(rows, start=1):
+            if number != expected:
+                raise TrackIntegrityError(
+                    f"track {track}: entry {expected} is missing (the next is entry {number}): "
+                    "the audit log was changed outside the toolkit"
+                )
+
+            def where(number: int = number, kind: object = kind, payload: object = payload) -> str:
+                """The entry in words, for an error only (it parses the payload once more)."""
+                return f"track {track}: entry {number} ({_describe_raw(number, str(kind), str(payload))})"
+
+            if prev_hash != previous:
+                raise TrackIntegrityError(
+                    f"{where()} does not follow entry {number - 1}: its previous hash does not match"
+                )
+            keyed = audit.is_keyed(str(digest))
+            if keyed and self.key is None:
+                raise TrackError(
+                    f"track {track} is keyed (from entry {keyed_from or number}): its audit log is "
+                    f"checked and written only with the audit key ({audit.AUDIT_KEY_VARIABLE} or "
+                    f"{audit.AUDIT_KEY_FILE_VARIABLE})"
+                )
+            if keyed_from and not keyed:
+                raise TrackIntegrityError(
+                    f"{where()} is not keyed, after keyed entry {keyed_from}: a keyed track stays "
+                    "keyed; it was changed outside the toolkit"
+                )
+            keyed_from = keyed_from or (number if keyed else 0)
+            computed = entry_hash(
+                number, track, str(kind), str(at), str(prev_hash), str(payload), self.key if keyed else None
+            )
+            if not audit.matches(computed, str(digest)):
+                raise TrackIntegrityError(
+                    f"{where()} does not match its hash: it was changed outside the toolkit"
+                    + (", or the audit key is not the one it was written with" if keyed else "")
+                )
+            if (kind == "track") != (number == 1) or kind not in _KINDS:
+                raise TrackIntegrityError(f"{where()} is not a valid entry of kind {kind!r}")
+            entries.append(Entry(number, str(kind), str(at), json.loads(payload), str(digest)))
+            previous = str(digest)
+        self._check_no_orphans()
+        self._check_saved_head(track, entries)
+        return entries
+
+    def _check_saved_head(self, track: str, entries: list[Entry]) -> None:
+        """The store still holds the head saved beside it (``audit.py``): entries removed from
+        the end, a chain recomputed, the track or the whole file gone are caught here."""
+        head = audit.saved_head(self.path, track)
+        if head is not None:
+            check_head(track, entries, head, f"the head saved in {self.path.parent / 'heads' / track}")
+
+    def _check_no_orphans(self) -> None:
+        """Every track of the store starts at its entry 1: an entry moved to another (or a new)
+        track name is caught even when it was the last of its own track. Which track it came
+        from cannot be told, so every track of the store is refused, a new one too."""
+        row = self.connection.execute(
+            "SELECT track, min(number) FROM entries GROUP BY track HAVING min(number) != 1 LIMIT 1"
+        ).fetchone()
+        if row is not None:
+            raise TrackIntegrityError(
+                f"the store holds entry {row[1]} of track {row[0]!r} without the entries before it: "
+                "entries were moved or removed outside the toolkit"
+            )
+
+    def append(self, track: str, kind: str, payload: dict[str, Any], after: list[Entry]) -> Entry:
+        """Append one entry after ``after`` (the verified chain), inside ``writing()``: keyed when
+        the audit key is set (``chain`` refused a keyed track without it)."""
+        number = len(after) + 1
+        prev_hash = after[-1].hash if after else _GENESIS
+        at = utc_text(datetime.now(UTC))
+        text = _canonical(payload)
+        digest = entry_hash(number, track, kind, at, prev_hash, text, self.key)
+        self.connection.execute(
+            "INSERT INTO entries (track, number, kind, at, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
+            (track, number, kind, at, text, prev_hash, digest),
+        )
+        self._appended.append(audit.Head(track, number, digest))
+        return Entry(number, kind, at, payload, digest)
+
+    def find_track_of(self, exception_id: str) -> str | None:
+        """The track whose latest run holds ``exception_id`` (for the message of a wrong track)."""
+        pattern = f'%"{exception_id}"%'
+        row = self.connection.execute(
+            "SELECT track FROM entries WHERE kind = 'run' AND payload LIKE ? ORDER BY seq DESC LIMIT 1",
+            (pattern,),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+
+def _runs(chain: list[Entry], *, voided_too: bool = False) -> list[Entry]:
+    """The track's runs, those voided (``void_run``) left out unless ``voided_too``."""
+    runs = [e for e in chain if e.kind == "run"]
+    if voided_too:
+        return runs
+    voided = {int(e.payload["run"]) for e in chain if e.kind == "void"}
+    return [r for r in runs if int(r.payload["run"]) not in voided]
+
+
+def _rows(run: Entry) -> dict[str, list[Any]]:
+    """A run's exceptions by id: [category, key, facts, state, firstSeen, reason]."""
+    return {row[0]: row[1:] for row in run.payload["exceptions"]}
+
+
+def _signoffs(chain: list[Entry]) -> dict[str, Entry]:
+    """The latest ack or reopen entry of each exception id."""
+    latest: dict[str, Entry] = {}
+    for entry in chain:
+        if entry.kind in ("ack", "reopen"):
+            for exception_id in entry.payload["ids"]:
+                latest[exception_id] = entry
+    return latest
+
+
+def _ids(exceptions: Iterable[str] | pd.DataFrame | pd.Series | str) -> list[str]:
+    """The ids given: one, several, or a frame's ``exceptionId`` column (told apart by its
+    columns, so that this module never imports pandas)."""
+    if isinstance(exceptions, str):
+        values: list[Any] = [exceptions]
+    elif hasattr(exceptions, "columns"):
+        frame: Any = exceptions
+        if "exceptionId" not in frame.columns:
+            raise TrackError("the frame has no exceptionId column: pass the exceptions of a tracked run")
+        values = frame["exceptionId"].tolist()
+    else:
+        values = list(exceptions)
+    ids = list(dict.fromkeys(str(v).strip() for v in values))
+    if not ids:
+        raise TrackError("no exception id given")
+    for exception_id in ids:
+        if not EXCEPTION_ID.fullmatch(exception_id):
+            raise TrackError(
+                f"{exception_id!r} is not an exception id (E and 16 hex digits, as in the "
+                "exceptionId column of exceptions.csv)"
+            )
+    return ids
+
+
+def _signoff(
+    kind: str,
+    track: str,
+    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
+    *,
+    note: str,
+    by: str | None,
+    home: str | Path | None,
+) -> Entry:
+    check_track_name(track)
+    ids = _ids(exceptions)
+    if not note or not note.strip():
+        raise TrackError(f"{kind}: a note is required (what was found, why it may stay)")
+    who = (os_user() if by is None else by).strip()
+    if not who:  # an audit trail names a person: a blank --by, or no login name to take
+        raise TrackError(f"{kind}: who signs off is required (--by NAME, or by= in Python)")
+    with Store.open(home, create=False) as store, store.writing():
+        chain = store.chain(track)
+        runs = _runs(chain)
+        if not runs:
+            raise TrackError(f"track {track} has no run yet")
+        latest = runs[-1]
+        rows = _rows(latest)
+        signoffs = _signoffs(chain)
+        for exception_id in ids:
+            if exception_id not in rows:
+                raise TrackError(_unknown(store, track, exception_id, chain))
+            held = _held_by(exception_id, rows, latest, signoffs.get(exception_id))
+            if kind == "reopen" and held is None:
+                raise TrackError(f"track {track}: {exception_id} is not acknowledged: nothing to reopen")
+            if kind == "ack" and held is not None:
+                raise TrackError(
+                    f"track {track}: {exception_id} is already acknowledged by {held.payload['by']} "
+                    f"at {held.at}: reopen it first to acknowledge it again"
+                )
+        payload: dict[str, Any] = {
+            "ids": ids,
+            "note": note.strip(),
+            "by": who,
+            "osUser": os_user(),  # beside --by, which is free text: who was logged in
+            "run": latest.payload["run"],
+        }
+        if kind == "ack":
+            payload["facts"] = {i: rows[i][2] for i in ids}
+            payload["factsVersion"] = FACTS_VERSION
+        return store.append(track, kind, payload, chain)
+
+
+def _held_by(
+    exception_id: str, rows: dict[str, list[Any]], latest: Entry, signoff: Entry | None
+) -> Entry | None:
+    """The acknowledgement that holds the exception now, or None: a sign-off after the latest run
+    decides (an acknowledgement holds, a reopening does not); else the latest run's state does.
+    Acknowledging again is refused, so the person and note on record are never replaced unseen."""
+    if signoff is not None and signoff.number > latest.number:
+        return signoff if signoff.kind == "ack" else None
+    if rows[exception_id][3] == "acknowledged" and signoff is not None and signoff.kind == "ack":
+        return signoff
+    return None
+
+
+def _unknown(store: Store, track: str, exception_id: str, chain: list[Entry]) -> str:
+    if any(exception_id in _rows(r) for r in _runs(chain)):
+        return f"track {track}: {exception_id} is resolved (not in the latest run): nothing to sign off"
+    other = store.find_track_of(exception_id)
+    if other is not None and other != track:
+        return f"{exception_id} is an exception of track {other}, not of track {track}"
+    return f"track {track}: unknown exception id {exception_id}"
+
+
+def os_user() -> str:
+    """The operating-system account running the toolkit, from the user database by the process's
+    uid, never from ``USER`` or ``LOGNAME`` (which anyone sets); ``uid 1234`` when it has no entry."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError, AttributeError):  # no entry for the uid, or no pwd (Windows)
+        import getpass
+
+        try:
+            return getpass.getuser()
+        except Exception:
+            return f"uid {os.geteuid()}" if hasattr(os, "geteuid") else ""
+
+
+def acknowledge(
+    track: str,
+    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
+    *,
+    note: str,
+    by: str | None = None,
+    home: str | Path | None = None,
+) -> list[str]:
+    """Acknowledge exceptions of the track's latest run (ids, or a frame with ``exceptionId``).
+
+    All or nothing: an unknown id, or one of another track, raises ``TrackError`` naming it and
+    records nothing. ``by`` defaults to the login name. Returns the ids acknowledged.
+    """
+    entry = _signoff("ack", track, exceptions, note=note, by=by, home=home)
+    return list(entry.payload["ids"])
+
+
+def reopen(
+    track: str,
+    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
+    *,
+    note: str,
+    by: str | None = None,
+    home: str | Path | None = None,
+) -> list[str]:
+    """Take back acknowledgements (ids, or a frame with ``exceptionId``); all or nothing."""
+    entry = _signoff("reopen", track, exceptions, note=note, by=by, home=home)
+    return list(entry.payload["ids"])
+
+
+def void_run(
+    track: str, run: int, *, note: str, by: str | None = None, home: str | Path | None = None
+) -> tuple[Entry, Entry | None]:
+    """Void the track's latest run, an audited correction of a cut-off given by mistake (a future
+    ``--as-of`` would otherwise lock the track, every later run being "back in time").
+
+    The run stays in the audit log, marked void by an entry with who, why and ``osUser``; the
+    track goes on as if it had not been run: the next run is compared with the run before it (so
+    what the voided run listed as resolved is looked at again, and its new exceptions are new
+    again if still there), its cut-off no longer bounds the next ones, and acknowledgements given
+    since keep holding where the facts are those the person saw. Only the latest run can be
+    voided (void several from the last). Returns the void entry and the run now latest (or None).
+    """
+    check_track_name(track)
+    if not note or not note.strip():
+        raise TrackError("void: a note is required (why the run was wrong)")
+    who = (os_user() if by is None else by).strip()
+    if not who:
+        raise TrackError("void: who voids the run is required (--by NAME, or by= in Python)")
+    with Store.open(home, create=False) as store, store.writing():
+        chain = store.chain(track)
+        runs = _runs(chain)
+        latest = int(runs[-1].payload["run"]) if runs else None
+        if latest != run:
+            every = {int(r.payload["run"]) for r in _runs(chain, voided_too=True)}
+            if run not in every:
+                raise TrackError(f"track {track} has no run {run}")
+            if run not in {int(r.payload["run"]) for r in runs}:
+                raise TrackError(f"track {track}: run {run} is void already")
+            raise TrackError(
+                f"track {track}: run {run} is not its latest run ({latest}): void run {latest} first"
+            )
+        voided = runs[-1]
+        payload = {
+            "run": run,
+            "asOf": voided.payload["asOf"],
+            "note": note.strip(),
+            "by": who,
+            "osUser": os_user(),
+        }
+        entry = store.append(track, "void", payload, chain)
+        return entry, runs[-2] if len(runs) > 1 else None
+
+
+def verify(track: str, *, against: Sequence[str | Path] = (), home: str | Path | None = None) -> int:
+    """Check the track's audit log; returns its number of entries, or raises
+    ``TrackIntegrityError`` naming the first entry that does not match.
+
+    Besides the chain itself and the head saved beside the store, each file of ``against`` (a
+    report.html or run.json kept elsewhere) must show a head the log still holds.
+    """
+    check_track_name(track)
+    heads = [(str(path), audit.heads_in_file(path, track)) for path in against]
+    with Store.open(home, create=False) as store:
+        chain = store.chain(track)
+        keyed = store.key is not None
+    if keyed and not any(audit.is_keyed(entry.hash) for entry in chain):
+        raise TrackIntegrityError(
+            f"track {track}: the audit key is set, but no entry of the track is keyed, so anyone "
+            "who can write the store could have recomputed it: either it has not been run since "
+            "the key was set (its next run or sign-off keys it from then on), or its keyed "
+            "entries were rewritten without the key"
+        )
+    for path, found in heads:
+        for head in found:
+            check_head(track, chain, head, path)
+    return len(chain)
+
+
+#: Columns of ``history``.
+HISTORY_COLUMNS: tuple[str, ...] = (
+    "run",
+    "asOf",
+    "recorded",
+    "exceptions",
+    "new",
+    "open",
+    "acknowledged",
+    "resolved",
+    "matched",
+    "rerunOf",
+)
+
+
+#: Columns of ``signoffs``: one row per exception of each sign-off.
+SIGNOFF_COLUMNS: tuple[str, ...] = (
+    "at",
+    "action",
+    "exceptionId",
+    "category",
+    "merchantReferenceId",
+    "by",
+    "osUser",
+    "note",
+    "run",
+)
+
+
+def history_rows(track: str, *, home: str | Path | None = None) -> list[tuple[Any, ...]]:
+    """The track's runs, oldest first, as rows of ``HISTORY_COLUMNS``; verified first."""
+    check_track_name(track)
+    with Store.open(home, create=False) as store:
+        chain = store.chain(track)
+    rows = []
+    for run in _runs(chain):
+        counts = run.payload["counts"]
+        rows.append(
+            (
+                run.payload["run"],
+                run.payload["asOf"],
+                run.at,
+                counts["exceptions"],
+                counts["new"],
+                counts["open"],
+                counts["acknowledged"],
+                counts["resolved"],
+                counts["matched"],
+                run.payload.get("rerunOf") or "",
+            )
+        )
+    return rows
+
+
+def signoff_rows(track: str, *, home: str | Path | None = None) -> list[tuple[Any, ...]]:
+    """Every acknowledgement and reopening of the track, oldest first, one row per exception, with
+    its category and key as in the run it was signed on, and every run voided, as rows of
+    ``SIGNOFF_COLUMNS``; verified first."""
+    check_track_name(track)
+    with Store.open(home, create=False) as store:
+        chain = store.chain(track)
+    rows_of_run = {run.payload["run"]: _rows(run) for run in _runs(chain, voided_too=True)}
+    rows: list[tuple[Any, ...]] = []
+    for entry in chain:
+        payload = entry.payload
+        if entry.kind == "void":  # a correction of the track: shown with the sign-offs
+            rows.append(
+                (
+                    entry.at,
+                    "voided run",
+                    "",
+                    "",
+                    "",
+                    payload["by"],
+                    payload["osUser"],
+                    payload["note"],
+                    payload["run"],
+                )
+            )
+        elif entry.kind in ("ack", "reopen"):
+            signed = rows_of_run.get(payload["run"], {})
+            for exception_id in payload["ids"]:
+                category, key = signed.get(exception_id, ["", ""])[:2]
+                action = "acknowledged" if entry.kind == "ack" else "reopened"
+                by, os_account = payload["by"], payload.get("osUser", "")  # not recorded before it was
+                rows.append(
+                    (
+                        entry.at,
+                        action,
+                        exception_id,
+                        category,
+                        key,
+                        by,
+                        os_account,
+                        payload["note"],
+                        payload["run"],
+                    )
+                )
+    return rows
+
+
+def text_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Rows as a plain text table, columns right-aligned like pandas' ``to_string``, for the
+    commands that print the log without loading pandas."""
+    texts = [[str(c) for c in columns], *[["" if v is None else str(v) for v in row] for row in rows]]
+    widths = [max(len(row[i]) for row in texts) for i in range(len(columns))]
+    return "\n".join(
+        " ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in texts
+    )
