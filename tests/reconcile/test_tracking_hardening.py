@@ -216,6 +216,9 @@ def test_a_track_whose_history_is_gone_is_an_error_not_run_1(
     else:
         store_path().unlink()
     capsys.readouterr()
+    if what == "file":  # verify says the store was deleted, not "no track has been run yet"
+        assert main(["reconcile", "verify", "--track", "t"]) == 2
+        assert "the store was deleted" in capsys.readouterr().err
     assert night(tmp_path, "2026-06-02", THRICE) == 2
     assert "is gone from the store" in capsys.readouterr().err
 

@@ -31,25 +31,13 @@ if TYPE_CHECKING:
 #: facts are each of its rows, not only how many. One recorded before (none) lapses once on a
 #: duplicate, saying so: it was given on fewer facts than an acknowledgement now covers.
 FACTS_VERSION = 2
-
-
 #: How long a run waits for another run of the store to finish recording.
 BUSY_SECONDS = 600.0
-
-
 TRACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
 #: An exception's id (``exception_ids``): anything else is refused before the store is read.
 EXCEPTION_ID = re.compile(r"E[0-9a-f]{16}")
-
-
 _GENESIS = "0" * 64
-
-
 _KINDS = ("track", "run", "ack", "reopen", "void")
-
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -194,6 +182,14 @@ class Store:
         key = audit.audit_key()
         if not path.exists():
             if not create:
+                heads = path.parent / "heads"
+                saved = sorted(p.name for p in heads.iterdir()) if heads.is_dir() else []
+                if saved:  # the heads outside the store remember what was in it
+                    raise TrackIntegrityError(
+                        f"no reconciliation store at {path}, but the heads of track(s) "
+                        f"{', '.join(saved)} are saved beside it: the store was deleted; restore it "
+                        "from a backup"
+                    )
                 raise TrackError(f"no reconciliation store at {path}: no track has been run yet")
             _create(path)
         try:
