@@ -17,8 +17,9 @@ With ``--track NAME`` the run is recorded in the track's history (``tracking.py`
 shows each exception's state and age, ``--max-exceptions`` counts only ``new`` and ``open``
 exceptions and ``--max-age DAYS`` exits 1 when an unacknowledged one is older. A tracked run that
 fails with code 2 records nothing. It also writes ``run.json`` beside its report and updates
-``reports/index.html`` (``toolkit.runlog``). The sub-commands ``ack``, ``reopen``, ``verify``,
-``history`` and ``signoffs`` work on a track's store; the inputs being options (``--ledger``,
+``reports/index.html`` (``toolkit.runlog``). The sub-commands ``ack``, ``reopen``, ``void``,
+``verify``, ``history`` and ``signoffs`` work on a track's store (``track_store.py``, without
+loading the engine); the inputs being options (``--ledger``,
 ``--processor``), a file named like a sub-command is never taken for one.
 """
 
@@ -264,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_action(args: argparse.Namespace) -> int:
-    """``ack``, ``reopen``, ``verify``, ``history``, ``signoffs``: 0 done, 2 refused (nothing changed)."""
+    """``ack``, ``reopen``, ``void``, ``verify``, ``history``, ``signoffs``: 0 done, 2 refused."""
     track = args.action_track
     try:
         if args.action in ("ack", "reopen"):
@@ -277,7 +278,7 @@ def _run_action(args: argparse.Namespace) -> int:
             compared = (
                 f"run {now_latest.payload['run']} (as of {now_latest.payload['asOf']})"
                 if now_latest is not None
-                else "no run: the next is compared with none"
+                else "no earlier run, as the track's first"
             )
             print(
                 f"ok: track {track}: run {args.void_run} voided (kept in the audit log). The next run is "

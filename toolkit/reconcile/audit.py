@@ -25,7 +25,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.errors import TrackError
+from toolkit.errors import OutputError, TrackError
 from toolkit.outputs import write_text_atomic
 
 AUDIT_KEY_VARIABLE = "TOOLKIT_AUDIT_KEY"
@@ -149,6 +149,9 @@ def save_head(store: Path, head: Head) -> None:
     path = _head_file(store, head.track)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise TrackError(f"cannot save the audit head in {path.parent} ({exc.strerror or exc})") from None
-    write_text_atomic(path, head.text + "\n")
+        write_text_atomic(path, head.text + "\n")
+    except (OSError, OutputError) as exc:
+        raise TrackError(
+            f"entry {head.entry} of track {head.track} is recorded, but its head could not be saved "
+            f"in {path.parent} ({getattr(exc, 'strerror', None) or exc}): the next run saves it"
+        ) from None
