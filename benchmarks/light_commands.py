@@ -127,34 +127,15 @@ def main() -> int:
         home = Path(folder) / "home"
         exception_id = build_store(home, args.runs, args.exceptions)
         env = {**os.environ, "TOOLKIT_HOME": str(home)}
+        signed = ["--note", "n", "--by", "b"]
         commands = {
             "verify": [*toolkit, "reconcile", "verify", "--track", "bench"],
             "history": [*toolkit, "reconcile", "history", "--track", "bench"],
             "signoffs": [*toolkit, "reconcile", "signoffs", "--track", "bench"],
-            "ack": [
-                *toolkit,
-                "reconcile",
-                "ack",
-                "--track",
-                "bench",
-                exception_id,
-                "--note",
-                "n",
-                "--by",
-                "b",
-            ],
-            "reopen": [
-                *toolkit,
-                "reconcile",
-                "reopen",
-                "--track",
-                "bench",
-                exception_id,
-                "--note",
-                "n",
-                "--by",
-                "b",
-            ],
+            **{
+                action: [*toolkit, "reconcile", action, "--track", "bench", exception_id, *signed]
+                for action in ("ack", "reopen")
+            },
             "--help": [*toolkit, "--help"],
             "--version": [*toolkit, "--version"],
         }

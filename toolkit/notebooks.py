@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit.config import default_home
-from toolkit.errors import NotebookFailure, OutputError, ParameterError
+from toolkit.errors import NotebookFailure, OutputError, ParameterError, ToolkitError
 from toolkit.output_record import RECORD_NAME, OutputRecord, claim
 from toolkit.outputs import atomic_path, ensure_directory, fresh_folder, write_text_atomic
 from toolkit.parameters import (
@@ -62,6 +62,7 @@ from toolkit.parameters import (
     check_parameters,
     parse_value,
 )
+from toolkit.reconcile.audit import audit_key
 from toolkit.runlog import MANIFEST
 
 #: The notebooks shipped in ``notebooks/``, by the name ``toolkit run`` accepts.
@@ -163,16 +164,12 @@ def secrets_in_environment(env: Mapping[str, str] | None = None) -> list[str]:
     audit key of tracked runs (``TOOLKIT_AUDIT_KEY``, or the file ``TOOLKIT_AUDIT_KEY_FILE`` names)."""
     env = os.environ if env is None else env
     found = []
-    for variable in ("TOOLKIT_API_KEY", "TOOLKIT_AUDIT_KEY"):
-        if env.get(variable, "").strip():
-            found.append(env[variable].strip())
-    key_file = env.get("TOOLKIT_AUDIT_KEY_FILE", "").strip()
-    if key_file:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            path = Path(key_file).expanduser()
-            if path.is_file():
-                with path.open("rb") as handle:  # a key is short: never more than this is read
-                    found.append(handle.read(4096).decode("utf-8").strip())
+    if env.get("TOOLKIT_API_KEY"):
+        found.append(env["TOOLKIT_API_KEY"])
+    with contextlib.suppress(ToolkitError):  # a key file that cannot be read holds no key to hide
+        audit = audit_key(env)
+        if audit is not None:
+            found.append(audit.decode("utf-8", "replace"))
     home = Path(env["TOOLKIT_HOME"]).expanduser() if env.get("TOOLKIT_HOME") else default_home()
     stored = _embedded_key(home)
     if stored:

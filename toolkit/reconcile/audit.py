@@ -22,6 +22,7 @@ import hmac
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,13 +40,14 @@ HEADS_FILE_LIMIT = 256 << 20
 _HEAD = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,99})#(\d{1,12}):((?:hmac-sha256:)?[0-9a-f]{64})")
 
 
-def audit_key() -> bytes | None:
+def audit_key(environ: Mapping[str, str] | None = None) -> bytes | None:
     """The audit key from the environment (``TOOLKIT_AUDIT_KEY``, else the file named by
     ``TOOLKIT_AUDIT_KEY_FILE``), or None; a key file that is not a small regular file is refused."""
-    value = os.environ.get(AUDIT_KEY_VARIABLE, "")
+    environ = os.environ if environ is None else environ
+    value = environ.get(AUDIT_KEY_VARIABLE, "")
     if value.strip():
         return value.strip().encode("utf-8")
-    name = os.environ.get(AUDIT_KEY_FILE_VARIABLE, "")
+    name = environ.get(AUDIT_KEY_FILE_VARIABLE, "")
     if not name.strip():
         return None
     path = Path(name).expanduser()

@@ -412,6 +412,17 @@ def _ids(exceptions: Iterable[str] | pd.DataFrame | pd.Series | str) -> list[str
     return ids
 
 
+def _signer(kind: str, note: str, by: str | None, why: str, does: str) -> str:
+    """Who signs an entry of the log (``by``, else the operating-system user), once the note is
+    shown to say ``why``: an audit trail names a person and a reason, never a blank."""
+    if not note or not note.strip():
+        raise TrackError(f"{kind}: a note is required ({why})")
+    who = (os_user() if by is None else by).strip()
+    if not who:
+        raise TrackError(f"{kind}: who {does} is required (--by NAME, or by= in Python)")
+    return who
+
+
 def _signoff(
     kind: str,
     track: str,
@@ -423,11 +434,7 @@ def _signoff(
 ) -> Entry:
     check_track_name(track)
     ids = _ids(exceptions)
-    if not note or not note.strip():
-        raise TrackError(f"{kind}: a note is required (what was found, why it may stay)")
-    who = (os_user() if by is None else by).strip()
-    if not who:  # an audit trail names a person: a blank --by, or no login name to take
-        raise TrackError(f"{kind}: who signs off is required (--by NAME, or by= in Python)")
+    who = _signer(kind, note, by, "what was found, why it may stay", "signs off")
     with Store.open(home, create=False) as store, store.writing():
         chain = store.chain(track)
         runs = _runs(chain)
@@ -509,7 +516,8 @@ def acknowledge(
     """Acknowledge exceptions of the track's latest run (ids, or a frame with ``exceptionId``).
 
     All or nothing: an unknown id, or one of another track, raises ``TrackError`` naming it and
-    records nothing. ``by`` defaults to the login name. Returns the ids acknowledged.
+    records nothing. ``by`` defaults to the operating-system user, which is recorded beside it
+    (``osUser``) either way. Returns the ids acknowledged.
     """
     entry = _signoff("ack", track, exceptions, note=note, by=by, home=home)
     return list(entry.payload["ids"])
@@ -542,11 +550,7 @@ def void_run(
     voided (void several from the last). Returns the void entry and the run now latest (or None).
     """
     check_track_name(track)
-    if not note or not note.strip():
-        raise TrackError("void: a note is required (why the run was wrong)")
-    who = (os_user() if by is None else by).strip()
-    if not who:
-        raise TrackError("void: who voids the run is required (--by NAME, or by= in Python)")
+    who = _signer("void", note, by, "why the run was wrong", "voids the run")
     with Store.open(home, create=False) as store, store.writing():
         chain = store.chain(track)
         runs = _runs(chain)
