@@ -63,6 +63,10 @@ class Run:
     def statuses(self, phase: str, operation: str) -> set[int]:
         return {status for (p, op, status) in self.answers if p == phase and op == operation}
 
+    def linked_operations(self) -> set[str]:
+        """Operations a link led to, whatever they answered."""
+        return {op for counter in self.linked for (op, _status) in counter}
+
     def linked_successes(self) -> set[str]:
         """Operations a link led to with a 2xx answer."""
         return {op for counter in self.linked for (op, status) in counter if 200 <= status < 300}

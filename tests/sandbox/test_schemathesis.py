@@ -58,10 +58,14 @@ def test_the_examples_phase_sends_the_documented_examples(run: Run) -> None:
 
 @pytest.mark.slow
 def test_stateful_testing_follows_the_links_to_the_subscription_and_control_routes(run: Run) -> None:
-    """A created product's ids lead to a subscription and to the price controls that succeed.
+    """A created product's ids lead the stateful phase to a subscription and to the price controls,
+    and no request a link filled is answered with a server error.
 
-    Reading and canceling that subscription follow in later turns (how many the budget allows
-    depends on the machine); tests/sandbox/test_openapi.py follows every link deterministically.
+    Whether a linked request succeeds depends on what Hypothesis draws for the fields the link
+    leaves free (a customer it drew is unknown to the sandbox: 404) and on how many turns the time
+    budget allows on a busy machine (a CI run reached one subscription request, answered 404);
+    tests/sandbox/test_openapi.py follows every link deterministically and asserts its success.
     """
-    reached = run.linked_successes()
-    assert {"POST /sandbox/subscriptions", "POST /sandbox/prices/{priceId}/deactivate"} <= reached, run.linked
+    linked = {"POST /sandbox/subscriptions", "POST /sandbox/prices/{priceId}/deactivate"}
+    assert linked <= run.linked_operations(), run.linked
+    assert not {op for counter in run.linked for (op, status) in counter if status >= 500}, run.linked
