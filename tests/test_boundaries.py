@@ -8,12 +8,11 @@ which decides which service to talk to, starts the embedded one.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "toolkit"
+from tests.imports import PACKAGE, toolkit_imports
 
 #: What the sandbox package may import from the rest of the toolkit: the models, exact money, the
 #: errors the models raise, and how text is made safe in a CSV file a spreadsheet opens.
@@ -31,18 +30,6 @@ CLIENT_SIDE = (
     "models.py",
     "control_models.py",
 )
-
-
-def toolkit_imports(path: Path) -> set[str]:
-    """Every ``toolkit...`` module a file imports, at the top or inside a function."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {name for name in found if name == "toolkit" or name.startswith("toolkit.")}
 
 
 def _is_module(name: str) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.patches import Rectangle
 
-from tests.reconcile.test_inputs import write
+from tests.reconcile.files import write
 from toolkit.charts import Chart, category_chart, outcomes_chart
 from toolkit.reconcile import load_ledger, load_processor, reconcile
 

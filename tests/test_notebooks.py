@@ -26,8 +26,8 @@ import nbformat
 import pandas as pd
 import pytest
 
-from tests.reconcile.test_inputs import SANDBOX_EXPORT
-from tests.test_run_outputs import KEY, encodings, leaks
+from tests.leaks import KEY, encodings, leaks
+from tests.reconcile.files import SANDBOX_EXPORT
 from toolkit import Client, create_payments, create_products, load_subscriptions, prices_frame
 from toolkit.cli import main
 from toolkit.controls import SandboxControls
@@ -486,7 +486,7 @@ def test_reconciliation_with_subscriptions_period_and_threshold(
     assert "ledger: 1 row(s) outside" in text
     assert images(tmp_path / "rec" / "reconciliation_report.ipynb") == 2
     html = (tmp_path / "rec" / "reconciliation_report.html").read_text()
-    assert "restrict_period(" not in html and service.base_url in html  # code hidden, environment shown
+    assert "select_period(" not in html and service.base_url in html  # code hidden, environment shown
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.reconcile.test_tracking import sides
+from tests.reconcile.tracks import sides
 from toolkit.cli import main
 from toolkit.runlog import counts_from_folder, file_hashes, read_manifests, reports_root, write_index
 

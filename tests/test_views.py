@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from pandas.io.formats.style import Styler
 
-from tests.reconcile.test_inputs import write
+from tests.reconcile.files import write
 from toolkit.errors import InputError, NotebookFailure
 from toolkit.reconcile import LoadedInput, load_ledger, load_processor, reconcile, summary_text
-from toolkit.reconcile.period import restrict_period
+from toolkit.reconcile.period import select_period
 from toolkit.views import (
     check_threshold,
     count_words,
@@ -46,10 +46,10 @@ PROCESSOR = (
 
 
 def sides(tmp_path: Path) -> tuple[LoadedInput, LoadedInput]:
-    ledger = restrict_period(
+    ledger = select_period(
         load_ledger(write(tmp_path, "ledger.csv", LEDGER)), "date", "2025-01-01", "2025-01-31"
     )
-    processor = restrict_period(
+    processor = select_period(
         load_processor(write(tmp_path, "export.csv", PROCESSOR)), "createTime", "2025-01-01", "2025-01-31"
     )
     return ledger, processor
@@ -86,14 +86,14 @@ def test_rows_outside_the_period_are_counted_and_add_up(tmp_path: Path) -> None:
 
 def test_period_bounds_and_no_period(tmp_path: Path) -> None:
     loaded = load_ledger(write(tmp_path, "ledger.csv", LEDGER))
-    assert restrict_period(loaded, "date", "", None) is loaded  # no bounds: the input as it is
-    only_end = restrict_period(loaded, "date", None, "2024-12-31")
+    assert select_period(loaded, "date", "", None) is loaded  # no bounds: the input as it is
+    only_end = select_period(loaded, "date", None, "2024-12-31")
     assert only_end.frame["merchantReferenceId"].tolist() == ["OLD"]
     assert only_end.outside == 3 and len(only_end.rejected) == 2
     with pytest.raises(InputError, match="period_start/period_end must be dates"):
-        restrict_period(loaded, "date", "someday", "")
+        select_period(loaded, "date", "someday", "")
     with pytest.raises(InputError, match="no 'when' column"):
-        restrict_period(loaded, "when", "2025-01-01", "")
+        select_period(loaded, "when", "2025-01-01", "")
 
 
 @pytest.mark.slow

@@ -70,7 +70,9 @@ from toolkit.models import (
     to_json_bytes,
 )
 
-logger = logging.getLogger("toolkit")
+#: Retries and unknown outcomes are logged here at INFO, as httpx logs each request: an engineer
+#: sees them with ``logging.basicConfig(level=logging.INFO)``. A line names the call, never the key.
+logger = logging.getLogger("toolkit.client")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -102,6 +104,15 @@ def _says_done_or_no(code: int | None) -> bool:
     code). The spec shows no other code; a 5xx one (``system busy``) may come after the order was
     made, so it is an unknown outcome, never a "no" that a re-run would send again."""
     return code is not None and (code == SUCCESS_CODE or 400 <= code < 500)
+
+
+def _outcome_unknown(
+    message: str, *, method: str, path: str, http_status: int | None = None
+) -> OutcomeUnknownError:
+    """The error for a create call whose result is unknown, logged where it is found (the caller may
+    catch it and record it, as the journal does, and a log still shows it happened)."""
+    logger.info("%s", message)
+    return OutcomeUnknownError(message, method=method, path=path, http_status=http_status)
 
 
 @dataclass(frozen=True)
@@ -212,17 +223,33 @@ class _BaseClient:
             if isinstance(outcome, retries.Failure):
                 verdict = retries.classify_failure(outcome, idempotent=idempotent)
                 if verdict is retries.Verdict.RETRY and retries_done < self.max_retries:
-                    yield _Sleep(retries.retry_delay(retries_done))
+                    yield self._retry(
+                        method, path, outcome.value, retries.retry_delay(retries_done), retries_done
+                    )
                     retries_done += 1
                     continue
                 raise self._transport_error(method, path, outcome, verdict)
             assert isinstance(outcome, _Answer)
             verdict = retries.classify_status(outcome.status, idempotent=idempotent)
             if verdict is retries.Verdict.RETRY and retries_done < self.max_retries:
-                yield _Sleep(retries.retry_delay(retries_done, outcome.retry_after))
+                delay = retries.retry_delay(retries_done, outcome.retry_after)
+                yield self._retry(method, path, f"HTTP {outcome.status}", delay, retries_done)
                 retries_done += 1
                 continue
             return outcome
+
+    def _retry(self, method: str, path: str, reason: str, delay: float, retries_done: int) -> _Sleep:
+        """The wait before attempt ``retries_done + 2``, logged: a retry is invisible otherwise."""
+        logger.info(
+            "%s %s: %s; retry %d of %d in %.2f s",
+            method,
+            path,
+            reason,
+            retries_done + 1,
+            self.max_retries,
+            delay,
+        )
+        return _Sleep(delay)
 
     # -- decoding answers --------------------------------------------------------------------
 
@@ -235,7 +262,7 @@ class _BaseClient:
     ) -> TransportError | OutcomeUnknownError:
         where = f"{method} {path}"
         if verdict is retries.Verdict.UNKNOWN:
-            return OutcomeUnknownError(
+            return _outcome_unknown(
                 f"{where}: the outcome is unknown ({failure.value} after the request was sent); "
                 "it was not sent again, because the service may have acted on it",
                 method=method,
@@ -263,7 +290,7 @@ class _BaseClient:
         code = envelope["code"] if is_envelope else None
         if creating and (status >= 500 or (200 <= status < 300 and not _says_done_or_no(code))):
             said = msg if code in (None, SUCCESS_CODE) else f"code {code}: {msg}"
-            raise OutcomeUnknownError(
+            raise _outcome_unknown(
                 f"{method} {path}: HTTP {status} {said or '(no envelope)'}; the call may have taken "
                 "effect and was not sent again",
                 method=method,
@@ -292,7 +319,7 @@ class _BaseClient:
         except ValidationError as exc:
             fields = "; ".join(f"{f}: {m}" for f, m in describe_errors(exc))
             if method != "GET":
-                raise OutcomeUnknownError(
+                raise _outcome_unknown(
                     f"{method} {path}: the response does not match {model.__name__} ({fields}); "
                     "the call may have taken effect",
                     method=method,

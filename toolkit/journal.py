@@ -20,15 +20,13 @@ The journal stores the request body only; the API key lives in headers and never
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import sqlite3
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -36,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from toolkit import _sqlite
 from toolkit.config import load_settings
 from toolkit.environment import Environment, resolve_environment
 from toolkit.errors import (
@@ -174,6 +173,8 @@ def request_hash(body: bytes) -> str:
 #: SQLite's ``application_id`` of a journal file ("TKJ1"): tells a journal from any other database.
 APPLICATION_ID = 0x544B4A31
 _REQUIRED_COLUMNS = frozenset({"kind", "businessKey", "requestHash", "request", "state", "response"})
+#: How long a call waits for another process's write to the journal to finish.
+BUSY_SECONDS = 60.0
 
 
 def _unusable(path: Path, reason: str) -> JournalError:
@@ -185,44 +186,44 @@ def _unusable(path: Path, reason: str) -> JournalError:
 
 
 def _create(path: Path, environment: str) -> None:
-    """Make a new journal file at ``path`` atomically: built beside it, then linked into place.
+    """Make a new journal file at ``path`` atomically (``_sqlite.create``): a half-made file is
+    never visible under the journal's name, so a file found there is either a whole journal or
+    something to refuse. Losing the race to another process is fine."""
 
-    A half-made file is never visible under the journal's name, so a file found there is either a
-    whole journal or something to refuse. Losing the race to another process is fine.
-    """
+    def build(db: sqlite3.Connection) -> None:
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.executescript(_SCHEMA)
+        db.execute("INSERT INTO meta VALUES ('environment', ?)", (environment,))
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
-        os.close(handle)
-    except OSError as exc:
-        raise JournalError(f"cannot create the journal {path}: {exc.strerror or exc}") from None
-    temporary = Path(name)
-    try:
-        with closing(sqlite3.connect(temporary, isolation_level=None)) as db:
-            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
-            db.execute("INSERT INTO meta VALUES ('environment', ?)", (environment,))
-        with contextlib.suppress(FileExistsError):
-            os.link(temporary, path)
-    except (OSError, sqlite3.Error) as exc:
-        raise JournalError(f"cannot create the journal {path}: {exc}") from None
-    finally:
-        temporary.unlink(missing_ok=True)
+        _sqlite.create(path, build)
+    except _sqlite.CreateFailed as exc:
+        raise JournalError(f"cannot create the journal {path}: {exc.reason}") from None
 
 
-def _check_is_journal(db: sqlite3.Connection, path: Path) -> None:
-    """Fail closed: an existing file must be a whole journal, or nothing is sent on a guess."""
+def _not_a_journal(db: sqlite3.Connection, path: Path) -> str | None:
+    """Why the file at ``path`` is not a journal, or None when it is one (fail closed: nothing is
+    sent on a guess)."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(calls)")}
     if not columns:
-        kind = "an empty file" if path.stat().st_size == 0 else "not a journal (no calls table)"
-        raise _unusable(path, kind)
+        return "an empty file" if path.stat().st_size == 0 else "not a journal (no calls table)"
     missing = sorted(_REQUIRED_COLUMNS - columns)
     if missing:
-        raise _unusable(path, f"not a journal (its calls table lacks {', '.join(missing)})")
-    check = str(db.execute("PRAGMA quick_check").fetchone()[0])
-    if check != "ok":
-        raise _unusable(path, f"the file is damaged ({check})")
+        return f"not a journal (its calls table lacks {', '.join(missing)})"
+    return None
+
+
+def _refused(refused: _sqlite.Refused) -> JournalError:
+    """The journal's words for a file ``_sqlite.open_existing`` refused."""
+    path = refused.path
+    if refused.problem == "damaged":
+        return _unusable(path, f"the file is damaged ({refused.reason})")
+    if refused.problem == "unreadable" and refused.error is not None:
+        reason = _sqlite_reason(refused.error)
+        if "writable" in reason or "free some space" in reason:  # the file may be fine
+            return JournalError(f"the journal {path} cannot be opened: {reason}. Nothing was sent")
+        return _unusable(path, reason)
+    return _unusable(path, refused.reason)
 
 
 def _checked_response(kind: Kind, response: BaseModel | dict[str, Any]) -> dict[str, Any]:
@@ -292,26 +293,15 @@ class Journal:
         if not path.exists():
             _create(path, environment)
         try:
-            self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise _unusable(path, str(exc)) from None
-        try:
-            self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA busy_timeout=60000")
-            _check_is_journal(self._db, path)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-        except sqlite3.Error as exc:
-            self._db.close()
-            reason = _sqlite_reason(exc)
-            if "writable" in reason or "free some space" in reason:  # the file may be fine
-                raise JournalError(
-                    f"the journal {path} cannot be opened: {reason}. Nothing was sent"
-                ) from None
-            raise _unusable(path, reason) from None
-        except JournalError:
-            self._db.close()
-            raise
+            self._db = _sqlite.open_existing(
+                path,
+                identify=lambda db: _not_a_journal(db, path),
+                busy_seconds=BUSY_SECONDS,
+                threads=True,
+            )
+        except _sqlite.Refused as refused:
+            raise _refused(refused) from None
+        self._db.row_factory = sqlite3.Row
 
     @staticmethod
     def path_for(environment: Environment, home: Path) -> Path:
@@ -363,16 +353,8 @@ class Journal:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the lock up front, so two processes never deadlock."""
-        with self._sqlite_errors():
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-                self._db.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._db.execute("ROLLBACK")
-                raise
+        with self._sqlite_errors(), _sqlite.write(self._db) as db:
+            yield db
 
     def _read(self, query: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._sqlite_errors():

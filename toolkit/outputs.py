@@ -33,6 +33,7 @@ import errno
 import os
 import re
 import secrets
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -43,6 +44,17 @@ from toolkit.errors import OutputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+
+def cell_text(value: object) -> str:
+    """A cell's exact text: '' for a missing value (None, pandas' NA, NaN), else as written."""
+    pandas = sys.modules.get("pandas")  # a value can be pandas' NA only once pandas is loaded
+    if value is None or (pandas is not None and value is pandas.NA):
+        return ""
+    if isinstance(value, float) and value != value:
+        return ""
+    return str(value)
+
 
 #: A plain number, as a spreadsheet reads it. ASCII digits, as ``\d`` takes any script's digits in
 #: Python's ``re`` but not in pyarrow's RE2; Python uses ``fullmatch``, its ``$`` takes a final "\n".
@@ -102,13 +114,14 @@ def refuse_folders(paths: Iterable[Path]) -> None:
             raise OutputError(f"cannot write {path}: it is a folder")
 
 
-def _new_file_beside(final: Path) -> Path:
-    """An empty file with a fresh name beside ``final``, with the permissions the umask gives any
-    new file (``tempfile.mkstemp`` makes it owner-only, and the report moved from it would stay so)."""
+def new_file_beside(final: Path, *, mode: int = 0o666, suffix: str = "tmp") -> Path:
+    """An empty file with a fresh name beside ``final`` (``.NAME.HEX.suffix``), created by this call
+    alone. ``mode`` before the umask: by default what any new file gets (``tempfile.mkstemp`` makes
+    it owner-only, and a report moved from it would stay so); 0o600 for a private record."""
     for _ in range(100):
-        candidate = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
+        candidate = final.with_name(f".{final.name}.{secrets.token_hex(6)}.{suffix}")
         try:
-            os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
         except FileExistsError:
             continue
         return candidate
@@ -120,7 +133,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     """A temporary path beside ``target`` to write to; moved onto ``target`` only if the block succeeds."""
     final = Path(target)
     try:
-        temporary = _new_file_beside(final)
+        temporary = new_file_beside(final)
     except OSError as exc:
         raise OutputError(f"cannot write {final}: {_reason(exc)}") from None
     try:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
+from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.reconcile import CATEGORIES, EXCEPTION_COLUMNS, ReconciliationResult
 from toolkit.reconcile.result import FX_COLUMNS, SUMMARY_COLUMNS
 from toolkit.reconcile.tolerance import Tolerance

@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, frame
-from tests.reconcile.test_inputs import SANDBOX_EXPORT
-from tests.reconcile.test_sources import EXCEL_ROWS
+from tests.reconcile.files import EXCEL_ROWS, SANDBOX_EXPORT
+from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, frame
 from toolkit.errors import EngineError, InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
 from toolkit.reconcile.backends import Backend, connect, parse_memory_limit, size_text
+from toolkit.reconcile.schema import BACKENDS
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -180,7 +180,7 @@ def _parquet_file(path: Path, rows: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_parquet_files_of_different_amount_types_are_read_exactly_as_text(
     spark: Backend, tmp_path: Path, backend: str
 ) -> None:
@@ -204,7 +204,7 @@ def test_parquet_files_of_different_amount_types_are_read_exactly_as_text(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_rejected_row_of_a_parquet_folder_names_its_file(
     spark: Backend, tmp_path: Path, backend: str
 ) -> None:
@@ -291,7 +291,7 @@ def test_an_export_cut_short_refuses_the_file_on_both_backends(spark: Backend, t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_row_with_a_field_too_many_refuses_the_file_on_both_backends(
     spark: Backend, tmp_path: Path, backend: str
 ) -> None:
@@ -318,7 +318,7 @@ def test_a_row_with_a_field_too_many_refuses_the_file_on_both_backends(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["duckdb", "pyspark"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_zeros_that_change_nothing_are_not_digits_too_many(
     spark: Backend, tmp_path: Path, backend: str
 ) -> None:

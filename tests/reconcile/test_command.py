@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.reconcile.conftest import FillDisk
-from tests.reconcile.test_inputs import SANDBOX_EXPORT
+from tests.reconcile.files import SANDBOX_EXPORT
 from toolkit.cli import main
 
 LEDGER = (

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from tests.reconcile.information import CUTOFF, GRACE, MISSING_RATE, with_information
-from tests.reconcile.test_engine import COLUMNS, PLANTED_LEDGER, PLANTED_PROCESSOR, run
+from tests.reconcile.planted import COLUMNS, PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.reconcile import (
     CATEGORIES,
     load_ledger,

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from tests.reconcile import reference
+from tests.reconcile.planted import EXPECTED, PLANTED_LEDGER, PLANTED_PROCESSOR
 from tests.reconcile.reference import (
     ISO_DIGITS,
     NOT_ISO,
@@ -36,7 +37,6 @@ from tests.reconcile.reference import (
     Row,
     reference_reconcile,
 )
-from tests.reconcile.test_engine import EXPECTED, PLANTED_LEDGER, PLANTED_PROCESSOR
 from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.reconcile import (
     EXCEPTION_COLUMNS,
@@ -51,6 +51,7 @@ from toolkit.reconcile import (
 )
 from toolkit.reconcile.inputs import REJECTED_COLUMNS
 from toolkit.reconcile.result import MATCHED_COLUMNS
+from toolkit.reconcile.schema import BACKENDS
 
 COLUMNS = ["merchantReferenceId", "amount", "currency", "status"]
 REJECTED_FRAME_COLUMNS = (*(c for c in REJECTED_COLUMNS if c != "source"), "side", "source")
@@ -499,7 +500,7 @@ def test_duckdb_engine_equals_the_reference(scenario: Scenario) -> None:
 @example(PLANTED)
 @example(EDGES)
 def test_pyspark_engine_equals_the_reference_and_duckdb(scenario: Scenario) -> None:
-    check(scenario, ["duckdb", "pyspark"])
+    check(scenario, BACKENDS)
 
 
 _HUGE = [(f"k{i}", "9999999999999999.99", "USD", "success") for i in range(10)]
@@ -515,7 +516,7 @@ def test_summary_amounts_do_not_overflow(scenario: Scenario) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The reference itself: against the hand-checked planted cases of test_engine.py
+# The reference itself: against the hand-checked planted cases of planted.py
 
 
 def test_reference_constants_are_the_engines() -> None:

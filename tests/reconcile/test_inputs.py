@@ -11,25 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.reconcile.files import SANDBOX_EXPORT, write
 from toolkit.errors import InputError
 from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger, reconcile, select_period
 from toolkit.reconcile.backends import connect
 from toolkit.reconcile.inputs import minor_text, parse_amounts
-
-SANDBOX_EXPORT = (
-    "orderId,merchantReferenceId,customerId,paymentMethodType,paymentInstrumentId,amount,currency,"
-    "pricingAmount,pricingCurrency,status,createTime,updateTime\n"
-    "o1,m1,c1,CARD,pi1,12.30,USD,12.30,USD,success,1700000000000,1700000000001\n"
-    "o2,m2,c1,WECHAT,pi2,1200,JPY,8.00,USD,pending,1700000000000,1700000000001\n"
-    "o3,m3,c1,CARD,pi1,1.250,KWD,,,next_action,1700000000000,1700000000001\n"
-)
-
-
-def write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def test_sandbox_export_loads_without_mapping(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from toolkit.cli import main
 from toolkit.errors import InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile, select_period
 from toolkit.reconcile.backends import Backend, connect
+from toolkit.reconcile.schema import BACKENDS
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -154,7 +155,7 @@ def sides(
     return pd.DataFrame(ledger, columns=LEDGER_COLUMNS), pd.DataFrame(processor, columns=PROCESSOR_COLUMNS)
 
 
-@pytest.fixture(scope="module", params=["duckdb", "pyspark"])
+@pytest.fixture(scope="module", params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> Backend:
     """Each backend the engine supports (Spark: a local session, seconds to start)."""
     return connect(request.param)

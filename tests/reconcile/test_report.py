@@ -15,7 +15,7 @@ import pytest
 
 from tests.reconcile.conftest import FillDisk
 from tests.reconcile.information import FX_ROWS, with_information
-from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
+from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.errors import OutputError
 from toolkit.output_record import RECORD_NAME
 from toolkit.reconcile import (

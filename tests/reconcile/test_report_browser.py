@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.browser import BrowserUnavailable, chromium
-from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
+from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.reconcile import write_report
 
 pytestmark = pytest.mark.slow  # starts a browser: several seconds

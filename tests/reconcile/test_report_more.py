@@ -9,7 +9,7 @@ import hashlib
 import re
 from datetime import UTC, datetime
 
-from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
+from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.reconcile import render_html
 from toolkit.reconcile.controller_view import (
     HTML_MORE_ROWS,

@@ -9,18 +9,11 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from tests.reconcile.files import EXCEL_ROWS
 from toolkit.cli import main
 from toolkit.errors import InputError
 from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger, sources
 from toolkit.reconcile.sources import POINT_UNDECIDED, ReadOptions, describe
-
-# A European Excel export: semicolons, a rejected row (line 4), an accented column and value.
-EXCEL_ROWS = (
-    "merchantReferenceId;amount;currency;status;Bemerkung é\n"
-    "m1;12.30;USD;success;café\n"
-    "m2;1200;JPY;pending;\n"
-    "m9;x;USD;success;crème\n"
-)
 
 
 def excel_file(tmp_path: Path, name: str, data: bytes) -> Path:

@@ -22,9 +22,10 @@ from toolkit.reconcile import (
     workbook,
     write_report,
 )
-from toolkit.reconcile import engine as engine_module
-from toolkit.reconcile.engine import HELD_ROWS
+from toolkit.reconcile._engine import exceptions as exceptions_step
+from toolkit.reconcile._engine import held as held_step
 from toolkit.reconcile.report import exceptions_text_table
+from toolkit.reconcile.schema import HELD_ROWS
 from toolkit.reconcile.tracking import track_result
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -92,7 +93,7 @@ def every_row(result: ReconciliationResult) -> pd.DataFrame:
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of two rows: a category is read back in several, and a batch never spans two."""
-    monkeypatch.setattr(engine_module, "BATCH_ROWS", 2)
+    monkeypatch.setattr(held_step, "BATCH_ROWS", 2)
 
 
 @pytest.mark.usefixtures("small_batches")
@@ -140,7 +141,7 @@ def test_more_rejected_rows_than_a_run_lists_stop_it_quoting_the_first(
     """A whole file misread (3M rows with decimal commas) held every rejected row in memory with
     its reasons: 8.7 GB under a 500 MB limit. Beyond ``REJECTED_ROWS`` the run stops with the
     first reasons instead."""
-    monkeypatch.setattr(engine_module, "REJECTED_ROWS", 2)
+    monkeypatch.setattr(exceptions_step, "REJECTED_ROWS", 2)
     with pytest.raises(InputError) as raised:
         run()
     assert str(raised.value) == (
@@ -148,7 +149,7 @@ def test_more_rejected_rows_than_a_run_lists_stop_it_quoting_the_first(
         "row 12: amount 'abc' is not a number; row 24: amount 'abc' is not a number; row 36: amount "
         "'abc' is not a number. Is the file read as it should be (--decimal, a column map)?"
     )
-    monkeypatch.setattr(engine_module, "REJECTED_ROWS", 3)
+    monkeypatch.setattr(exceptions_step, "REJECTED_ROWS", 3)
     assert run().rejected["merchantReferenceId"].tolist() == ["bad-0", "bad-1", "bad-2"]
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.reconcile import load_subscription_ledger, reconcile_subscriptions, write_report
 
 LEDGER = pd.DataFrame(
@@ -78,8 +79,6 @@ def test_subscription_checks() -> None:
 
 
 def test_merged_with_payments() -> None:
-    from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
-
     payments = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
     subs = reconcile_subscriptions(load_subscription_ledger(LEDGER), PROCESSOR)
     both = payments.merged(subs)
@@ -91,8 +90,6 @@ def test_merged_with_payments() -> None:
 def test_merged_with_checks_that_found_nothing_keeps_whole_counts(tmp_path: Path) -> None:
     """Subscription checks with no row to show have an empty summary; merged, the payments'
     counts stay whole numbers in the summary, summary.csv and the notebook view (not 1.0)."""
-    from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
-
     payments = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
     clean = reconcile_subscriptions(load_subscription_ledger(LEDGER.iloc[:0]), PROCESSOR.iloc[:0])
     both = payments.merged(clean)
@@ -107,8 +104,6 @@ def test_merged_with_checks_that_found_nothing_keeps_whole_counts(tmp_path: Path
 def test_merged_rejected_rows_are_one_line_of_the_summary(tmp_path: Path) -> None:
     """Rejected rows of payments (4) and of subscriptions (1) merged are one ``rejected_row``
     line of 5 in the summary and summary.csv, as in a result of either; no line is repeated."""
-    from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
-
     payments = run(PLANTED_LEDGER, PLANTED_PROCESSOR)
     subs = reconcile_subscriptions(load_subscription_ledger(LEDGER), PROCESSOR)
     both = payments.merged(subs)

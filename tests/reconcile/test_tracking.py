@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.reconcile.information import with_information
+from tests.reconcile.tracks import HEADER, run, sides
 from toolkit.errors import TrackError, TrackIntegrityError
 from toolkit.reconcile import (
     EXCEPTION_COLUMNS,
@@ -30,28 +31,6 @@ from toolkit.reconcile import (
 )
 from toolkit.reconcile.track_store import store_path
 from toolkit.reconcile.tracking import findings
-
-HEADER = "merchantReferenceId,amount,currency,status\n"
-
-
-def sides(folder: Path, ledger: dict[str, str], processor: dict[str, str]) -> tuple[Path, Path]:
-    """Write a ledger and a processor file of ``key -> "amount currency status"``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, rows in (("ledger.csv", ledger), ("processor.csv", processor)):
-        path = folder / name
-        path.write_text(
-            HEADER + "".join(f"{k},{','.join(v.split())}\n" for k, v in rows.items()), encoding="utf-8"
-        )
-        paths.append(path)
-    return paths[0], paths[1]
-
-
-def run(
-    folder: Path, ledger: dict[str, str], processor: dict[str, str], day: str, track: str = "t"
-) -> ReconciliationResult:
-    led, pro = sides(folder / day, ledger, processor)
-    return reconcile(load_ledger(led), load_processor(pro), track=track, as_of=day)
 
 
 def states(result: ReconciliationResult) -> dict[tuple[str, str], tuple[str, int]]:

@@ -15,7 +15,7 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from tests.reconcile.test_tracking import run, sides
+from tests.reconcile.tracks import run, sides
 from toolkit.cli import main
 from toolkit.errors import TrackIntegrityError
 from toolkit.reconcile import (

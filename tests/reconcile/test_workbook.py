@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.reconcile.information import FX_ROWS, MISSING_RATE, with_information
-from tests.reconcile.test_engine import PLANTED_LEDGER, PLANTED_PROCESSOR, run
+from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.money import minor_digits
 from toolkit.reconcile import EXCEPTION_COLUMNS, ReconciliationResult, write_report
 from toolkit.reconcile.report import exceptions_text_table

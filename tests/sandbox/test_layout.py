@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_boundaries import PACKAGE, toolkit_imports
+from tests.imports import PACKAGE, toolkit_imports
 
 ROUTES = sorted((PACKAGE / "sandbox" / "routes").glob("*.py"))
 #: The service's rules, computed on stored rows; the routes parse, call them and answer.

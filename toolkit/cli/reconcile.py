@@ -29,6 +29,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from toolkit.cli.exit_codes import EXIT_INPUT, EXIT_OK
 from toolkit.errors import TrackError
 from toolkit.reconcile.schema import BACKENDS
 from toolkit.reconcile.track_store import (
@@ -42,10 +43,6 @@ from toolkit.reconcile.track_store import (
     verify,
     void_run,
 )
-
-EXIT_OK, EXIT_TOO_MANY, EXIT_INPUT = 0, 1, 2
-#: Infrastructure (the output) shares code 2 with bad input: neither is a finding for finance.
-EXIT_OUTPUT = EXIT_INPUT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

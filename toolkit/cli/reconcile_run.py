@@ -12,13 +12,14 @@ from typing import Any
 import pandas as pd
 
 from toolkit import runlog
-from toolkit.cli.reconcile import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT, EXIT_TOO_MANY
+from toolkit.cli.exit_codes import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT, EXIT_TOO_MANY
+from toolkit.cli.progress import steps_on_terminal
 from toolkit.errors import EngineError, InputError, OutputError, TrackError
 from toolkit.output_record import claim
 from toolkit.outputs import fresh_folder
+from toolkit.reconcile._engine import reconcile
 from toolkit.reconcile.backends import connect
 from toolkit.reconcile.controller_view import not_final_text
-from toolkit.reconcile.engine import reconcile
 from toolkit.reconcile.fx import load_rates
 from toolkit.reconcile.inputs import (
     REQUIRED_COLUMNS,
@@ -29,8 +30,8 @@ from toolkit.reconcile.inputs import (
     map_option,
     mapping_text,
     parse_mapping,
-    select_period,
 )
+from toolkit.reconcile.period import select_period
 from toolkit.reconcile.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
 from toolkit.reconcile.sources import (
@@ -79,7 +80,12 @@ def _loaded_inputs(args: argparse.Namespace) -> tuple[LoadedInput, LoadedInput]:
 
 
 def reconcile_command(args: argparse.Namespace) -> int:
-    """Run the reconciliation; returns the exit code."""
+    """Run the reconciliation; returns the exit code. On a terminal, a long run shows its steps."""
+    with steps_on_terminal(sys.stderr):
+        return _reconcile(args)
+
+
+def _reconcile(args: argparse.Namespace) -> int:
     if args.ledger is None or args.processor is None:
         missing = [o for o, v in (("--ledger", args.ledger), ("--processor", args.processor)) if v is None]
         args.reconcile_parser.error(f"the following arguments are required: {', '.join(missing)}")

@@ -28,17 +28,17 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "load_ledger": ("inputs", "load_ledger"),
     "load_processor": ("inputs", "load_processor"),
     "load_subscription_ledger": ("inputs", "load_subscription_ledger"),
-    "select_period": ("inputs", "select_period"),
+    "select_period": ("period", "select_period"),
     "render_html": ("report", "render_html"),
     "summary_text": ("report", "summary_text"),
     "write_report": ("report", "write_report"),
-    "CATEGORIES": ("result", "CATEGORIES"),
-    "EXCEPTION_COLUMNS": ("result", "EXCEPTION_COLUMNS"),
-    "FX_COLUMNS": ("result", "FX_COLUMNS"),
-    "INFO_CATEGORIES": ("result", "INFO_CATEGORIES"),
-    "PAYMENT_CATEGORIES": ("result", "PAYMENT_CATEGORIES"),
-    "SUBSCRIPTION_CATEGORIES": ("result", "SUBSCRIPTION_CATEGORIES"),
-    "SUMMARY_COLUMNS": ("result", "SUMMARY_COLUMNS"),
+    "CATEGORIES": ("schema", "CATEGORIES"),
+    "EXCEPTION_COLUMNS": ("schema", "EXCEPTION_COLUMNS"),
+    "FX_COLUMNS": ("schema", "FX_COLUMNS"),
+    "INFO_CATEGORIES": ("schema", "INFO_CATEGORIES"),
+    "PAYMENT_CATEGORIES": ("schema", "PAYMENT_CATEGORIES"),
+    "SUBSCRIPTION_CATEGORIES": ("schema", "SUBSCRIPTION_CATEGORIES"),
+    "SUMMARY_COLUMNS": ("schema", "SUMMARY_COLUMNS"),
     "ReconciliationResult": ("result", "ReconciliationResult"),
     "RowCounts": ("result", "RowCounts"),
     "SideTotal": ("result", "SideTotal"),
@@ -46,7 +46,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Tolerance": ("tolerance", "Tolerance"),
     "reconcile": ("tracked", "reconcile"),
     "RESOLVED_COLUMNS": ("tracking", "RESOLVED_COLUMNS"),
-    "TRACKING_COLUMNS": ("tracking", "TRACKING_COLUMNS"),
+    "TRACKING_COLUMNS": ("schema", "TRACKING_COLUMNS"),
     "Tracking": ("tracking", "Tracking"),
     "acknowledge": ("track_store", "acknowledge"),
     "findings": ("tracking", "findings"),
@@ -83,14 +83,19 @@ if TYPE_CHECKING:
         load_ledger,
         load_processor,
         load_subscription_ledger,
-        select_period,
     )
+    from toolkit.reconcile.period import select_period
     from toolkit.reconcile.report import (
         render_html,
         summary_text,
         write_report,
     )
     from toolkit.reconcile.result import (
+        ReconciliationResult,
+        RowCounts,
+        SideTotal,
+    )
+    from toolkit.reconcile.schema import (
         CATEGORIES,
         EXCEPTION_COLUMNS,
         FX_COLUMNS,
@@ -98,9 +103,7 @@ if TYPE_CHECKING:
         PAYMENT_CATEGORIES,
         SUBSCRIPTION_CATEGORIES,
         SUMMARY_COLUMNS,
-        ReconciliationResult,
-        RowCounts,
-        SideTotal,
+        TRACKING_COLUMNS,
     )
     from toolkit.reconcile.subscriptions import (
         reconcile_subscriptions,
@@ -115,7 +118,6 @@ if TYPE_CHECKING:
     )
     from toolkit.reconcile.tracking import (
         RESOLVED_COLUMNS,
-        TRACKING_COLUMNS,
         Tracking,
         findings,
         recording,

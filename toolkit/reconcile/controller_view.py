@@ -17,14 +17,18 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from toolkit.money import format_money, is_currency
-from toolkit.reconcile.result import CATEGORIES, INFO_CATEGORIES, ReconciliationResult, RowCounts, cell_text
+from toolkit.outputs import cell_text
+from toolkit.reconcile.schema import CATEGORIES, INFO_CATEGORIES
 from toolkit.reconcile.timing import duration_text
 from toolkit.reconcile.tolerance import Tolerance
+
+if TYPE_CHECKING:
+    from toolkit.reconcile.result import ReconciliationResult, RowCounts
 
 #: Sort order of the states in the exceptions table (then oldest first).
 STATE_ORDER = {"new": 0, "open": 1, "acknowledged": 2}

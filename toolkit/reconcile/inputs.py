@@ -15,7 +15,6 @@ pandas frames for a notebook (computed on the default DuckDB backend, once).
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
 import json
@@ -36,6 +35,9 @@ from toolkit.money import minor_digits
 from toolkit.payment_status import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES
 from toolkit.reconcile import sources
 from toolkit.reconcile.backends import Backend, connect
+from toolkit.reconcile.period import Period, period_bounds
+from toolkit.reconcile.period import period_seconds as period_seconds  # re-exported: its home before
+from toolkit.reconcile.period import select_period as select_period  # re-exported: its home before
 from toolkit.reconcile.sources import Described, Source
 
 #: Columns every payments input must have (after the mapping is applied).
@@ -77,15 +79,6 @@ _SPACE = sources.WHITESPACE
 _WHITESPACE = tuple(_SPACE)
 #: A number as the engine reads it: a sign, digits and a decimal point, nothing else.
 _NUMBER = "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$"
-
-
-@dataclass(frozen=True)
-class Period:
-    """Rows whose ``column`` falls in [start, end], whole days in UTC (either bound optional)."""
-
-    column: str
-    start: str
-    end: str
 
 
 @dataclass(frozen=True)
@@ -795,7 +788,7 @@ def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
             f"{name}: no {period.column!r} column to select the period "
             f"{period.start or '...'} to {period.end or '...'} by"
         )
-    lower, upper = _period_bounds(period.start, period.end)
+    lower, upper = period_bounds(period.start, period.end)
     table = table.mutate(_period_text=_trimmed(table[period.column]))
     table = with_epoch_seconds(table, "_period_text", "_period_when")
     when = table._period_when
@@ -843,29 +836,6 @@ def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
         if dated.cutoff is None
         else (usable & ~table._bad_when & (when > dated.cutoff)).fill_null(False),
     ).drop("_when_read", "_usable")
-
-
-def period_seconds(period: Period) -> tuple[int | None, int | None]:
-    """The period as [lower, upper) in epoch seconds (None: open on that side)."""
-    lower, upper = _period_bounds(period.start, period.end)
-    return (
-        None if lower is None else int(lower.timestamp()),
-        None if upper is None else int(upper.timestamp()),
-    )
-
-
-def _period_bounds(start: str, end: str) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-    """[start, day after end) in UTC; whole days, so ``end`` is inclusive."""
-    try:
-        lower = pd.Timestamp(start, tz="UTC") if start else None
-        upper = pd.Timestamp(end, tz="UTC").normalize() + pd.Timedelta(days=1) if end else None
-    except ValueError as exc:
-        raise InputError(f"period_start/period_end must be dates like 2024-05-31 ({exc})") from None
-    if (lower is not None and pd.isna(lower)) or (upper is not None and pd.isna(upper)):
-        raise InputError("period_start/period_end must be dates like 2024-05-31")
-    if lower is not None and upper is not None and lower >= upper:  # every row would be outside it
-        raise InputError(f"period_start {start} is after period_end {end}: no day is in the period")
-    return lower, upper
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1073,28 +1043,3 @@ def load_subscription_ledger(
     described = sources.describe(source, "subscription ledger", amounts, sources.ReadOptions(**reading))
     renames = _renames(described, mapping, SUBSCRIPTION_COLUMNS, "subscription ledger")
     return LoadedInput(side="subscription ledger", described=described, kind="subscriptions", renames=renames)
-
-
-def select_period(loaded: LoadedInput, column: str, start: str | None, end: str | None) -> LoadedInput:
-    """``loaded`` with only the rows whose ``column`` falls in [start, end] (whole days, UTC).
-
-    A usable row whose date is empty or cannot be read (ISO 8601 dates and times, or epoch
-    milliseconds) cannot be placed in or out of the period: it is rejected with the reason.
-    Rows dated outside the period are counted in ``outside``, those that cannot be used too (the
-    run of their own period lists them). No bounds: ``loaded`` as it is.
-    """
-    first, last = str(start or "").strip(), str(end or "").strip()
-    if not first and not last:
-        return loaded
-    _period_bounds(first, last)
-    columns = {canonical for _, canonical in loaded.renames} | (
-        set(loaded.described.columns) - {own for own, _ in loaded.renames}
-    )
-    if column not in columns:
-        raise InputError(
-            f"{loaded.source}: no {column!r} column to select the period "
-            f"{first or '...'} to {last or '...'} by"
-        )
-    if loaded.period is not None:
-        raise InputError(f"{loaded.source}: a period is already selected")
-    return dataclasses.replace(loaded, period=Period(column, first, last))

@@ -23,7 +23,7 @@ from toolkit.reconcile.controller_view import (
     row_cells,
     source_lines,
 )
-from toolkit.reconcile.result import INFO_CATEGORIES, in_report_order
+from toolkit.reconcile.schema import INFO_CATEGORIES, in_report_order
 
 if TYPE_CHECKING:
     from toolkit.reconcile.result import ReconciliationResult

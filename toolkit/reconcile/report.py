@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -33,19 +34,17 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from toolkit.errors import OutputError
 from toolkit.output_record import claim
-from toolkit.outputs import atomic_path, ensure_directory, neutralise_cells
+from toolkit.outputs import atomic_path, cell_text, ensure_directory, neutralise_cells
 from toolkit.reconcile.controller_view import HTML_ROWS, Period, page
-from toolkit.reconcile.result import (
+from toolkit.reconcile.result import ReconciliationResult, RowCounts
+from toolkit.reconcile.schema import (
     EXCEPTION_COLUMNS,
     FX_COLUMNS,
     INFO_CATEGORIES,
     SUMMARY_COLUMNS,
-    ReconciliationResult,
-    RowCounts,
-    cell_text,
+    TRACKING_COLUMNS,
     in_report_order,
 )
-from toolkit.reconcile.tracking import TRACKING_COLUMNS
 from toolkit.reconcile.workbook import CategoryTexts, write_xlsx
 
 #: Written by every run.
@@ -138,12 +137,6 @@ def fx_text_table(result: ReconciliationResult) -> pa.Table:
 
 def _frame_table(frame: pd.DataFrame) -> pa.Table:
     return pa.table({str(c): _text_array(frame[c]) for c in frame.columns})
-
-
-def exceptions_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
-    """``exceptions_text_table`` as a pandas frame of strings."""
-    frame: pd.DataFrame = exceptions_text_table(result).to_pandas(types_mapper=pd.ArrowDtype)
-    return frame
 
 
 def _csv_field(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
@@ -274,6 +267,7 @@ def write_report(
     # one does not write: an fx.csv or states.csv beside it would read as this run's.
     stale = [name for name in (*TRACKED_FILES, FX_FILE) if name not in paths]
     record = claim(directory, names, inputs=(*result.sources, *inputs), remove=stale)
+    logging.getLogger("toolkit.reconcile").info("writing the report in %s", directory)
     texts = exception_texts(result)
     with contextlib.ExitStack() as stack:
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}

@@ -1,128 +1,66 @@
 """The outcome of a reconciliation, as data: categories, row accounting, totals, exceptions.
 
 Rendering lives with the reports (``report.py``, ``workbook.py``, ``controller_view.py``); the
-engine (``engine.py``) and the subscription checks (``subscriptions.py``) both produce this.
+engine (``_engine/``) and the subscription checks (``subscriptions.py``) both produce this.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Context, Decimal, localcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from toolkit.money import from_minor, is_currency
+from toolkit.outputs import cell_text as cell_text  # re-exported (here before outputs.py had it)
+from toolkit.reconcile.schema import (  # re-exported: their home before schema.py
+    CATEGORIES as CATEGORIES,
+)
+from toolkit.reconcile.schema import (
+    EXCEPTION_COLUMNS as EXCEPTION_COLUMNS,
+)
+from toolkit.reconcile.schema import (
+    FX_COLUMNS as FX_COLUMNS,
+)
+from toolkit.reconcile.schema import (
+    INFO_CATEGORIES as INFO_CATEGORIES,
+)
+from toolkit.reconcile.schema import (
+    MATCHED_COLUMNS as MATCHED_COLUMNS,
+)
+from toolkit.reconcile.schema import (
+    PAYMENT_CATEGORIES as PAYMENT_CATEGORIES,
+)
+from toolkit.reconcile.schema import (
+    SUBSCRIPTION_CATEGORIES as SUBSCRIPTION_CATEGORIES,
+)
+from toolkit.reconcile.schema import (
+    SUMMARY_COLUMNS as SUMMARY_COLUMNS,
+)
+from toolkit.reconcile.schema import (
+    in_report_order as in_report_order,
+)
+from toolkit.reconcile.schema import (
+    severity_of as severity_of,
+)
 from toolkit.reconcile.tolerance import Tolerance
 
 if TYPE_CHECKING:
     from toolkit.reconcile.notebook_view import NotebookView
     from toolkit.reconcile.tracking import Tracking
 
-#: Payment categories, in report order.
-PAYMENT_CATEGORIES: tuple[str, ...] = (
-    "missing_in_processor",
-    "missing_in_ledger",
-    "amount_mismatch",
-    "currency_mismatch",
-    "status_mismatch",
-    "duplicate_in_processor",
-    "duplicate_in_ledger",
-    "unknown_outcome",
-    "rejected_row",
-)
-#: Subscription categories, in report order.
-SUBSCRIPTION_CATEGORIES: tuple[str, ...] = (
-    "subscription_missing",
-    "subscription_price_mismatch",
-    "subscription_quantity_mismatch",
-    "subscription_amount_mismatch",
-    "subscription_state_mismatch",
-)
-#: Informational categories (``severity`` ``info``): shown, never counted as exceptions.
-#: ``in_transit``: not a break yet, inside the settlement window before the cut-off;
-#: ``within_tolerance``: matched, with a variance the amount tolerance allows.
-INFO_CATEGORIES: tuple[str, ...] = ("in_transit", "within_tolerance")
-CATEGORIES: tuple[str, ...] = PAYMENT_CATEGORIES + SUBSCRIPTION_CATEGORIES + INFO_CATEGORIES
-#: Values of the ``severity`` column.
-SEVERITIES: tuple[str, ...] = ("exception", "info")
-
-
-def in_report_order(categories: Iterable[str]) -> list[str]:
-    """``categories`` in report order (an unknown one after the known ones, not lost)."""
-    order = {name: i for i, name in enumerate(CATEGORIES)}
-    return sorted(categories, key=lambda c: (order.get(c, len(order)), c))
-
-
-def severity_of(category: str) -> str:
-    """``info`` for the informational categories, else ``exception``."""
-    return "info" if category in INFO_CATEGORIES else "exception"
-
-
-#: Columns of ``ReconciliationResult.exceptions`` and of exceptions.csv, in order.
-EXCEPTION_COLUMNS: tuple[str, ...] = (
-    "merchantReferenceId",
-    "category",
-    "ledger_amount",
-    "processor_amount",
-    "ledger_currency",
-    "processor_currency",
-    "ledger_status",
-    "processor_status",
-    "source",
-    "source_row",
-    "detail",
-    "severity",
-    "age_days",
-)
-#: Columns of ``ReconciliationResult.summary``.
-SUMMARY_COLUMNS: tuple[str, ...] = ("category", "currency", "count", "amount")
-
-#: Columns of ``ReconciliationResult.matched``: the ledger's amount, and what the processor
-#: charged (``charged_*``) and priced (``pricing_*``, null where the processor gave no price).
-MATCHED_COLUMNS: tuple[str, ...] = (
-    "merchantReferenceId",
-    "amountMinor",
-    "currency",
-    "status",
-    "ledger_row",
-    "processor_row",
-    "charged_amountMinor",
-    "charged_currency",
-    "pricing_amountMinor",
-    "pricing_currency",
-)
-#: Columns of ``ReconciliationResult.fx``: one row per payment compared at a reference rate
-#: (``--fx-rates``): the ledger's amount, the rate of the payment's day as it was used
-#: (``1 USD = 0.92 EUR``; an inverse as ``1/rate``), the amount expected at that rate, what was
-#: charged, and ``variance`` = charged - expected, in the processor's currency; ``category`` is
-#: the payment's outcome (``within_tolerance``, ``amount_mismatch``, or ``matched``; for a
-#: payment matched through its price, the price's outcome).
-FX_COLUMNS: tuple[str, ...] = (
-    "merchantReferenceId",
-    "date",
-    "ledger_amount",
-    "ledger_currency",
-    "rate",
-    "expected_amount",
-    "charged_amount",
-    "charged_currency",
-    "variance",
-    "category",
-)
 IntArray = npt.NDArray[np.int64]
 
 
-def cell_text(value: object) -> str:
-    """A cell's exact text: '' for a missing value (None, NA, NaN), else as written."""
-    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-        return ""
-    return str(value)
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A small frame's rows as dicts by column name, values exact as held (ints, Decimals, text)."""
+    return [{str(name): value for name, value in row.items()} for row in frame.to_dict("records")]
 
 
 @dataclass(frozen=True)

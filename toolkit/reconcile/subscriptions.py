@@ -22,15 +22,15 @@ from toolkit.errors import MoneyError
 from toolkit.money import from_minor, to_minor
 from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import (
-    EXCEPTION_COLUMNS,
-    SUBSCRIPTION_CATEGORIES,
     LazyRows,
     ReconciliationResult,
     RowCounts,
     _sort_exceptions,
     build_summary,
+    frame_records,
     rejected_exceptions,
 )
+from toolkit.reconcile.schema import EXCEPTION_COLUMNS, SUBSCRIPTION_CATEGORIES
 
 PROCESSOR_SOURCE = "<subscriptions frame>"
 
@@ -39,11 +39,6 @@ def _text(value: Any) -> str | None:
     if value is None or value is pd.NA or (isinstance(value, float) and value != value):
         return None
     return str(value)
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of a frame as dicts by column name (subscriptions are few: one API call each)."""
-    return [{str(name): value for name, value in row.items()} for row in frame.to_dict("records")]
 
 
 #: One problem of a subscription: its category, the detail, and the minor units at risk (None:
@@ -78,7 +73,7 @@ def reconcile_subscriptions(sub_ledger: LoadedInput, subscriptions: pd.DataFrame
     found = _Exceptions()
     matched: list[dict[str, Any]] = []
     flagged: set[str] = set()
-    rows = _records(sub_ledger.frame)
+    rows = frame_records(sub_ledger.frame)
     for row in rows:
         sid = str(row["subscriptionId"])
         got = processor.get(sid)
@@ -112,7 +107,7 @@ def _processor_subscriptions(subscriptions: pd.DataFrame) -> dict[str, tuple[int
         from toolkit.errors import InputError
 
         raise InputError(f"{PROCESSOR_SOURCE}: required column(s) {', '.join(sorted(missing))} missing")
-    return {str(r["subscriptionId"]): (i, r) for i, r in enumerate(_records(frame))}
+    return {str(r["subscriptionId"]): (i, r) for i, r in enumerate(frame_records(frame))}
 
 
 def _check_subscription(row: dict[str, Any], got: dict[str, Any]) -> tuple[list[_Finding], dict[str, Any]]:

@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit import _sqlite
 from toolkit.errors import TrackError, TrackIntegrityError
 from toolkit.reconcile import audit
 
@@ -72,22 +72,40 @@ def store_path(home: str | Path | None = None) -> Path:
 
 
 def _create(path: Path) -> None:
-    """A new store, made beside ``path`` and linked into place whole (another process creating it
-    at the same moment wins, and that is fine: its store is as new)."""
+    """A new store, made beside ``path`` and linked into place whole (``_sqlite.create``; another
+    process creating it at the same moment wins, and that is fine: its store is as new)."""
+
+    def build(connection: sqlite3.Connection) -> None:
+        connection.executescript(_SCHEMA)
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
-        try:
-            connection = sqlite3.connect(temporary, isolation_level=None)
-            connection.executescript(_SCHEMA)
-            connection.close()
-            os.link(temporary, path)
-        except FileExistsError:
-            pass
-        finally:
-            temporary.unlink(missing_ok=True)
-    except (OSError, sqlite3.DatabaseError) as exc:
-        raise TrackError(f"cannot create the reconciliation store {path}: {exc}") from None
+        _sqlite.create(path, build)
+    except _sqlite.CreateFailed as exc:
+        raise TrackError(f"cannot create the reconciliation store {path}: {exc.error}") from None
+
+
+def _not_a_store(connection: sqlite3.Connection) -> str | None:
+    """Why the file is not a store, or None: a store that was emptied is never taken for a new one
+    (new stores are moved into place with their table already in them)."""
+    tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    return None if "entries" in tables else "no entries table"
+
+
+def _refused(refused: _sqlite.Refused) -> TrackError:
+    """The store's words for a file ``_sqlite.open_existing`` refused (fail closed: it is never
+    taken for an empty one)."""
+    path = refused.path
+    if refused.problem == "foreign":
+        return TrackError(
+            f"{path} is not a reconciliation store (empty or damaged): restore it from a "
+            "backup, or move it aside to start every track anew"
+        )
+    if refused.problem == "damaged":
+        return TrackError(
+            f"{path} is a damaged reconciliation store ({refused.reason}): restore it from a "
+            "backup, or move it aside to start every track anew"
+        )
+    return TrackError(f"{path}: cannot be read as a reconciliation store ({refused.reason})")
 
 
 def check_track_name(track: str) -> str:
@@ -193,19 +211,9 @@ class Store:
                 raise TrackError(f"no reconciliation store at {path}: no track has been run yet")
             _create(path)
         try:
-            connection = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
-            connection.execute("PRAGMA synchronous=FULL")
-            tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        except sqlite3.DatabaseError as exc:
-            raise TrackError(f"{path}: cannot be read as a reconciliation store ({exc})") from None
-        if "entries" not in tables:
-            # Fail closed: a store that was emptied is never taken for a new one (new stores are
-            # moved into place with their table already in them).
-            connection.close()
-            raise TrackError(
-                f"{path} is not a reconciliation store (empty or damaged): restore it from a "
-                "backup, or move it aside to start every track anew"
-            )
+            connection = _sqlite.open_existing(path, identify=_not_a_store, busy_seconds=BUSY_SECONDS)
+        except _sqlite.Refused as refused:
+            raise _refused(refused) from None
         return cls(path, connection, key)
 
     def close(self) -> None:
@@ -224,30 +232,13 @@ class Store:
         rolled back when it raises."""
         self._appended = []
         try:
-            self.connection.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
+            with _sqlite.write(self.connection):
+                yield
+        except sqlite3.Error as exc:  # busy, read-only, a full disk, a journal that cannot be made
             held = f" (another run held it for {BUSY_SECONDS:.0f} s)" if "locked" in str(exc) else ""
             raise TrackError(f"{self.path}: cannot record ({exc}){held}; nothing was recorded") from None
-        try:
-            yield
-        except sqlite3.Error as exc:  # read-only, a full disk, a journal that cannot be made
-            self._rollback()
-            raise TrackError(f"{self.path}: cannot record ({exc}); nothing was recorded") from None
-        except BaseException:
-            self._rollback()
-            raise
-        try:
-            self.connection.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._rollback()
-            raise TrackError(f"{self.path}: cannot record ({exc}); nothing was recorded") from None
         for head in self._appended:  # outside the store: what a later store must still hold
             audit.save_head(self.path, head)
-
-    def _rollback(self) -> None:
-        """Undo the transaction; one the failure already ended leaves nothing to undo."""
-        with suppress(sqlite3.Error):
-            self.connection.execute("ROLLBACK")
 
     def tracks(self) -> list[str]:
         """The names of the tracks in the store."""

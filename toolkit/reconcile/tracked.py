@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from toolkit.reconcile import engine
+from toolkit.reconcile import _engine
 from toolkit.reconcile.backends import Backend
 from toolkit.reconcile.fx import Rates
 from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import ReconciliationResult
+from toolkit.reconcile.schema import HELD_ROWS, PREVIEW_ROWS
 from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracking import check_can_run, track_result
 
@@ -31,10 +32,10 @@ def reconcile(
     memory_limit: str | int | None = None,
     spill_dir: str | Path | None = None,
     track: str | None = None,
-    held_rows: int = engine.HELD_ROWS,
-    preview_rows: int = engine.PREVIEW_ROWS,
+    held_rows: int = HELD_ROWS,
+    preview_rows: int = PREVIEW_ROWS,
 ) -> ReconciliationResult:
-    """Reconcile the ledger against the processor (``engine.reconcile``, whose docstring gives the
+    """Reconcile the ledger against the processor (``_engine.reconcile``, whose docstring gives the
     rules); with ``track``, record the run in that track's history and return the result with the
     state, ``firstSeen`` and ``ageDays`` of each exception (``result.tracking``). ``as_of`` is the
     cut-off (None: none, or with a track now) and, with a track, the run's date for ages. A track
@@ -42,7 +43,7 @@ def reconcile(
     last run) raises ``TrackError`` before the engine runs."""
     if track is not None:
         check_can_run(track, as_of)
-    result = engine.reconcile(
+    result = _engine.reconcile(
         ledger,
         processor,
         amount_tolerance=amount_tolerance,

@@ -80,17 +80,19 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from toolkit.errors import InputError, TrackError, TrackIntegrityError
+from toolkit.errors import InputError, NotebookFailure, TrackError, TrackIntegrityError
+from toolkit.outputs import cell_text
 from toolkit.reconcile import audit
-from toolkit.reconcile.engine import HELD_ROWS
-from toolkit.reconcile.inputs import LoadedInput, period_seconds
-from toolkit.reconcile.result import CATEGORIES, ReconciliationResult, cell_text
+from toolkit.reconcile.period import period_seconds
+from toolkit.reconcile.result import ReconciliationResult
+from toolkit.reconcile.schema import CATEGORIES, HELD_ROWS
+from toolkit.reconcile.schema import TRACKING_COLUMNS as TRACKING_COLUMNS  # its home before
 from toolkit.reconcile.timing import parse_as_of as timing_cut_off
 from toolkit.reconcile.track_store import (  # the audit log itself
     FACTS_VERSION,
@@ -111,8 +113,9 @@ from toolkit.reconcile.track_store import (  # the audit log itself
 )
 from toolkit.runlog import file_hashes
 
-#: Columns ``track_result`` adds to ``ReconciliationResult.exceptions`` (and exceptions.csv).
-TRACKING_COLUMNS: tuple[str, ...] = ("exceptionId", "state", "firstSeen", "ageDays", "stateReason")
+if TYPE_CHECKING:
+    from toolkit.reconcile.inputs import LoadedInput
+
 #: States of an exception in a run, in report order (``resolved`` ones are listed apart).
 STATES: tuple[str, ...] = ("new", "open", "acknowledged")
 #: The facts an acknowledgement is of: when one of them changes, it lapses.
@@ -764,8 +767,6 @@ def check_tracked_threshold(
 ) -> str:
     """For the notebook's result line: the tracked counts, or ``NotebookFailure`` (exit 1) when
     ``findings`` says the run fails (-1 or None: no threshold)."""
-    from toolkit.notebooks import NotebookFailure
-
     tracking = result.tracking
     if tracking is None:
         raise TrackError("check_tracked_threshold needs a tracked result (track_result)")

@@ -57,15 +57,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.money import is_currency, minor_digits
+from toolkit.outputs import cell_text
 from toolkit.reconcile.controller_view import moment_text, tolerance_text
-from toolkit.reconcile.result import (
-    FX_COLUMNS,
-    SUMMARY_COLUMNS,
-    ReconciliationResult,
-    cell_text,
-    in_report_order,
-    severity_of,
-)
+from toolkit.reconcile.result import ReconciliationResult
+from toolkit.reconcile.schema import FX_COLUMNS, SUMMARY_COLUMNS, in_report_order, severity_of
 from toolkit.reconcile.timing import duration_text
 
 #: Excel's limits: rows per sheet (one is the header) and characters per cell, which Excel counts

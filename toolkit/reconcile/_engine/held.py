@@ -1,0 +1,168 @@
+"""What of the exception rows the result holds in memory (every one, or the first of each category,
+the rest kept by the engine and read back in batches: ``SpilledRows``), as a frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import ibis
+import ibis.expr.types as ir
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toolkit.reconcile._engine.model import SUM_TYPE
+from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.result import (
+    SpilledRows,
+    _decimals,
+)
+from toolkit.reconcile.schema import (
+    CATEGORIES,
+    EXCEPTION_COLUMNS,
+    INFO_CATEGORIES,
+)
+
+#: Exception rows read back from the engine at a time (``SpilledRows``).
+BATCH_ROWS = 50_000
+
+
+@dataclass(frozen=True)
+class Held:
+    """The exception rows of ``exception_rows``: those the result holds (every one, or the first
+    of each category), their count and exact sum per category and currency (``tally``), and the
+    rows the engine keeps when they are too many to hold (None when all are held)."""
+
+    frame: pd.DataFrame
+    tally: list[tuple[str, str, int, int]]
+    spilled: SpilledRows | None = None
+    preview_rows: int = 0
+
+
+def held_exceptions(
+    engine: Backend,
+    listed: ir.Table | None,
+    *,
+    listed_rows: int,
+    rejected_rows: int,
+    held_rows: int,
+    preview_rows: int,
+) -> Held:
+    """The exception rows as the result holds them: every one when there are at most
+    ``held_rows`` with the ``rejected_rows`` (held apart, always); else the first
+    ``preview_rows`` of each category (an informational category's oldest), the engine keeping
+    them all in report order (``_seq``) to read back in batches.
+
+    ``listed_rows``, the rows the flag counts say ``listed`` has, picks the way: rows that fit
+    are read once, in report order, and counted here; only more are kept in the engine."""
+    if listed is None:
+        return Held(_exception_frame(None), [])
+    order = [listed._rank, listed._on_processor, listed._row, listed.merchantReferenceId]
+    held_rows -= rejected_rows
+    if listed_rows <= held_rows:
+        table = engine.arrow(listed.order_by(order))
+        return Held(_exception_frame(table), _tally(table))
+    kept = engine.keep(listed.mutate(_seq=ibis.row_number().over(order_by=order)))
+    tally_table = kept.group_by(["category", "_cur"]).aggregate(
+        n=kept.count(), total=kept._amount.cast(SUM_TYPE).sum()
+    )
+    tally = [
+        (str(r["category"]), str(r["_cur"]), int(r["n"]), int(r["total"]))
+        for r in engine.arrow(tally_table).to_pylist()
+    ]
+    sizes: dict[str, int] = {}  # in report order, as ``_seq`` has them
+    for category, _, n, _ in sorted(tally, key=lambda t: CATEGORIES.index(t[0])):
+        sizes[category] = sizes.get(category, 0) + n
+    if sum(sizes.values()) <= held_rows:
+        return Held(_exception_frame(engine.arrow(kept.order_by("_seq"))), tally)
+    # An informational category's first rows are its oldest (the next to become a break).
+    oldest = kept.category.isin(list(INFO_CATEGORIES)).ifelse(kept.age_days.fill_null(-1), 0)
+    place = ibis.row_number().over(group_by=kept.category, order_by=[ibis.desc(oldest), kept._seq])
+    preview = kept.mutate(_place=place)
+    preview = preview.filter(preview._place < preview_rows).drop("_place").order_by("_seq")
+    starts: dict[str, int] = {}  # the first ``_seq`` (from 0) of each category
+    position = 0
+    for category in sizes:
+        starts[category] = position
+        position += sizes[category]
+
+    def read(category: str, start: int, count: int | None) -> Iterator[pd.DataFrame]:
+        """Rows ``start`` to ``start + count`` of ``category`` in report order, a batch at a
+        time; each batch is a query of its own (``_seq`` in a range), so that nothing stays
+        open on the connection between batches."""
+        size = sizes.get(category, 0)
+        end = size if count is None else min(size, start + count)
+        for first in range(start, end, BATCH_ROWS):
+            low = starts[category] + first
+            high = starts[category] + min(end, first + BATCH_ROWS)
+            rows = kept.filter((kept._seq >= low) & (kept._seq < high)).order_by("_seq")
+            yield _exception_frame(engine.arrow(rows))[list(EXCEPTION_COLUMNS)]
+
+    frame = _exception_frame(engine.arrow(preview))
+    return Held(frame, tally, SpilledRows(sizes, read), preview_rows)
+
+
+def _tally(table: pa.Table) -> list[tuple[str, str, int, int]]:
+    """Rows read whole: how many and their exact sum (Python integers) per category and currency."""
+    sums: dict[tuple[str, str], list[int]] = {}
+    columns = (table.column(name).to_pylist() for name in ("category", "_cur", "_amount"))
+    for category, currency, amount in zip(*columns, strict=True):
+        entry = sums.setdefault((str(category), str(currency)), [0, 0])
+        entry[0] += 1
+        entry[1] += amount or 0
+    return [(category, currency, n, total) for (category, currency), (n, total) in sums.items()]
+
+
+def _integers(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """An integer column as int64 (0 where null) and where it is present: never through float."""
+    values = pc.fill_null(column.cast(pa.int64()), 0).to_numpy()
+    return values.astype(np.int64), column.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _texts(column: pa.ChunkedArray) -> pd.Series:
+    return pd.Series(column.to_pylist(), dtype=object)  # a Series: pandas 3 infers no str dtype from it
+
+
+def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
+    """The engine's exception rows (in report order) as the result's frame: exact ``Decimal``
+    amounts, plus ``_cur`` and ``_amount`` (the currency and minor units the summary adds up)."""
+    if table is None or not table.num_rows:
+        frame = pd.DataFrame({name: np.empty(0, dtype=object) for name in EXCEPTION_COLUMNS})
+        frame["source_row"] = np.empty(0, dtype=np.int64)
+        frame["age_days"] = pd.array([], dtype="Int64")
+        return frame.assign(_cur=np.empty(0, dtype=object), _amount=np.empty(0, dtype=np.int64))
+    on_processor = table.column("_on_processor").to_numpy().astype(bool)
+    row, _ = _integers(table.column("_row"))
+    minors, digits = [], []
+    for p in ("l", "p"):
+        minor, has = _integers(table.column(f"{p}_minor"))
+        places, _ = _integers(table.column(f"{p}_digits"))
+        minors.append(minor)
+        digits.append(np.where(has, places, -1))
+    ledger_amount, processor_amount = _decimals(minors, digits)
+    source = np.where(on_processor, _texts(table.column("p_source")), _texts(table.column("l_source")))
+    amount, _ = _integers(table.column("_amount"))
+    return pd.DataFrame(
+        {
+            "merchantReferenceId": _texts(table.column("merchantReferenceId")),
+            "category": pd.Categorical(_texts(table.column("category")), categories=list(CATEGORIES)),
+            "ledger_amount": ledger_amount,
+            "processor_amount": processor_amount,
+            "ledger_currency": _texts(table.column("l_currency")),
+            "processor_currency": _texts(table.column("p_currency")),
+            "ledger_status": _texts(table.column("l_status")),
+            "processor_status": _texts(table.column("p_status")),
+            "source": source,
+            "source_row": row,
+            "detail": _texts(table.column("detail")),
+            "severity": np.where(
+                np.isin(_texts(table.column("category")).to_numpy(), INFO_CATEGORIES), "info", "exception"
+            ).astype(object),
+            "age_days": pd.array(table.column("age_days").to_pylist(), dtype="Int64"),
+            "_cur": _texts(table.column("_cur")),
+            "_amount": amount,
+        }
+    )
