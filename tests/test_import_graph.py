@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "toolkit"
+from tests.imports import PACKAGE
 
 
 def module_name(path: Path) -> str:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.reconcile.tracks import sides
+
 pytestmark = pytest.mark.timeout(180)
 
 STEPS = [
@@ -29,18 +31,15 @@ STEPS = [
 
 
 def _inputs(folder: Path) -> list[str]:
-    (folder / "ledger.csv").write_text(
-        "merchantReferenceId,amount,currency,status\nA-1,10.00,USD,success\nA-2,5.00,USD,success\n"
-    )
-    (folder / "processor.csv").write_text(
-        "merchantReferenceId,amount,currency,status\nA-1,10.00,USD,success\n"
+    ledger, processor = sides(
+        folder, {"A-1": "10.00 USD success", "A-2": "5.00 USD success"}, {"A-1": "10.00 USD success"}
     )
     return [
         "reconcile",
         "--ledger",
-        str(folder / "ledger.csv"),
+        str(ledger),
         "--processor",
-        str(folder / "processor.csv"),
+        str(processor),
         "--output-dir",
         str(folder / "out"),
     ]
