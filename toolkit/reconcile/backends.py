@@ -1,8 +1,10 @@
-"""Where the reconciliation engine runs: DuckDB, embedded (the default), or Spark, through Ibis.
+"""Where the reconciliation engine runs: DuckDB, embedded (the default), or Spark.
 
-The engine is written once, as Ibis expressions; a ``Backend`` gives it a connection, reads the
-sources into it (``sources.py``), keeps the intermediate tables it reuses, and turns the
-backend's own failures (a memory limit, a full spill disk, no Java) into one-line ``EngineError``.
+The engine's steps are written once, as SQL text in DuckDB's dialect (``keep_sql``,
+``arrow_sql``), which sqlglot writes in Spark's for Spark; the inputs are still read and checked
+through Ibis (``keep``, ``arrow``). A ``Backend`` gives the engine a connection, reads the sources
+into it (``sources.py``), keeps the intermediate tables it reuses, and turns the backend's own
+failures (a memory limit, a full spill disk, no Java) into one-line ``EngineError``.
 
 DuckDB runs with a memory limit (default: ``MEMORY_SHARE`` of the machine's memory) and spills to
 a directory beyond it, so inputs larger than memory reconcile on one machine: the tables it keeps
@@ -18,13 +20,15 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +101,44 @@ def _fusing(fused: bool) -> Iterator[None]:
             ibis.options.sql.fuse_selects = before
 
 
+class Kept:
+    """A table the engine computed once and reads again, by its name in the backend's SQL; it is
+    dropped once nothing holds it (``Backend.keep_sql``). ``holds``: what must live as long
+    (the Ibis table a name was taken from)."""
+
+    __slots__ = ("__weakref__", "holds", "name")
+
+    def __init__(self, name: str, holds: object = None) -> None:
+        self.name = name
+        self.holds = holds
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Kept({self.name!r})"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query of the engine and the kept tables it reads (they live as long as it does)."""
+
+    sql: str
+    needs: tuple[Kept, ...] = ()
+
+    def __str__(self) -> str:
+        return self.sql
+
+
+@functools.lru_cache(maxsize=512)
+def spark_sql(query: str) -> str:
+    """A query of the engine (DuckDB's dialect) in Spark's, by sqlglot: the engine's queries are
+    written once; the same query text is transpiled once per process."""
+    import sqlglot
+
+    return str(sqlglot.transpile(query, read="duckdb", write="spark")[0])
+
+
 @dataclass
 class Backend:
     """A connection the engine runs on, and what it needs to read and keep tables there."""
@@ -110,6 +152,13 @@ class Backend:
     #: One query at a time: a result's rows read back later (``SpilledRows``) may be read from
     #: the report's threads, and neither connection serves two queries at once.
     _queries: threading.RLock = field(default_factory=threading.RLock)
+
+    #: Kept tables no longer held, dropped before the next query (not in the garbage collector,
+    #: which may run while a query of the same connection is under way).
+    _released: list[str] = field(default_factory=list)
+    #: Spark's checkpointed frames of the kept tables, by name (their blocks live while they do).
+    _frames: dict[str, Any] = field(default_factory=dict)
+    _constants: dict[str, Kept] = field(default_factory=dict)
 
     def temp_name(self, stem: str) -> str:
         """A fresh name for a table or view of this connection."""
@@ -145,6 +194,72 @@ class Backend:
             else:
                 table = self.con.to_pyarrow(expr)
             return table
+
+    def keep_sql(self, query: str | Query, *, stem: str = "kept") -> Kept:
+        """Compute ``query`` (DuckDB's dialect; Spark's by ``spark_sql``) once and keep it: a
+        table of the DuckDB database (in memory, or in the spill directory's file), or a local
+        checkpoint of Spark (its plan is its rows: no step's plan grows with the steps before)."""
+        kept = Kept(self.temp_name(stem))
+        with self._queries, self.failures():
+            self._drop_released()
+            if self.name == "pyspark":
+                frame = self.con._session.sql(spark_sql(str(query)))
+                try:
+                    frame = frame.localCheckpoint(eager=True)
+                except NotImplementedError:  # Spark Connect before 4.0: cached instead
+                    frame = frame.cache()
+                frame.createOrReplaceTempView(kept.name)
+                self._frames[kept.name] = frame
+            else:
+                self.con.con.execute(f"CREATE TABLE {kept.name} AS {query}")
+        weakref.finalize(kept, self._released.append, kept.name)
+        return kept
+
+    def register(self, table: pa.Table, *, stem: str = "memory") -> Kept:
+        """An Arrow table (a few rows computed in Python: rates decided, code lists) as a table
+        the engine's queries can read by name."""
+        kept = Kept(self.temp_name(stem))
+        with self._queries, self.failures():
+            self._drop_released()
+            if self.name == "pyspark":
+                frame = self.con._session.createDataFrame(table)
+                frame.createOrReplaceTempView(kept.name)
+                self._frames[kept.name] = frame
+            else:
+                self.con.con.register(f"{kept.name}_arrow", table)
+                self.con.con.execute(f"CREATE TABLE {kept.name} AS SELECT * FROM {kept.name}_arrow")
+                self.con.con.unregister(f"{kept.name}_arrow")
+        weakref.finalize(kept, self._released.append, kept.name)
+        return kept
+
+    def constant(self, stem: str, make: Callable[[], pa.Table]) -> Kept:
+        """A table of constants (the currency codes) registered once per connection."""
+        with self._lock:
+            kept = self._constants.get(stem)
+        if kept is None:
+            kept = self.register(make(), stem=stem)
+            with self._lock:
+                kept = self._constants.setdefault(stem, kept)
+        return kept
+
+    def arrow_sql(self, query: str | Query) -> pa.Table:
+        """The rows of ``query`` (DuckDB's dialect) as an Arrow table: for results small by nature."""
+        with self._queries, self.failures():
+            self._drop_released()
+            if self.name == "pyspark":
+                table: pa.Table = self.con._session.sql(spark_sql(str(query))).toArrow()
+            else:
+                table = self.con.con.sql(str(query)).to_arrow_table()
+            return table
+
+    def _drop_released(self) -> None:
+        while self._released:
+            name = self._released.pop()
+            if self.name == "pyspark":
+                self._frames.pop(name, None)
+                self.con._session.catalog.dropTempView(name)
+            else:
+                self.con.con.execute(f"DROP TABLE IF EXISTS {name}")
 
     def scalar(self, expr: ir.Scalar) -> Any:
         """The value of a scalar expression (a count)."""

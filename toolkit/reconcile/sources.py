@@ -1082,6 +1082,22 @@ def source_of(described: Described, ord: ir.IntegerValue) -> ir.StringValue:
     )
 
 
+def row_sql(ord: str) -> str:
+    """``row_of`` in SQL, of the column ``ord``."""
+    return f"({ord} % {1 << FILE_SHIFT})"
+
+
+def source_sql(described: Described, ord: str) -> str:
+    """``source_of`` in SQL, of the column ``ord``."""
+    if len(described.paths) <= 1:
+        return _quote_literal(described.name)
+    cases = " ".join(
+        f"WHEN {ord} < {(i + 1) << FILE_SHIFT} THEN {_quote_literal(str(p))}"
+        for i, p in enumerate(described.paths)
+    )
+    return f"CASE {cases} ELSE {_quote_literal(described.name)} END"
+
+
 def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir.Table:
     from pyspark.sql import Column
     from pyspark.sql import functions as F

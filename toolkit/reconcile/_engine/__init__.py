@@ -1,8 +1,9 @@
 """The reconciliation engine: ledger vs processor, keyed by ``merchantReferenceId``, relational.
 
-``reconcile`` reads as its steps, each a relational transformation written once in Ibis and run
-by the backend (DuckDB by default, Spark on request; ``backends.py``), each step a module here
-(what they pass between them: ``model.py``):
+``reconcile`` reads as its steps, each a relational transformation written once as SQL text in
+DuckDB's dialect and run by the backend (DuckDB by default; Spark on request, as sqlglot writes
+it in Spark's; ``backends.py``), each step a module here (what they pass between them:
+``model.py``):
 
 1. ``sides.checked_rows``: each side read and validated in the backend (``inputs.py``);
    ``sides.align_period`` places a period's boundary payments;
@@ -173,15 +174,15 @@ def reconcile(
         logger.info("pairing and classifying the keys")
         pro = align_period(engine, led, pro, rules.grace)
         keys = pair_keys(led, pro, rules)
-        classified = engine.keep(classify(keys, rules))
+        classified = engine.keep_sql(classify(keys, rules), stem="classified")
         repeated = {
             side.name: repeated_rows(engine, side, classified)
             for side in repeats(engine, classified, (led, pro))
         }
         if repeated:
-            classified = engine.keep(settle_repeats(classified, repeated, rules))
+            classified = engine.keep_sql(settle_repeats(engine, classified, repeated, rules), stem="settled")
         resolved, fx = resolve_fx(engine, classified, rules)
-        flagged = engine.keep(informational_apart(resolved))
+        flagged = engine.keep_sql(informational_apart(str(resolved)), stem="flagged")
         logger.info("listing the exceptions")
         stats = flag_stats(engine, flagged)
         duplicates = {

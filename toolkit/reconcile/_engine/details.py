@@ -6,19 +6,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import ibis
-import ibis.expr.types as ir
-
-from toolkit.reconcile._engine.model import Side, is_usable, with_names
-from toolkit.reconcile.inputs import (
-    minor_text,
-)
-from toolkit.reconcile.sources import row_of
+from toolkit.reconcile._engine.model import USABLE, Side, with_names
+from toolkit.reconcile.backends import Backend, Kept
+from toolkit.reconcile.sources import row_sql
 from toolkit.reconcile.timing import Timing, duration_text
 
 
+def minor_text(minor: str, digits: str) -> str:
+    """Exact major-unit text (``12.30``, ``-0.050``, ``1200``) of minor units."""
+    plain = f"CAST(ABS({minor}) AS VARCHAR)"
+    padded = f"LPAD({plain}, CAST(GREATEST(LENGTH({plain}), {digits} + 1) AS INTEGER), '0')"
+    cut = f"(LENGTH({padded}) - {digits})"
+    text = (
+        f"CASE WHEN {digits} > 0 THEN SUBSTRING({padded}, 1, {cut}) || '.' || SUBSTRING({padded}, {cut} + 1) "
+        f"ELSE {padded} END"
+    )
+    return f"(CASE WHEN {minor} < 0 THEN '-' ELSE '' END || {text})"
+
+
+def text(value: str) -> str:
+    """A number as text, in a detail."""
+    return f"CAST({value} AS VARCHAR)"
+
+
 def duplicate_detail_parts(
-    part: Callable[..., None], f: ir.Table, duplicates: dict[str, ir.Table], sides: tuple[Side, Side]
+    part: Callable[..., None],
+    engine: Backend,
+    f: Kept,
+    duplicates: dict[str, Kept],
+    sides: tuple[Side, Side],
 ) -> None:
     """The ``duplicate_in_*`` rows: the extra row of each duplicated key (``duplicate_rows``), with
     every row."""
@@ -26,30 +42,26 @@ def duplicate_detail_parts(
         p = side[0]
         if side not in duplicates:
             continue
-        dups = duplicates[side]
-        keyed = f.filter(f[f"duplicate_in_{side}"])
-        joined = with_names(keyed.join(dups, keyed.key == dups._dup_key), f"{p}2", sides[side == "processor"])
+        keyed = (
+            f"SELECT * FROM {f} AS _f JOIN {duplicates[side]} AS _d ON _f.key = _d._dup_key "
+            f"WHERE duplicate_in_{side}"
+        )
+        joined = with_names(engine, keyed, f"{p}2", sides[side == "processor"])
         # The row shown is the extra one: the one that should not be there.
-        own = {
-            f"{p}_{name}": joined[f"{p}2_{name}"]
-            for name in ("minor", "currency", "digits", "status", "row", "source")
-        }
+        shown = ("minor", "currency", "digits", "status", "row", "source")
+        own = {f"{p}_{name}": f"{p}2_{name}" for name in shown}
         part(
             f"duplicate_in_{side}",
             joined,
             side == "processor",
-            "appears "
-            + joined._count.cast("string")
-            + f" times in the {side} (rows "
-            + joined._rows_text
-            + ")",
-            joined._extra.cast("int64"),
-            currency=joined[f"{p}2_currency"],
+            f"'appears ' || {text('_count')} || ' times in the {side} (rows ' || _rows_text || ')'",
+            "CAST(_extra AS BIGINT)",
+            currency=f"{p}2_currency",
             **own,
         )
 
 
-def missing_detail(table: ir.Table, other: Side) -> tuple[ir.Table, ir.StringValue]:
+def missing_detail(table: str, other: Side) -> tuple[str, str]:
     """``table``'s keys that ``other`` does not have among its usable rows, and why in words: not
     found there at all, or there only in a row that takes no part (its first), so that whoever
     looks for the payment is told where it is instead of searching for one that is there:
@@ -58,99 +70,69 @@ def missing_detail(table: ir.Table, other: Side) -> tuple[ir.Table, ir.StringVal
     outside it``, ``not in the ledger by the cut-off; ledger row 12 is dated 2026-11-20 00:00
     UTC, after it``."""
     where = "at the processor" if other.name == "processor" else "in the ledger"
-    rows = other.rows.filter(~is_usable(other.rows))
-    first = rows.group_by(_apart_key=rows._key).aggregate(_apart_ord=rows._ord.min())
-    apart = first.join(rows, [first._apart_key == rows._key, first._apart_ord == rows._ord])
-    apart = apart.select(
-        first._apart_key,
-        first._apart_ord,
-        _apart_rejected=rows._rejected,
-        _apart_outside=rows._outside,
-        _apart_when=rows._outside.ifelse(rows._day, rows._when),
+    apart_rows = f"SELECT * FROM ({other.rows}) WHERE NOT {USABLE}"
+    first = f"SELECT _key AS _apart_key, MIN(_ord) AS _apart_ord FROM ({apart_rows}) GROUP BY _key"
+    apart = (
+        "SELECT _a._apart_key, _a._apart_ord, _r._rejected AS _apart_rejected, "
+        "_r._outside AS _apart_outside, "
+        "CASE WHEN _r._outside THEN _r._day ELSE _r._when END AS _apart_when "
+        f"FROM ({first}) AS _a JOIN ({apart_rows}) AS _r "
+        "ON _a._apart_key = _r._key AND _a._apart_ord = _r._ord"
     )
-    joined = table.left_join(apart, table.key == apart._apart_key)
-    row = f"; {other.name} row " + row_of(joined._apart_ord).cast("string")
-    day = _moment_text(joined._apart_when)
-    detail = ibis.cases(
-        (joined._apart_ord.isnull(), f"not found {where}"),
-        (
-            joined._apart_rejected,
-            f"not read {where}" + row + " has this key but cannot be read (its rejected_row says why)",
-        ),
-        (joined._apart_outside, f"not {where} in the period" + row + " is dated " + day + ", outside it"),
-        else_=f"not {where} by the cut-off" + row + " is dated " + day + ", after it",
+    joined = f"SELECT * FROM ({table}) AS _t LEFT JOIN ({apart}) AS _p ON _t.key = _p._apart_key"
+    row = f"'; {other.name} row ' || {text(row_sql('_apart_ord'))}"
+    day = moment_text("_apart_when")
+    detail = (
+        f"CASE WHEN _apart_ord IS NULL THEN 'not found {where}' "
+        f"WHEN _apart_rejected THEN 'not read {where}' || {row} "
+        "|| ' has this key but cannot be read (its rejected_row says why)' "
+        f"WHEN _apart_outside THEN 'not {where} in the period' || {row} "
+        f"|| ' is dated ' || {day} || ', outside it' "
+        f"ELSE 'not {where} by the cut-off' || {row} || ' is dated ' || {day} || ', after it' END"
     )
     return joined, detail
 
 
-def _moment_text(seconds: ir.IntegerValue) -> ir.StringValue:
+def moment_text(seconds: str) -> str:
     """A row's date (epoch seconds) as the details write it: ``2026-11-21 00:00 UTC``."""
-    return seconds.as_timestamp("s").strftime("%Y-%m-%d %H:%M") + " UTC"
+    return f"(STRFTIME(TO_TIMESTAMP({seconds}), '%Y-%m-%d %H:%M') || ' UTC')"
 
 
-def compared_detail(table: ir.Table, word: str, note: str = "") -> ir.StringValue:
+def compared_detail(word: str, note: str = "") -> str:
     """``ledger 10.00 USD, processor 9.98 USD (difference 0.02); processor row 3``; for a price in
     the ledger's currency: ``processor priced 9.98 USD (charged 560.00 PHP)``."""
-    digits, currency = table.l_digits, table.l_currency
-    other = table.priced.ifelse(table.p_pminor, table.p_minor)
-    charged = minor_text(table.p_minor, table.p_digits) + " " + table.p_currency
+    other = "CASE WHEN priced THEN p_pminor ELSE p_minor END"
+    charged = f"{minor_text('p_minor', 'p_digits')} || ' ' || p_currency"
     return (
-        "ledger "
-        + minor_text(table.l_minor, digits)
-        + " "
-        + currency
-        + table.priced.ifelse(", processor priced ", ", processor ")
-        + minor_text(other, digits)
-        + " "
-        + currency
-        + table.priced.ifelse(" (charged " + charged + ")", "")
-        + f" ({word} "
-        + minor_text(table.l_minus_p, digits)
-        + f"{note}); processor row "
-        + table.p_row.cast("string")
+        f"'ledger ' || {minor_text('l_minor', 'l_digits')} || ' ' || l_currency "
+        "|| CASE WHEN priced THEN ', processor priced ' ELSE ', processor ' END "
+        f"|| {minor_text(other, 'l_digits')} || ' ' || l_currency "
+        f"|| CASE WHEN priced THEN ' (charged ' || {charged} || ')' ELSE '' END "
+        f"|| ' ({word} ' || {minor_text('l_minus_p', 'l_digits')} "
+        f"|| '{note}); processor row ' || {text('p_row')}"
     )
 
 
-def fx_detail(table: ir.Table, word: str) -> ir.StringValue:
+def fx_detail(word: str) -> str:
     """``ledger 20.00 USD = 18.52 EUR at 1 USD = 0.926 EUR on 2026-11-18, processor 18.40 EUR
     (variance 0.12 EUR, beyond tolerance); processor row 3``: the variance expected minus
     charged, signed as a same-currency one (ledger minus processor)."""
-    digits = table.p_digits
     return (
-        "ledger "
-        + minor_text(table.l_minor, table.l_digits)
-        + " "
-        + table.l_currency
-        + " = "
-        + minor_text(table.fx_expected, digits)
-        + " "
-        + table.p_currency
-        + " at "
-        + table.fx_text
-        + ", processor "
-        + minor_text(table.p_minor, digits)
-        + " "
-        + table.p_currency
-        + " (variance "
-        + minor_text(table.fx_expected - table.p_minor, digits)
-        + " "
-        + table.p_currency
-        + f", {word} tolerance); processor row "
-        + table.p_row.cast("string")
+        f"'ledger ' || {minor_text('l_minor', 'l_digits')} || ' ' || l_currency "
+        f"|| ' = ' || {minor_text('fx_expected', 'p_digits')} || ' ' || p_currency "
+        f"|| ' at ' || fx_text || ', processor ' || {minor_text('p_minor', 'p_digits')} || ' ' || p_currency "
+        f"|| ' (variance ' || {minor_text('fx_expected - p_minor', 'p_digits')} || ' ' || p_currency "
+        f"|| ', {word} tolerance); processor row ' || {text('p_row')}"
     )
 
 
-def transit_detail(table: ir.Table, clock: Timing) -> ir.StringValue:
+def transit_detail(clock: Timing) -> str:
     """Why a payment is in transit, and since when, in words."""
     window = f"inside the settlement window ({duration_text(clock.grace)} before the cut-off)"
-    since = table.p_when.fill_null(table.l_when)
-    day = _moment_text(since)
-    status = table.l_n.notnull() & table.p_n.notnull()
-    return ibis.cases(
-        (
-            status,
-            "ledger " + table.l_status + ", processor " + table.p_status + " since " + day + "; " + window,
-        ),
-        (table.p_n.isnull(), "not at the processor yet; booked " + day + ", " + window),
-        else_="not in the ledger yet; at the processor since " + day + ", " + window,
+    day = moment_text("COALESCE(p_when, l_when)")
+    return (
+        "CASE WHEN l_n IS NOT NULL AND p_n IS NOT NULL THEN "
+        f"'ledger ' || l_status || ', processor ' || p_status || ' since ' || {day} || '; {window}' "
+        f"WHEN p_n IS NULL THEN 'not at the processor yet; booked ' || {day} || ', {window}' "
+        f"ELSE 'not in the ledger yet; at the processor since ' || {day} || ', {window}' END"
     )

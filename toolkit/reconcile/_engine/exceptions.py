@@ -5,7 +5,6 @@ rejected rows of each side.
 from __future__ import annotations
 
 import ibis
-import ibis.expr.types as ir
 import pandas as pd
 
 from toolkit.errors import InputError
@@ -13,14 +12,15 @@ from toolkit.reconcile._engine.details import (
     compared_detail,
     duplicate_detail_parts,
     fx_detail,
+    minor_text,
     missing_detail,
+    text,
     transit_detail,
 )
-from toolkit.reconcile._engine.model import DAY, FAILURE, SUM_TYPE, Rules, Side, with_names
-from toolkit.reconcile.backends import Backend
+from toolkit.reconcile._engine.model import DAY, FAILURE, SUM_TYPE, Rules, Side, select, with_names
+from toolkit.reconcile.backends import Backend, Kept, Query
 from toolkit.reconcile.inputs import (
     REJECTED_COLUMNS,
-    minor_text,
     rejected_frame,
 )
 from toolkit.reconcile.schema import (
@@ -29,209 +29,188 @@ from toolkit.reconcile.schema import (
 )
 
 
-def duplicate_rows(engine: Backend, side: Side, rows: ir.Table, flagged: ir.Table) -> ir.Table:
+def duplicate_rows(engine: Backend, side: Side, rows: Kept, flagged: Kept) -> Kept:
     """Per duplicated key of ``side``: its rows (``_rows_text``, in file order; each with its
     amount, currency and status when they differ), how many, and the values of the row shown
     (the first that took or may take money besides the row compared, the one that should not be
     there), as ``l2_*`` or ``p2_*``."""
     p = side.name[0]
-    compared = flagged.filter(flagged[f"duplicate_in_{side.name}"])
-    compared = compared.select(_ck=compared.key, _cord=compared[f"{p}_ord"])
-    rows = rows.join(compared, rows._key == compared._ck)
-    extra = (rows._st != FAILURE) & (rows._ord != rows._cord)
-    rows = rows.mutate(
-        _rank=ibis.row_number().over(group_by=rows._key, order_by=[extra.ifelse(0, 1), rows._ord])
+    compared = f"SELECT key AS _ck, {p}_ord AS _cord FROM {flagged} WHERE duplicate_in_{side.name}"
+    extra = f"(_st <> {FAILURE} AND _ord <> _cord)"
+    ranked = (
+        f"SELECT *, {extra} AS _is_extra, _ord AS r_ord, _cur AS r_cur, _st AS r_st, "
+        f"ROW_NUMBER() OVER (PARTITION BY _key ORDER BY CASE WHEN {extra} THEN 0 ELSE 1 END, _ord) AS _rank "
+        f"FROM {rows} AS _r JOIN ({compared}) AS _c ON _r._key = _c._ck"
     )
-    named = with_names(rows.mutate(r_ord=rows._ord, r_cur=rows._cur, r_st=rows._st), "r", side)
+    named = with_names(engine, ranked, "r", side)
     each = (
-        named.r_row.cast("string")
-        + ": "
-        + minor_text(named._minor, named.r_digits)
-        + " "
-        + named.r_currency
-        + " "
-        + named.r_status
+        f"{text('r_row')} || ': ' || {minor_text('_minor', 'r_digits')} "
+        "|| ' ' || r_currency || ' ' || r_status"
     )
-    shown = named._rank == 0
-    grouped = named.group_by(_dup_key=named._key).aggregate(
-        _rows=named.r_row.collect(),
-        _each=ibis.struct({"row": named.r_row, "text": each}).collect(),
-        _count=named.count(),
-        _alike=(named._minor.min() == named._minor.max())
-        & (named._cur.min() == named._cur.max())
-        & (named._st.min() == named._st.max()),
-        **{f"{p}2_{name}": named[f"_{name}"].max(where=shown) for name in ("minor", "cur", "st", "ord")},
+    numbers = "ARRAY_TO_STRING(LIST_TRANSFORM(LIST_SORT(ARRAY_AGG(r_row)), _x -> CAST(_x AS VARCHAR)), ', ')"
+    described = (
+        f"ARRAY_TO_STRING(LIST_TRANSFORM(LIST_SORT(ARRAY_AGG({{'row': r_row, 'text': {each}}})), "
+        "_x -> _x.text), ', ')"
     )
-    numbers = grouped._rows.sort().map(lambda r: r.cast("string")).join(", ")
-    described = grouped._each.sort().map(lambda r: r.text).join(", ")
-    grouped = grouped.mutate(_rows_text=grouped._alike.ifelse(numbers, described)).drop(
-        "_rows", "_each", "_alike"
+    alike = "MIN(_minor) = MAX(_minor) AND MIN(_cur) = MAX(_cur) AND MIN(_st) = MAX(_st)"
+    shown = [
+        f"MAX(CASE WHEN _rank = 1 THEN _{name} END) AS {p}2_{name}" for name in ("minor", "cur", "st", "ord")
+    ]
+    grouped = (
+        f"SELECT _key AS _dup_key, CASE WHEN {alike} THEN {numbers} ELSE {described} END AS _rows_text, "
+        f"COUNT(*) AS _count, {', '.join(shown)} FROM ({named}) GROUP BY _key"
     )
     # What is at risk: every extra row that took or may take money, in the shown row's currency.
-    extras = named.filter((named._st != FAILURE) & (named._ord != named._cord))
-    extras = extras.group_by(_ek=extras._key, _ecur=extras._cur).aggregate(
-        _extra=extras._minor.abs().cast(SUM_TYPE).sum()
+    extras = (
+        f"SELECT _key AS _ek, _cur AS _ecur, SUM(CAST(ABS(_minor) AS {SUM_TYPE})) AS _extra "
+        f"FROM ({ranked}) WHERE _is_extra GROUP BY _key, _cur"
     )
-    cur = grouped[f"{p}2_cur"]
-    joined = grouped.left_join(extras, (grouped._dup_key == extras._ek) & (cur == extras._ecur))
-    return engine.keep(joined.drop("_ek", "_ecur"))
+    joined = (
+        f"SELECT _g.*, _e._extra FROM ({grouped}) AS _g LEFT JOIN ({extras}) AS _e "
+        f"ON _g._dup_key = _e._ek AND _g.{p}2_cur = _e._ecur"
+    )
+    return engine.keep_sql(joined, stem="duplicates")
+
+
+#: The values of each side's row an exception row shows.
+_SHOWN = ("minor", "digits", "currency", "status", "row", "source")
+
+
+#: The columns of an exception row in the backend, with their types: what ``EXCEPTION_COLUMNS``
+#: shows, the summary's ``_cur`` and ``_amount``, and the report order's ``_rank`` (category),
+#: ``_on_processor`` (the ledger's rows first) and ``_row``.
+LISTED = {
+    "merchantReferenceId": "VARCHAR",
+    "category": "VARCHAR",
+    "_rank": "BIGINT",
+    "_on_processor": "BOOLEAN",
+    "l_minor": "BIGINT",
+    "l_digits": "BIGINT",
+    "l_currency": "VARCHAR",
+    "l_status": "VARCHAR",
+    "l_row": "BIGINT",
+    "l_source": "VARCHAR",
+    "p_minor": "BIGINT",
+    "p_digits": "BIGINT",
+    "p_currency": "VARCHAR",
+    "p_status": "VARCHAR",
+    "p_row": "BIGINT",
+    "p_source": "VARCHAR",
+    "_row": "BIGINT",
+    "detail": "VARCHAR",
+    "age_days": "BIGINT",
+    "_amount": "BIGINT",
+    "_cur": "VARCHAR",
+}
 
 
 def exception_rows(
     engine: Backend,
     sides: tuple[Side, Side],
-    flagged: ir.Table,
-    duplicates: dict[str, ir.Table],
+    flagged: Kept,
+    duplicates: dict[str, Kept],
     stats: pd.DataFrame,
     rules: Rules,
-) -> ir.Table | None:
-    """One row per exception or informational row (None: there is none), in the backend: what
-    ``EXCEPTION_COLUMNS`` shows, the summary's ``_cur`` and ``_amount``, and the report order's
-    ``_rank`` (category), ``_on_processor`` (the ledger's rows first) and ``_row``."""
+) -> Query | None:
+    """One row per exception or informational row (None: there is none), in the backend
+    (``LISTED``)."""
     led, pro = sides
-    f = engine.keep(with_names(with_names(flagged, "l", led), "p", pro))  # a few rows; read once per part
-    parts: list[ir.Table] = []
+    named = with_names(engine, with_names(engine, str(flagged), "l", led), "p", pro)
+    f = engine.keep_sql(named, stem="named")  # a few rows; read once per part
+    parts: list[str] = []
     cutoff = None if rules.timing is None else rules.timing.cutoff_seconds
 
     def part(
         category: str,
-        table: ir.Table,
-        on_processor: bool | ir.BooleanValue,
-        detail: ir.StringValue,
-        amount: ir.IntegerValue,
-        currency: ir.StringValue | None = None,
-        dated_by: ir.IntegerValue | None = None,
-        **sides: ir.Value,
+        table: str,
+        on_processor: bool | str,
+        detail: str,
+        amount: str,
+        currency: str | None = None,
+        dated_by: str | None = None,
+        **shown: str,
     ) -> None:
         if not stats[category].sum():  # a smaller query: only the categories found
             return
-        when = table.l_when.fill_null(table.p_when) if dated_by is None else dated_by
-        age = ibis.null("int64") if cutoff is None else ((cutoff - when) / DAY).floor().cast("int64")
+        when = "COALESCE(l_when, p_when)" if dated_by is None else dated_by
+        age = "NULL" if cutoff is None else f"FLOOR(({cutoff} - {when}) / {DAY})"
+        processor = on_processor if isinstance(on_processor, str) else ("TRUE" if on_processor else "FALSE")
         columns = {
-            "merchantReferenceId": table.key,
-            "category": ibis.literal(category),
-            "_rank": ibis.literal(CATEGORIES.index(category)),
-            "_on_processor": ibis.literal(on_processor) if isinstance(on_processor, bool) else on_processor,
-            "l_minor": table.l_minor,
-            "l_digits": table.l_digits,
-            "l_currency": table.l_currency,
-            "l_status": table.l_status,
-            "l_row": table.l_row,
-            "l_source": table.l_source,
-            "p_minor": table.p_minor,
-            "p_digits": table.p_digits,
-            "p_currency": table.p_currency,
-            "p_status": table.p_status,
-            "p_row": table.p_row,
-            "p_source": table.p_source,
+            "merchantReferenceId": "key",
+            "category": f"'{category}'",
+            "_rank": str(CATEGORIES.index(category)),
+            "_on_processor": processor,
+            **{f"{p}_{name}": f"{p}_{name}" for p in "lp" for name in _SHOWN},
         }
-        columns |= sides
-        columns["_row"] = (  # the row shown: the processor's or the ledger's
-            columns["p_row" if on_processor else "l_row"]
-            if isinstance(on_processor, bool)
-            else on_processor.ifelse(columns["p_row"], columns["l_row"])
-        )
+        columns |= shown
+        columns["_row"] = f"CASE WHEN {processor} THEN {columns['p_row']} ELSE {columns['l_row']} END"
         columns["detail"] = detail
         columns["age_days"] = age
         # At risk or at stake, a refund's as much as a charge's; only a variance keeps its sign.
-        columns["_amount"] = amount if category == "within_tolerance" else amount.abs()
-        shown = columns["l_currency"].fill_null(columns["p_currency"])  # the rows shown
-        columns["_cur"] = shown if currency is None else currency
-        selected = table.select(**columns)
-        parts.append(
-            selected.cast(
-                {
-                    "l_minor": "int64",
-                    "p_minor": "int64",
-                    "l_digits": "int64",
-                    "p_digits": "int64",
-                    "l_row": "int64",
-                    "p_row": "int64",
-                    "age_days": "int64",
-                    "_row": "int64",
-                    "_amount": "int64",
-                    "_cur": "string",
-                }
-            )
-        )
+        columns["_amount"] = amount if category == "within_tolerance" else f"ABS({amount})"
+        shown_currency = f"COALESCE({columns['l_currency']}, {columns['p_currency']})"  # the rows shown
+        columns["_cur"] = shown_currency if currency is None else currency
+        parts.append(select([f"CAST({columns[c]} AS {kind}) AS {c}" for c, kind in LISTED.items()], table))
 
     missing = (("missing_in_processor", False, pro), ("missing_in_ledger", True, led))
     for category, on_processor, other in missing:
-        only, detail = missing_detail(f.filter(f[category]), other)
-        part(category, only, on_processor, detail, only.p_minor if on_processor else only.l_minor)
-    amount = f.filter(f.amount_mismatch)
-    fx = amount.fx_state.notnull()
-    fx_variance = amount.p_minor - amount.fx_expected
+        if stats[category].sum():
+            only, detail = missing_detail(select(["*"], str(f), category), other)
+            part(category, only, on_processor, detail, "p_minor" if on_processor else "l_minor")
+    fx = "fx_state IS NOT NULL"
     part(
         "amount_mismatch",
-        amount,
+        select(["*"], str(f), "amount_mismatch"),
         False,
-        fx.ifelse(fx_detail(amount, "beyond"), compared_detail(amount, "difference")),
-        fx.ifelse(fx_variance.abs(), amount.l_minus_p.abs()),
-        currency=fx.ifelse(amount.p_currency, amount.l_currency),
+        f"CASE WHEN {fx} THEN {fx_detail('beyond')} ELSE {compared_detail('difference')} END",
+        f"CASE WHEN {fx} THEN ABS(p_minor - fx_expected) ELSE ABS(l_minus_p) END",
+        currency=f"CASE WHEN {fx} THEN p_currency ELSE l_currency END",
     )
-    currency = f.filter(f.currency_mismatch)
     part(
         "currency_mismatch",
-        currency,
+        select(["*"], str(f), "currency_mismatch"),
         False,
-        "ledger "
-        + currency.l_currency
-        + ", processor "
-        + currency.p_currency
-        + currency.fx_text.isnull().ifelse("", "; " + currency.fx_text)
-        + "; processor row "
-        + currency.p_row.cast("string"),
-        currency.l_minor,
+        "'ledger ' || l_currency || ', processor ' || p_currency "
+        "|| CASE WHEN fx_text IS NULL THEN '' ELSE '; ' || fx_text END "
+        f"|| '; processor row ' || {text('p_row')}",
+        "l_minor",
     )
-    status = f.filter(f.status_mismatch)
     part(
         "status_mismatch",
-        status,
+        select(["*"], str(f), "status_mismatch"),
         False,
-        "ledger "
-        + status.l_status
-        + ", processor "
-        + status.p_status
-        + "; processor row "
-        + status.p_row.cast("string"),
-        status.l_minor,
+        f"'ledger ' || l_status || ', processor ' || p_status || '; processor row ' || {text('p_row')}",
+        "l_minor",
     )
-    duplicate_detail_parts(part, f, duplicates, sides)
-    unknown = f.filter(f.unknown_outcome)
+    duplicate_detail_parts(part, engine, f, duplicates, sides)
     part(
         "unknown_outcome",
-        unknown,
+        select(["*"], str(f), "unknown_outcome"),
         True,
-        ibis.literal("the processor does not know the outcome of this payment"),
-        unknown.l_minor.isnull().ifelse(unknown.p_minor, unknown.l_minor),
+        "'the processor does not know the outcome of this payment'",
+        "CASE WHEN l_minor IS NULL THEN p_minor ELSE l_minor END",
     )
     if rules.timing is not None:
-        transit = f.filter(f.in_transit)
         part(
             "in_transit",
-            transit,
-            transit.l_n.isnull(),
-            transit_detail(transit, rules.timing),
-            transit.l_minor.isnull().ifelse(transit.p_minor, transit.l_minor),
-            dated_by=transit.p_when.fill_null(transit.l_when),
+            select(["*"], str(f), "in_transit"),
+            "l_n IS NULL",
+            transit_detail(rules.timing),
+            "CASE WHEN l_minor IS NULL THEN p_minor ELSE l_minor END",
+            dated_by="COALESCE(p_when, l_when)",
         )
-    within = f.filter(f.within_tolerance)
-    fx = within.fx_state.notnull()
     part(
         "within_tolerance",
-        within,
+        select(["*"], str(f), "within_tolerance"),
         False,
-        fx.ifelse(fx_detail(within, "within"), compared_detail(within, "variance", ", within tolerance")),
-        fx.ifelse(within.fx_expected - within.p_minor, within.l_minus_p),
-        currency=fx.ifelse(within.p_currency, within.l_currency),
+        f"CASE WHEN {fx} THEN {fx_detail('within')} "
+        f"ELSE {compared_detail('variance', ', within tolerance')} END",
+        f"CASE WHEN {fx} THEN fx_expected - p_minor ELSE l_minus_p END",
+        currency=f"CASE WHEN {fx} THEN p_currency ELSE l_currency END",
     )
     if not parts:
         return None
-    union = parts[0]
-    for more in parts[1:]:
-        union = union.union(more)
-    return union
+    return Query(" UNION ALL ".join(parts), (f, *duplicates.values()))
 
 
 #: Rejected rows of one side a run lists (each held in memory with its reasons), and those
@@ -252,10 +231,8 @@ def rejected_rows(engine: Backend, side: Side, sums: pd.DataFrame) -> pd.DataFra
     count = int(sums["rejected"].sum())
     if not count:
         return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
-    bad = side.rows.filter(side.rows._rejected)
-    if count > REJECTED_ROWS:
-        bad = bad.order_by(bad._ord).limit(_QUOTED_REJECTED)
-    bad = bad.select(_bad_ord=bad._ord)
+    first = f" ORDER BY _ord LIMIT {_QUOTED_REJECTED}" if count > REJECTED_ROWS else ""
+    bad = ibis.memtable(engine.arrow_sql(f"SELECT _ord AS _bad_ord FROM {side.kept} WHERE _rejected{first}"))
     written = side.written
     frame = rejected_frame(
         side.loaded, engine, side.loaded.check(written.semi_join(bad, written._ord == bad._bad_ord))

@@ -7,15 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import ibis
-import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.reconcile._engine.model import SUM_TYPE
-from toolkit.reconcile.backends import Backend
+from toolkit.reconcile._engine.model import exact_sum
+from toolkit.reconcile.backends import Backend, Query
 from toolkit.reconcile.result import (
     SpilledRows,
     _decimals,
@@ -44,7 +42,7 @@ class Held:
 
 def held_exceptions(
     engine: Backend,
-    listed: ir.Table | None,
+    listed: Query | None,
     *,
     listed_rows: int,
     rejected_rows: int,
@@ -60,29 +58,34 @@ def held_exceptions(
     are read once, in report order, and counted here; only more are kept in the engine."""
     if listed is None:
         return Held(_exception_frame(None), [])
-    order = [listed._rank, listed._on_processor, listed._row, listed.merchantReferenceId]
+    order = '_rank, _on_processor, _row, "merchantReferenceId"'
     held_rows -= rejected_rows
     if listed_rows <= held_rows:
-        table = engine.arrow(listed.order_by(order))
+        table = engine.arrow_sql(f"SELECT * FROM ({listed}) ORDER BY {order}")
         return Held(_exception_frame(table), _tally(table))
-    kept = engine.keep(listed.mutate(_seq=ibis.row_number().over(order_by=order)))
-    tally_table = kept.group_by(["category", "_cur"]).aggregate(
-        n=kept.count(), total=kept._amount.cast(SUM_TYPE).sum()
+    kept = engine.keep_sql(
+        f"SELECT *, ROW_NUMBER() OVER (ORDER BY {order}) - 1 AS _seq FROM ({listed})", stem="spilled"
+    )
+    tally_table = engine.arrow_sql(
+        f"SELECT category, _cur, COUNT(*) AS n, {exact_sum('_amount')} AS total "
+        f"FROM {kept} GROUP BY category, _cur"
     )
     tally = [
-        (str(r["category"]), str(r["_cur"]), int(r["n"]), int(r["total"]))
-        for r in engine.arrow(tally_table).to_pylist()
+        (str(r["category"]), str(r["_cur"]), int(r["n"]), int(r["total"])) for r in tally_table.to_pylist()
     ]
     sizes: dict[str, int] = {}  # in report order, as ``_seq`` has them
     for category, _, n, _ in sorted(tally, key=lambda t: CATEGORIES.index(t[0])):
         sizes[category] = sizes.get(category, 0) + n
     if sum(sizes.values()) <= held_rows:
-        return Held(_exception_frame(engine.arrow(kept.order_by("_seq"))), tally)
+        return Held(_exception_frame(engine.arrow_sql(f"SELECT * FROM {kept} ORDER BY _seq")), tally)
     # An informational category's first rows are its oldest (the next to become a break).
-    oldest = kept.category.isin(list(INFO_CATEGORIES)).ifelse(kept.age_days.fill_null(-1), 0)
-    place = ibis.row_number().over(group_by=kept.category, order_by=[ibis.desc(oldest), kept._seq])
-    preview = kept.mutate(_place=place)
-    preview = preview.filter(preview._place < preview_rows).drop("_place").order_by("_seq")
+    info = ", ".join(f"'{name}'" for name in INFO_CATEGORIES)
+    oldest = f"CASE WHEN category IN ({info}) THEN COALESCE(age_days, -1) ELSE 0 END"
+    place = f"ROW_NUMBER() OVER (PARTITION BY category ORDER BY {oldest} DESC, _seq)"
+    preview = (
+        f"SELECT * FROM (SELECT *, {place} AS _place FROM {kept}) "
+        f"WHERE _place <= {preview_rows} ORDER BY _seq"
+    )
     starts: dict[str, int] = {}  # the first ``_seq`` (from 0) of each category
     position = 0
     for category in sizes:
@@ -98,10 +101,10 @@ def held_exceptions(
         for first in range(start, end, BATCH_ROWS):
             low = starts[category] + first
             high = starts[category] + min(end, first + BATCH_ROWS)
-            rows = kept.filter((kept._seq >= low) & (kept._seq < high)).order_by("_seq")
-            yield _exception_frame(engine.arrow(rows))[list(EXCEPTION_COLUMNS)]
+            rows = f"SELECT * FROM {kept} WHERE _seq >= {low} AND _seq < {high} ORDER BY _seq"
+            yield _exception_frame(engine.arrow_sql(rows))[list(EXCEPTION_COLUMNS)]
 
-    frame = _exception_frame(engine.arrow(preview))
+    frame = _exception_frame(engine.arrow_sql(preview))
     return Held(frame, tally, SpilledRows(sizes, read), preview_rows)
 
 

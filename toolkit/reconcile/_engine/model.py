@@ -7,13 +7,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-import ibis
-import ibis.expr.datatypes as dt
-import ibis.expr.types as ir
 import pandas as pd
 
 from toolkit.payment_status import PAYMENT_STATUS_NAMES
+from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.fx import Rates
 from toolkit.reconcile.inputs import (
     LoadedInput,
@@ -24,7 +23,7 @@ from toolkit.reconcile.schema import (
     INFO_CATEGORIES,
     PAYMENT_CATEGORIES,
 )
-from toolkit.reconcile.sources import row_of, source_of
+from toolkit.reconcile.sources import row_sql, source_sql
 from toolkit.reconcile.timing import DEFAULT_GRACE, Timing
 from toolkit.reconcile.tolerance import Tolerance
 
@@ -32,9 +31,7 @@ SIDES = ("ledger", "processor")
 
 
 #: Exact sums: int64 amounts widened before they are added (100M rows of 18 digits overflow).
-SUM_TYPE = dt.Decimal(38, 0)
-
-
+SUM_TYPE = "DECIMAL(38, 0)"
 #: The columns of one side's row kept for the steps after the check: the key, and numbers only
 #: (currency and status as codes, ``_cur`` and ``_st``; the file and the row number from
 #: ``_ord``, by ``source_of`` and ``row_of``), so that every step after it moves fixed-size
@@ -77,13 +74,19 @@ EXCEPTION_FLAGS = tuple(name for name in PAYMENT_CATEGORIES if name != "rejected
 
 @dataclass(frozen=True)
 class Side:
-    """One side in the backend: its checked rows and its usable rows, and where they came from."""
+    """One side in the backend: its checked rows (a query of ``SLIM`` over the table ``kept``)
+    and its usable rows, and where they came from."""
 
     name: str
     loaded: LoadedInput
-    written: ir.Table  # the rows as written (``LoadedInput.read``)
-    rows: ir.Table  # every row, slim (``SLIM``), kept in the backend
-    usable: ir.Table
+    written: Any  # the rows as written (``LoadedInput.read``), an Ibis table
+    kept: Kept  # the checked rows, as the backend keeps them
+    rows: str  # every row, slim (``SLIM``): a query reading ``kept``
+
+    @property
+    def usable(self) -> str:
+        """The rows that take part (``USABLE``), as a query."""
+        return f"SELECT * FROM ({self.rows}) WHERE {USABLE}"
 
 
 @dataclass(frozen=True)
@@ -101,9 +104,8 @@ class Rules:
     grace: timedelta = DEFAULT_GRACE
 
 
-def is_usable(rows: ir.Table) -> ir.BooleanValue:
-    """A row that takes part: readable, inside the period, not after the cut-off."""
-    return ~rows._rejected & ~rows._outside & ~rows._after
+#: A row that takes part: readable, inside the period, not after the cut-off.
+USABLE = "(NOT _rejected AND NOT _outside AND NOT _after)"
 
 
 #: The per-key columns of each side after pairing, as ``classify`` reads them.
@@ -114,19 +116,51 @@ PAIRED = ("n", "ord", "minor", "cur", "st", "when", "pminor", "pcur")
 FLAGS = (*EXCEPTION_FLAGS, *INFO_CATEGORIES, "fx_check", "price_match")
 
 
-def is_exception(flagged: ir.Table) -> ir.BooleanValue:
-    """Whether each flagged key has an exception flag."""
-    exception = ibis.literal(False)
-    for name in EXCEPTION_FLAGS:
-        exception |= flagged[name]
-    return exception
+#: The columns of a classified key (``classify``), in order: both sides' ``PAIRED`` values, the
+#: key, its flags, its difference and whether it was compared through its price.
+CLASSIFIED = (
+    *(f"{p}_{name}" for p in "lp" for name in PAIRED),
+    "key",
+    *FLAGS,
+    "l_minus_p",
+    "priced",
+)
 
 
-def key_outcome(flagged: ir.Table) -> tuple[ir.BooleanValue, ir.BooleanValue]:
+#: The columns of a flagged key once the rates decided (``resolve_fx``).
+RESOLVED = (*CLASSIFIED, "fx_state", "fx_expected", "fx_text")
+
+
+#: Whether a flagged key has an exception flag.
+IS_EXCEPTION = "(" + " OR ".join(EXCEPTION_FLAGS) + ")"
+
+
+def key_outcome() -> tuple[str, str]:
     """Whether each flagged key is an exception (any exception flag) or, failing that, in transit
     (its rows then counted apart); any other flagged key is matched (within tolerance, or
     exact at a reference rate)."""
-    return is_exception(flagged), flagged.in_transit
+    return IS_EXCEPTION, "in_transit"
+
+
+def count_if(condition: str) -> str:
+    """How many rows ``condition`` holds for (an aggregate; null counts as false)."""
+    return f"CAST(COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0) AS BIGINT)"
+
+
+def exact_sum(value: str) -> str:
+    """The exact sum of integer ``value`` (an aggregate), widened first."""
+    return f"SUM(CAST({value} AS {SUM_TYPE}))"
+
+
+def select(columns: tuple[str, ...] | list[str], query: str, where: str = "") -> str:
+    """``columns`` of ``query`` (a kept table's name, or a query), the rows ``where`` holds."""
+    return f"SELECT {', '.join(columns)} FROM {relation(query)}" + (f" WHERE {where}" if where else "")
+
+
+def relation(query: str | Kept) -> str:
+    """``query`` as what a FROM or a JOIN reads: a kept table by its name, a query in brackets."""
+    text = str(query)
+    return text if all(part.isidentifier() for part in text.split(".")) else f"({text})"
 
 
 def named_currencies(frame: pd.DataFrame) -> pd.DataFrame:
@@ -136,19 +170,16 @@ def named_currencies(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def with_names(table: ir.Table, p: str, side: Side) -> ir.Table:
-    """``table`` with what people read of the row ``p`` (``l``, ``p``, ``l2``, ``p2``): the
+def with_names(engine: Backend, query: str, p: str, side: Side) -> str:
+    """``query`` with what people read of the row ``p`` (``l``, ``p``, ``l2``, ``p2``, ``r``): the
     names of its codes (``{p}_currency``, ``{p}_digits``, ``{p}_status``), its file
     (``{p}_source``) and its row number there (``{p}_row``)."""
-    iso = ibis.memtable(currency_table()).rename(
-        **{f"{p}_currency": "_iso", f"_{p}_code": "_iso_code", f"{p}_digits": "_iso_digits"}
+    iso = engine.constant("iso", currency_table)
+    statuses = " ".join(f"WHEN {i} THEN '{name}'" for i, name in enumerate(PAYMENT_STATUS_NAMES))
+    return (
+        f"SELECT _t.*, _iso._iso AS {p}_currency, _iso._iso_digits AS {p}_digits, "
+        f"CASE _t.{p}_st {statuses} END AS {p}_status, "
+        f"{source_sql(side.loaded.described, f'_t.{p}_ord')} AS {p}_source, "
+        f"{row_sql(f'_t.{p}_ord')} AS {p}_row "
+        f"FROM {relation(query)} AS _t LEFT JOIN {iso} AS _iso ON _t.{p}_cur = _iso._iso_code"
     )
-    joined = table.left_join(iso, table[f"{p}_cur"] == iso[f"_{p}_code"]).drop(f"_{p}_code")
-    code = joined[f"{p}_st"]
-    named = joined.mutate(
-        **{
-            f"{p}_status": ibis.cases(*((code == i, name) for i, name in enumerate(PAYMENT_STATUS_NAMES))),
-            f"{p}_source": source_of(side.loaded.described, joined[f"{p}_ord"]),
-        }
-    )
-    return named.mutate(**{f"{p}_row": row_of(named[f"{p}_ord"])})

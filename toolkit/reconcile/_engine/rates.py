@@ -8,14 +8,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-import ibis
-import ibis.expr.types as ir
 import pandas as pd
 import pyarrow as pa
 
 from toolkit.money import from_minor
-from toolkit.reconcile._engine.model import Rules
-from toolkit.reconcile.backends import Backend
+from toolkit.reconcile._engine.model import CLASSIFIED, Rules, select
+from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.fx import Rates
 from toolkit.reconcile.inputs import (
     currency_codes,
@@ -101,7 +99,7 @@ def _fx_state(tolerance: Tolerance, variance: int, expected: int, currency: str)
     return _FX_WITHIN if tolerance.allows(variance, expected, currency) else _FX_BEYOND
 
 
-def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Table, _Fx]:
+def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[str | Kept, _Fx]:
     """Decide the keys in two currencies (``fx_check``) at the reference rate of the payment's
     day (the processor's ``createTime``, else the ledger's date), exactly, in Python (``fx.py``;
     few keys by nature): matched, ``within_tolerance``, ``amount_mismatch``, or
@@ -109,38 +107,52 @@ def resolve_fx(engine: Backend, flagged: ir.Table, rules: Rules) -> tuple[ir.Tab
     payments matched through their price are compared at the rate too, for the FX section only
     (what the conversion cost); their outcome stays the price's."""
     empty = _Fx(pd.DataFrame({c: [] for c in FX_COLUMNS}))
-    nothing = {
-        "fx_state": ibis.null("int8"),
-        "fx_expected": ibis.null("int64"),
-        "fx_text": ibis.null("string"),
-    }
+    nothing = select(
+        [
+            *CLASSIFIED,
+            "CAST(NULL AS TINYINT) AS fx_state",
+            "CAST(NULL AS BIGINT) AS fx_expected",
+            "CAST(NULL AS VARCHAR) AS fx_text",
+        ],
+        str(flagged),
+    )
     if rules.rates is None:
-        return flagged.mutate(**nothing), empty
-    checks = flagged.filter(flagged.fx_check | flagged.price_match)
+        return nothing, empty
     columns = ("key", "l_minor", "l_cur", "p_minor", "p_cur", "p_when", "l_when", "fx_check")
-    table = engine.arrow(checks.select(*columns, "amount_mismatch", "within_tolerance").order_by("key"))
+    table = engine.arrow_sql(
+        select([*columns, "amount_mismatch", "within_tolerance"], str(flagged), "fx_check OR price_match")
+        + " ORDER BY key"
+    )
     if not table.num_rows:
-        return flagged.mutate(**nothing), empty
+        return nothing, empty
     decided, lines, missing = _at_rates(table.to_pylist(), rules.rates, rules.tolerance)
     if not decided:
-        return flagged.mutate(**nothing), _Fx(pd.DataFrame(lines, columns=list(FX_COLUMNS)))
-    outcome = ibis.memtable(
+        return nothing, _Fx(pd.DataFrame(lines, columns=list(FX_COLUMNS)))
+    outcome = engine.register(
         pa.table(
             {
                 "_fx_key": [d[0] for d in decided],
                 "fx_state": pa.array([d[1] for d in decided], pa.int8()),
-                # 0 without a rate (never read then): Spark's tables from Arrow lose int64s beside nulls.
                 "fx_expected": pa.array([d[2] for d in decided], pa.int64()),
                 "fx_text": [d[3] for d in decided],
             }
-        )
+        ),
+        stem="fx",
     )
-    joined = flagged.left_join(outcome, flagged.key == outcome._fx_key).drop("_fx_key")
-    state = joined.fx_state
-    resolved = joined.mutate(
-        currency_mismatch=joined.currency_mismatch | (state == _FX_NO_RATE).fill_null(False),
-        amount_mismatch=joined.amount_mismatch | (state == _FX_BEYOND).fill_null(False),
-        within_tolerance=joined.within_tolerance | (state == _FX_WITHIN).fill_null(False),
+    decisions = {
+        "currency_mismatch": f"currency_mismatch OR COALESCE(fx_state = {_FX_NO_RATE}, FALSE)",
+        "amount_mismatch": f"amount_mismatch OR COALESCE(fx_state = {_FX_BEYOND}, FALSE)",
+        "within_tolerance": f"within_tolerance OR COALESCE(fx_state = {_FX_WITHIN}, FALSE)",
+    }
+    resolved = select(
+        [
+            *(f"({decisions[c]}) AS {c}" if c in decisions else c for c in CLASSIFIED),
+            "fx_state",
+            "fx_expected",
+            "fx_text",
+        ],
+        f"SELECT * FROM {flagged} AS _f LEFT JOIN {outcome} AS _o ON _f.key = _o._fx_key",
     )
+    # Kept: the registered decisions are dropped once this function returns.
     frame = pd.DataFrame(lines, columns=list(FX_COLUMNS))
-    return resolved, _Fx(frame, tuple(sorted(missing)))
+    return engine.keep_sql(resolved, stem="resolved"), _Fx(frame, tuple(sorted(missing)))

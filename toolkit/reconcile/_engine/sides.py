@@ -7,11 +7,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-import ibis
-import ibis.expr.types as ir
-
-from toolkit.reconcile._engine.model import SLIM, Side, is_usable
-from toolkit.reconcile.backends import Backend
+from toolkit.reconcile._engine.model import SLIM, Side, select
+from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.inputs import (
     PRICING_COLUMNS,
     Dated,
@@ -46,20 +43,21 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> Side:
     read = loaded.checked_columns()
     narrow = written.select(*(c for c in written.columns if c in read or c.startswith("_")))
     stored = engine.keep(loaded.check(narrow).select(*(c for c in SLIM if c not in constant)), staged=True)
-    rows = stored.mutate(**constant).select(*SLIM)
-    return Side(name, loaded, written, rows, rows.filter(is_usable(rows)))
+    kept = Kept(stored.get_name(), holds=stored)
+    rows = [constant.get(c, c) for c in SLIM]
+    return Side(name, loaded, written, kept, f"SELECT {', '.join(rows)} FROM {kept}")
 
 
-def _constant_columns(loaded: LoadedInput) -> dict[str, ir.Value]:
+def _constant_columns(loaded: LoadedInput) -> dict[str, str]:
     """The slim columns a side cannot have (no period, no date, no price), as the constants the
     check gives them: added when read instead of written out and read back for every row."""
-    constant: dict[str, ir.Value] = {}
+    constant: dict[str, str] = {}
     if loaded.period is None:
-        constant |= {"_outside": ibis.literal(False), "_day": ibis.null("int64")}
+        constant |= {"_outside": "FALSE AS _outside", "_day": "CAST(NULL AS BIGINT) AS _day"}
     if loaded.dated is None:
-        constant |= {"_after": ibis.literal(False), "_when": ibis.null("int64")}
+        constant |= {"_after": "FALSE AS _after", "_when": "CAST(NULL AS BIGINT) AS _when"}
     if loaded.side != "processor" or not set(PRICING_COLUMNS) <= loaded.columns():
-        constant |= {"_pminor": ibis.null("int64"), "_pcur": ibis.null("int16")}
+        constant |= {"_pminor": "CAST(NULL AS BIGINT) AS _pminor", "_pcur": "CAST(NULL AS SMALLINT) AS _pcur"}
     return constant
 
 
@@ -75,23 +73,25 @@ def align_period(engine: Backend, led: Side, pro: Side, grace: timedelta) -> Sid
         return pro
     lower, upper = period_seconds(pro.loaded.period)
     window = int(grace.total_seconds())
-    ledger = led.rows.filter(~led.rows._rejected)
-    inside = ledger.filter(~ledger._outside).select(_in_key=ledger._key).distinct()
-    outside = ledger.filter(ledger._outside).select(_out_key=ledger._key).distinct()
-    rows = pro.rows.left_join(inside, pro.rows._key == inside._in_key)
-    rows = rows.left_join(outside, rows._key == outside._out_key)
-    booked_in, booked_out = rows._in_key.notnull(), rows._out_key.notnull() & rows._in_key.isnull()
-    day = rows._day
-    near_outside, near_inside = ibis.literal(False), ibis.literal(False)
+    booked = f"SELECT DISTINCT _key AS {{k}} FROM ({led.rows}) WHERE NOT _rejected AND {{where}}"
+    inside = booked.format(k="_in_key", where="NOT _outside")
+    outside = booked.format(k="_out_key", where="_outside")
+    near_outside, near_inside = ["FALSE"], ["FALSE"]
     if lower is not None:
-        near_outside |= (day >= lower - window) & (day < lower)
-        near_inside |= (day >= lower) & (day < lower + window)
+        near_outside.append(f"(_day >= {lower - window} AND _day < {lower})")
+        near_inside.append(f"(_day >= {lower} AND _day < {lower + window})")
     if upper is not None:
-        near_outside |= (day >= upper) & (day < upper + window)
-        near_inside |= (day >= upper - window) & (day < upper)
-    usable = ~rows._rejected & ~rows._after
-    taken_in = usable & rows._outside & booked_in & near_outside
-    left_out = usable & ~rows._outside & booked_out & near_inside
-    moved = (rows._outside & ~taken_in.fill_null(False)) | left_out.fill_null(False)
-    aligned = engine.keep(rows.mutate(_outside=moved).select(*SLIM))
-    return dataclasses.replace(pro, rows=aligned, usable=aligned.filter(is_usable(aligned)))
+        near_outside.append(f"(_day >= {upper} AND _day < {upper + window})")
+        near_inside.append(f"(_day >= {upper - window} AND _day < {upper})")
+    usable = "NOT _rejected AND NOT _after"
+    booked_in, booked_out = "_in_key IS NOT NULL", "_out_key IS NOT NULL AND _in_key IS NULL"
+    taken_in = f"({usable} AND _outside AND {booked_in} AND ({' OR '.join(near_outside)}))"
+    left_out = f"({usable} AND NOT _outside AND {booked_out} AND ({' OR '.join(near_inside)}))"
+    moved = f"(_outside AND NOT COALESCE({taken_in}, FALSE)) OR COALESCE({left_out}, FALSE)"
+    columns = [f"({moved}) AS _outside" if c == "_outside" else c for c in SLIM]
+    joined = (
+        f"SELECT * FROM ({pro.rows}) AS _r LEFT JOIN ({inside}) AS _i ON _r._key = _i._in_key "
+        f"LEFT JOIN ({outside}) AS _o ON _r._key = _o._out_key"
+    )
+    aligned = engine.keep_sql(select(columns, joined), stem="aligned")
+    return dataclasses.replace(pro, kept=aligned, rows=select(SLIM, str(aligned)))

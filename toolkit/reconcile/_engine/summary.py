@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import ibis
-import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -16,14 +14,16 @@ from toolkit.reconcile._engine.held import Held
 from toolkit.reconcile._engine.model import (
     FAILURE,
     PAIRED,
-    SUM_TYPE,
+    USABLE,
     Side,
-    is_usable,
+    count_if,
+    exact_sum,
     key_outcome,
     named_currencies,
+    select,
     with_names,
 )
-from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.inputs import (
     currency_codes,
 )
@@ -49,25 +49,23 @@ def side_aggregates(engine: Backend, sides: tuple[Side, Side]) -> dict[str, pd.D
     """Per side and currency: rows, usable rows and their exact sum, those of them that are not a
     failed attempt (``moved``: money taken or that may be) and their sum, rejected, outside the
     period, after the cut-off."""
-    parts = []
-    for side in sides:
-        rows = side.rows
-        usable = is_usable(rows)
-        parts.append(
-            rows.group_by(currency=rows._cur)
-            .aggregate(
-                rows=rows.count(),
-                usable=usable.ifelse(1, 0).sum(),
-                total=usable.ifelse(rows._minor, 0).cast(SUM_TYPE).sum(),
-                moved=(usable & (rows._st != FAILURE)).ifelse(1, 0).sum(),
-                moved_total=(usable & (rows._st != FAILURE)).ifelse(rows._minor, 0).cast(SUM_TYPE).sum(),
-                rejected=rows._rejected.ifelse(1, 0).sum(),
-                outside=rows._outside.ifelse(1, 0).sum(),
-                after=rows._after.ifelse(1, 0).sum(),
-            )
-            .mutate(side=ibis.literal(side.name))
-        )
-    frame = named_currencies(engine.arrow(parts[0].union(parts[1])).to_pandas())
+    moved = f"{USABLE} AND _st <> {FAILURE}"
+    aggregates = (
+        "COUNT(*) AS rows",
+        f"{count_if(USABLE)} AS usable",
+        f"{exact_sum(f'CASE WHEN {USABLE} THEN _minor ELSE 0 END')} AS total",
+        f"{count_if(moved)} AS moved",
+        f"{exact_sum(f'CASE WHEN {moved} THEN _minor ELSE 0 END')} AS moved_total",
+        f"{count_if('_rejected')} AS rejected",
+        f"{count_if('_outside')} AS outside",
+        f"{count_if('_after')} AS after",
+    )
+    parts = [
+        f"SELECT _cur AS currency, {', '.join(aggregates)}, '{side.name}' AS side "
+        f"FROM ({side.rows}) GROUP BY _cur"
+        for side in sides
+    ]
+    frame = named_currencies(engine.arrow_sql(" UNION ALL ".join(parts)).to_pandas())
     return {side.name: frame[frame["side"] == side.name].reset_index(drop=True) for side in sides}
 
 
@@ -102,8 +100,8 @@ def count_rows(
 def matched_summary(
     engine: Backend,
     stats: pd.DataFrame,
-    flagged: ir.Table,
-    repeated: ir.Table | None,
+    flagged: Kept,
+    repeated: Kept | None,
     sums: pd.DataFrame,
 ) -> list[tuple[str, str, int, Decimal | None]]:
     """Matched keys per currency (the ledger row compared), without another pass over every key:
@@ -115,17 +113,14 @@ def matched_summary(
         if isinstance(row["currency"], str) and row["single_n"]:
             less[row["currency"]] = (int(row["single_n"]), int(row["single_total"]))
     if repeated is not None:
-        exception, transit = key_outcome(flagged)
-        outcome = flagged.select(_fk=flagged.key, _lord=flagged.l_ord, _out=exception | transit)
-        joined = repeated.join(outcome, repeated._key == outcome._fk)
-        apart = joined.filter(joined._out | (joined._ord != joined._lord))
-        totals = named_currencies(
-            engine.arrow(
-                apart.group_by(currency=apart._cur).aggregate(
-                    n=apart.count(), total=apart._minor.cast(SUM_TYPE).sum()
-                )
-            ).to_pandas()
+        exception, transit = key_outcome()
+        outcome = f"SELECT key AS _fk, l_ord AS _lord, ({exception} OR {transit}) AS _out FROM {flagged}"
+        apart = (
+            f"SELECT _cur AS currency, COUNT(*) AS n, {exact_sum('_minor')} AS total "
+            f"FROM {repeated} AS _r JOIN ({outcome}) AS _o ON _r._key = _o._fk "
+            "WHERE _out OR _ord <> _lord GROUP BY _cur"
         )
+        totals = named_currencies(engine.arrow_sql(apart).to_pandas())
         for currency, n, total in zip(*(totals[c].tolist() for c in ("currency", "n", "total")), strict=True):
             had_n, had_total = less.get(currency, (0, 0))
             less[currency] = (had_n + int(n), had_total + int(total))
@@ -141,8 +136,8 @@ def matched_summary(
 
 def summarise(
     engine: Backend,
-    keys: ir.Table,
-    flagged: ir.Table,
+    keys: str,
+    flagged: Kept,
     sides: tuple[Side, Side],
     exceptions: Held,
     rejected: dict[str, pd.DataFrame],
@@ -185,7 +180,7 @@ def summarise(
         exceptions=table.reset_index(drop=True),
         matched_rows=LazyRows(  # a key per ledger row compared (a repeat's other rows are matched rows too)
             sum(n for _, _, n, _ in matched),
-            lambda: _matched_frame(engine, matched_keys(keys, flagged, sides)),
+            lambda: _matched_frame(engine, matched_keys(engine, keys, flagged, sides)),
         ),
         rejected=pd.concat([side for _, side in rejected_parts], ignore_index=True),
         counts=counts,
@@ -195,19 +190,18 @@ def summarise(
     )
 
 
-def price_moves(engine: Backend, flagged: ir.Table) -> tuple[SideTotal, ...]:
+def price_moves(engine: Backend, flagged: Kept) -> tuple[SideTotal, ...]:
     """Per currency, what the payments matched through their price were charged (``charged``)
     and priced (``priced``): exact sums, for a net difference in the books' currencies (failed
     attempts apart, as in the totals)."""
-    exception, transit = key_outcome(flagged)
-    moved = flagged.filter(flagged.price_match & ~exception & ~transit & (flagged.p_st != FAILURE))
+    exception, transit = key_outcome()
+    moved = f"price_match AND NOT {exception} AND NOT {transit} AND p_st <> {FAILURE}"
     parts = [
-        moved.group_by(currency=moved[cur].cast("int64"))
-        .aggregate(rows=moved.count(), total=moved[minor].cast(SUM_TYPE).sum())
-        .mutate(side=ibis.literal(side))
+        f"SELECT CAST({cur} AS BIGINT) AS currency, COUNT(*) AS rows, {exact_sum(minor)} AS total, "
+        f"'{side}' AS side FROM {flagged} WHERE {moved} GROUP BY {cur}"
         for side, cur, minor in (("charged", "p_cur", "p_minor"), ("priced", "p_pcur", "p_pminor"))
     ]
-    frame = named_currencies(engine.arrow(parts[0].union(parts[1])).to_pandas())
+    frame = named_currencies(engine.arrow_sql(" UNION ALL ".join(parts)).to_pandas())
     return tuple(
         SideTotal(side, currency, int(rows), from_minor(int(total), currency))
         for side, currency, rows, total in sorted(
@@ -216,38 +210,31 @@ def price_moves(engine: Backend, flagged: ir.Table) -> tuple[SideTotal, ...]:
     )
 
 
-def matched_keys(keys: ir.Table, flagged: ir.Table, sides: tuple[Side, Side]) -> ir.Table:
+def matched_keys(engine: Backend, keys: str, flagged: Kept, sides: tuple[Side, Side]) -> str:
     """The keys on both sides that are neither an exception nor in transit (``MATCHED_COLUMNS``),
     in ledger order."""
-    exception, transit = key_outcome(flagged)
+    exception, transit = key_outcome()
     columns = ["key", *(f"{p}_{name}" for p in "lp" for name in PAIRED)]
-    both = keys.filter(keys.l_n.notnull() & keys.p_n.notnull())
-    unflagged = both.anti_join(flagged, both.key == flagged.key).select(*columns)
+    both = "l_n IS NOT NULL AND p_n IS NOT NULL"
+    unflagged = (
+        f"SELECT {', '.join(f'_k.{c}' for c in columns)} FROM ({keys}) AS _k "
+        f"LEFT JOIN (SELECT key AS _fk FROM {flagged}) AS _f ON _k.key = _f._fk "
+        f"WHERE _f._fk IS NULL AND _k.l_n IS NOT NULL AND _k.p_n IS NOT NULL"
+    )
     # A flagged key matched (within tolerance, at a rate, a repeat) as ``settle_repeats`` compared it.
-    kept = flagged.filter(~exception & ~transit & flagged.l_n.notnull() & flagged.p_n.notnull())
-    matched = unflagged.union(kept.select(*columns).cast(dict(unflagged.schema().items())))
-    matched = with_names(with_names(matched, "l", sides[0]), "p", sides[1])
+    kept = select(columns, str(flagged), f"NOT {exception} AND NOT {transit} AND {both}")
+    matched = f"{unflagged} UNION ALL {kept}"
+    matched = with_names(engine, with_names(engine, matched, "l", sides[0]), "p", sides[1])
     return (
-        matched.select(
-            merchantReferenceId=matched.key,
-            amountMinor=matched.l_minor,
-            currency=matched.l_currency,
-            status=matched.l_status,
-            ledger_row=matched.l_row,
-            processor_row=matched.p_row,
-            charged_amountMinor=matched.p_minor,
-            charged_currency=matched.p_currency,
-            pricing_amountMinor=matched.p_pminor,
-            _pcur=matched.p_pcur,
-            _ord=matched.l_ord,
-        )
-        .order_by("_ord")
-        .drop("_ord")
+        'SELECT key AS "merchantReferenceId", l_minor AS "amountMinor", l_currency AS currency, '
+        'l_status AS status, l_row AS ledger_row, p_row AS processor_row, p_minor AS "charged_amountMinor", '
+        'p_currency AS charged_currency, p_pminor AS "pricing_amountMinor", p_pcur AS _pcur '
+        f"FROM ({matched}) ORDER BY l_ord"
     )
 
 
-def _matched_frame(engine: Backend, matched: ir.Table) -> pd.DataFrame:
-    table = engine.arrow(matched)
+def _matched_frame(engine: Backend, matched: str) -> pd.DataFrame:
+    table = engine.arrow_sql(matched)
     codes = currency_codes()
     pricing_minor = table.column("pricing_amountMinor")
     frame = pd.DataFrame(
