@@ -582,15 +582,6 @@ def _minor_by_text(t: ir.Table, digits: ir.IntegerValue, readable: ir.BooleanVal
     return t._w.startswith("-").ifelse(-units, units)
 
 
-def minor_text(minor: ir.IntegerValue, digits: ir.IntegerValue) -> ir.StringValue:
-    """Exact major-unit text (``12.30``, ``-0.050``, ``1200``) of minor units."""
-    plain = minor.abs().cast("string")
-    padded = plain.lpad(ibis.greatest(plain.length(), digits + 1), "0")
-    cut = padded.length() - digits
-    text = (digits > 0).ifelse(padded.substr(0, cut) + "." + padded.substr(cut), padded)
-    return (minor < 0).ifelse("-", "") + text
-
-
 def _with_currency(table: ir.Table) -> ir.Table:
     """``_currency`` (trimmed, uppercase), its ``_cur`` code and ``_digits`` (both null for a code
     that is not ISO 4217)."""

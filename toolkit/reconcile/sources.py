@@ -8,7 +8,7 @@ it declares). ``read`` brings it into a backend as a table whose columns are the
 text (missing cells empty), plus ``source_row`` (the row's number as a person finds it), ``_ord``
 (its place in the input: ``source_row``, plus the file's place in the list shifted by
 ``FILE_SHIFT`` bits for a set of files, so that the row number is computed from ``_ord`` rather
-than kept: ``row_of``) and ``_source`` (the file it came from). Large files are read by the
+than kept: ``row_sql``) and ``_source`` (the file it came from). Large files are read by the
 backend itself, never through pandas.
 
 CSV files are read as they come from spreadsheet exports: the encoding (UTF-8 with or without a
@@ -1065,12 +1065,6 @@ def _ordered_by_file(table: ir.Table, described: Described) -> ir.Table:
 FILE_SHIFT = 40
 
 
-def row_of(ord: ir.IntegerValue) -> ir.IntegerValue:
-    """A row's ``source_row`` from its ``_ord``: what the engine keeps of a row is its ``_ord``,
-    and the number people read is computed for the rows it reports."""
-    return ord % (1 << FILE_SHIFT)
-
-
 def source_of(described: Described, ord: ir.IntegerValue) -> ir.StringValue:
     """The file a row came from, from its ``_ord`` (a glob's files are numbered in ``_ord``'s
     high bits): the engine carries the number, and names the file only for rows it reports."""
@@ -1083,7 +1077,8 @@ def source_of(described: Described, ord: ir.IntegerValue) -> ir.StringValue:
 
 
 def row_sql(ord: str) -> str:
-    """``row_of`` in SQL, of the column ``ord``."""
+    """A row's ``source_row`` from its ``_ord`` (the column ``ord``): what the engine keeps of a
+    row is its ``_ord``, and the number people read is computed for the rows it reports."""
     return f"({ord} % {1 << FILE_SHIFT})"
 
 
@@ -1170,7 +1165,7 @@ def _with_csv_lines(
     """``source_row`` from ``_ord``, the row's place (0, 1, ...): line ``_ord + 2`` unless blank
     lines or values spanning lines shift the rows, in which case each row's line is looked up;
     ``offset`` lines come before the file read (a title above the header, left out of a copy).
-    ``_ord`` then becomes the line too (``row_of``). Rows whose every field is empty (``_blank``:
+    ``_ord`` then becomes the line too (``row_sql``). Rows whose every field is empty (``_blank``:
     ``;;;;``, as a spreadsheet writes an empty row) are left out, as blank lines are. ``read``
     is the file the backend read and the lines before it (``readable``)."""
     path, offset = read

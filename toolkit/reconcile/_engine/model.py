@@ -32,9 +32,11 @@ SIDES = ("ledger", "processor")
 
 #: Exact sums: int64 amounts widened before they are added (100M rows of 18 digits overflow).
 SUM_TYPE = "DECIMAL(38, 0)"
+
+
 #: The columns of one side's row kept for the steps after the check: the key, and numbers only
 #: (currency and status as codes, ``_cur`` and ``_st``; the file and the row number from
-#: ``_ord``, by ``source_of`` and ``row_of``), so that every step after it moves fixed-size
+#: ``_ord``, by ``source_sql`` and ``row_sql``), so that every step after it moves fixed-size
 #: values. Why a row is rejected is found again for the few rejected rows only, from their text
 #: as written.
 SLIM = (
