@@ -394,17 +394,17 @@ def test_dates_and_times_are_read_alike_on_both_backends(spark: Backend) -> None
     and periods on each backend."""
     import datetime as dt
 
-    import ibis
-
     from toolkit.reconcile.inputs import with_epoch_seconds
+    from toolkit.reconcile.relation import Relation
 
-    table = ibis.memtable({"when": list(WHEN_WRITTEN)})
     expected = [
         None if v is None else int(dt.datetime.fromisoformat(v).replace(tzinfo=dt.UTC).timestamp())
         for v in WHEN_WRITTEN.values()
     ]
     for backend in (connect("duckdb"), spark):
-        read = backend.con.to_pyarrow(with_epoch_seconds(table, "when", "seconds")).to_pylist()
+        table = backend.register(pa.table({"when": list(WHEN_WRITTEN)}))
+        written = Relation(f"SELECT * FROM {table}", ("when",), (table,))
+        read = backend.arrow(with_epoch_seconds(written, "when", "seconds")).to_pylist()
         assert [r["seconds"] for r in read] == expected, backend.name
 
 
@@ -501,46 +501,38 @@ def test_frames_are_kept_in_memory_and_files_in_a_database_file_in_the_spill_dir
     assert in_memory.counts[0].rows == on_disk.counts[0].rows
 
 
-@pytest.mark.parametrize("users_choice", [True, False])
-def test_the_checks_compile_unfused_each_stage_once_and_ibis_is_left_as_its_user_set_it(
-    users_choice: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The checks' stages compile without Ibis's select fusing, each a select of its own, so the
-    place of an amount's point (``STRPOS``), which later stages read several times, is computed
-    once per amount (fused, three times); every other query compiles fused, whatever the user
-    set; and the option is global to Ibis: a notebook's own Ibis code finds it as its user
-    left it."""
-    import ibis
-    from ibis.backends.sql.compilers.duckdb import DuckDBCompiler
+def test_the_checks_run_each_stage_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks' stages are each a select of its own, so the place of an amount's point
+    (``STRPOS``), which later stages read several times, is computed once per amount (written
+    into one select, three times)."""
+    queries: list[str] = []
+    keep, arrow = Backend.keep, Backend.arrow
 
-    compiled: list[tuple[bool, str]] = []
-    original = DuckDBCompiler.to_sqlglot
+    def kept(self: Backend, query: object, **kwargs: str) -> object:
+        queries.append(str(query))
+        return keep(self, query, **kwargs)  # type: ignore[arg-type]
 
-    def to_sqlglot(self: DuckDBCompiler, expr: object, **kwargs: object) -> object:
-        out = original(self, expr, **kwargs)
-        compiled.append((ibis.options.sql.fuse_selects, out.sql(dialect="duckdb")))
-        return out
+    def fetched(self: Backend, query: object) -> object:
+        queries.append(str(query))
+        return arrow(self, query)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(DuckDBCompiler, "to_sqlglot", to_sqlglot)
-    monkeypatch.setattr(ibis.options.sql, "fuse_selects", users_choice)
+    monkeypatch.setattr(Backend, "keep", kept)
+    monkeypatch.setattr(Backend, "arrow", fetched)
     priced = frame(PLANTED_PROCESSOR).assign(pricingAmount="", pricingCurrency="")
     result = reconcile(load_ledger(frame(PLANTED_LEDGER)), load_processor(priced))
     assert result.category_counts["amount_mismatch"] > 0
     amount = "'^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$'"
-    checks = [(fused, sql) for fused, sql in compiled if amount in sql]
+    checks = [sql for sql in queries if amount in sql]
     # The ledger's, the processor's (with its price: two amounts), the rejected rows' again.
-    assert [sql.count(amount) for _, sql in checks] == [1, 2, 1]
-    assert [sql.count("STRPOS(") for _, sql in checks] == [1, 2, 1]
-    assert not any(fused for fused, _ in checks)
-    assert all(fused for fused, sql in compiled if amount not in sql)
-    assert ibis.options.sql.fuse_selects is users_choice
+    assert [sql.count(amount) for sql in checks] == [1, 2, 1]
+    assert [sql.count("STRPOS(") for sql in checks] == [1, 2, 1]
 
 
 def test_duckdb_leaves_a_quarter_of_the_memory_limit_to_the_rest_of_the_process(tmp_path: Path) -> None:
     """The limit is the process's: Python, the Arrow results and the report live beside DuckDB's
     buffers, and DuckDB allocates beyond its own limit (10M rows a side peaked 2.1 GB at 1.5 GiB)."""
     engine = connect("duckdb", memory_limit="2GB", spill_dir=tmp_path)
-    setting = engine.con.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    setting = engine.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     assert setting == "1.5 GiB"
     assert engine.memory_limit == 2 << 30  # what an error message names: the limit given
 
@@ -621,7 +613,7 @@ def test_spark_without_java_exits_2_in_one_line(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_spark_table_by_name(spark: Backend) -> None:
     """``table:NAME`` reads a table of Spark's catalog; float amounts are refused, not read."""
-    session = spark.con._session
+    session = spark.con
     columns = ["merchantReferenceId", "amount", "currency", "status"]
     session.createDataFrame(PLANTED_PROCESSOR, columns).createOrReplaceTempView("settlements")
     session.createDataFrame([("a", 1.5, "USD", "success")], columns).createOrReplaceTempView("float_books")
@@ -657,7 +649,7 @@ def test_a_spark_table_is_read_by_its_columns_like_a_file(spark: Backend) -> Non
         "pricingCurrency",
     ]
     processor = pd.DataFrame(rows, columns=names)
-    spark.con._session.createDataFrame(processor).createOrReplaceTempView("dated_settlements")
+    spark.con.createDataFrame(processor).createOrReplaceTempView("dated_settlements")
     ledger = load_ledger(
         pd.DataFrame(
             [("p1", "10.00", "USD", "success", "2025-05-02"), ("p4", "8.00", "USD", "success", "2025-05-19")],
@@ -714,7 +706,7 @@ def test_a_query_interrupted_by_ctrl_c_is_an_interrupt_not_an_error() -> None:
     import threading
 
     engine = connect("duckdb")
-    con = engine.con.con  # DuckDB's own connection under Ibis
+    con = engine.con  # DuckDB's own connection
     timer = threading.Timer(0.5, con.interrupt)
     timer.start()
     try:
@@ -732,16 +724,13 @@ def test_a_table_kept_on_spark_is_its_rows_not_the_plan_that_made_it(spark: Back
     query carried the whole chain through Spark's optimizer, and the exceptions query of a
     20-row run took over a minute (the CI run timed out). A kept table is now a checkpoint
     whose plan is its rows, and it reads the same."""
-    import ibis
-
-    rows = ibis.memtable(pd.DataFrame({"k": ["a", "b", "c"], "n": [1, 2, 3]}))
-    step = rows
+    step = spark.register(pa.table({"k": ["a", "b", "c"], "n": [1, 2, 3]}))
     for i in range(3):  # a chain of kept steps, as the engine makes
-        step = spark.keep(step.mutate(n=step.n * 2 + i).filter(step.k != "z"))
-    session = spark.con._session
-    plan = str(session.table(step.get_name())._jdf.queryExecution().analyzed().toString())
+        step = spark.keep(f"SELECT k, n * 2 + {i} AS n FROM {step} WHERE k <> 'z'")
+    session = spark.con
+    plan = str(session.table(step.name)._jdf.queryExecution().analyzed().toString())
     assert "LogicalRDD" in plan and "Filter" not in plan, plan
-    assert sorted(spark.arrow(step).to_pylist(), key=lambda r: r["k"]) == [
+    assert sorted(spark.arrow(f"SELECT * FROM {step}").to_pylist(), key=lambda r: r["k"]) == [
         {"k": "a", "n": 12},
         {"k": "b", "n": 20},
         {"k": "c", "n": 28},
@@ -752,9 +741,8 @@ def test_a_table_kept_on_spark_is_its_rows_not_the_plan_that_made_it(spark: Back
 def test_a_spark_without_local_checkpoints_keeps_tables_cached(
     spark: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Spark Connect before 4.0 has no local checkpoints: a kept table is then cached, as Ibis
-    caches it, and reads the same (that Spark is not on the machines: its refusal is raised here)."""
-    import ibis
+    """Spark Connect before 4.0 has no local checkpoints: a kept table is then cached, and reads
+    the same (that Spark is not on the machines: its refusal is raised here)."""
     from pyspark.errors import PySparkNotImplementedError
 
     def refused(self: object, eager: bool = True) -> None:
@@ -763,8 +751,8 @@ def test_a_spark_without_local_checkpoints_keeps_tables_cached(
         )
 
     # The session's own frame class (pyspark 4's classic one overrides ``pyspark.sql.DataFrame``'s).
-    monkeypatch.setattr(type(spark.con._session.range(1)), "localCheckpoint", refused)
-    rows = ibis.memtable(pd.DataFrame({"k": ["a", "b"], "n": [1, 2]}))
-    kept = spark.keep(rows.mutate(n=rows.n + 1))
-    assert spark.con._cached_dataframes[kept.get_name()].is_cached
-    assert sorted(r["n"] for r in spark.arrow(kept).to_pylist()) == [2, 3]
+    monkeypatch.setattr(type(spark.con.range(1)), "localCheckpoint", refused)
+    rows = spark.register(pa.table({"k": ["a", "b"], "n": [1, 2]}))
+    kept = spark.keep(f"SELECT k, n + 1 AS n FROM {rows}")
+    assert spark._frames[kept.name].is_cached
+    assert sorted(r["n"] for r in spark.arrow(f"SELECT * FROM {kept}").to_pylist()) == [2, 3]

@@ -18,6 +18,7 @@ from toolkit.reconcile import load_ledger, load_processor, load_subscription_led
 from toolkit.reconcile._engine.details import minor_text
 from toolkit.reconcile.backends import connect
 from toolkit.reconcile.inputs import parse_amounts
+from toolkit.reconcile.relation import Relation
 
 
 def test_sandbox_export_loads_without_mapping(tmp_path: Path) -> None:
@@ -242,23 +243,22 @@ def test_excel_and_parquet(tmp_path: Path) -> None:
 
 def test_engine_parse_and_text_round_trip() -> None:
     """The engine's text of minor units reads back as the same minor units, exactly."""
-    import ibis
-
     values = [0, 1, -1, 99, 100, 123456789012345, -5, 10**17, -(10**16)]
     engine = connect("duckdb")
     for digits in (0, 2, 3, 4):
         numbers = engine.register(
             pa.table(
                 {
+                    "_i": pa.array(range(len(values)), pa.int64()),
                     "minor": pa.array(values, pa.int64()),
                     "digits": pa.array([digits] * len(values), pa.int64()),
                 }
             )
         )
-        texts = engine.arrow_sql(f"SELECT digits, {minor_text('minor', 'digits')} AS text FROM {numbers}")
-        parsed = parse_amounts(ibis.memtable(texts), "text", "digits")
-        out = engine.arrow(parsed.select("text", minor="_minor", problem="_amount_problem"))
-        out = out.to_pylist()
+        table = Relation(f"SELECT * FROM {numbers}", ("_i", "minor", "digits"), (numbers,))
+        parsed = parse_amounts(table.mutate(text=minor_text("minor", "digits")), "text", "digits")
+        shown = parsed.select("_i", "text", minor="_minor", problem="_amount_problem")
+        out = engine.arrow(f"SELECT text, minor, problem FROM ({shown}) ORDER BY _i").to_pylist()
         fits = [len(str(abs(v))) + max(digits - len(str(abs(v))) + 1, 0) <= 18 for v in values]
         assert [r["problem"] for r in out] == [0 if ok else 3 for ok in fits]
         assert [r["minor"] for r in out if r["problem"] == 0] == [

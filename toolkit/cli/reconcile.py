@@ -249,7 +249,7 @@ def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: s
 def run(args: argparse.Namespace) -> int:
     """Run the reconciliation (or a track's sub-command); returns the exit code. The engine is
     imported only for a reconciliation or ``inspect``: the track's sub-commands read the audit log
-    alone, without pandas, Ibis or DuckDB."""
+    alone, without pandas or DuckDB."""
     if args.action is None:
         from toolkit.cli.reconcile_run import reconcile_command
 

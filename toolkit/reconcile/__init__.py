@@ -12,7 +12,7 @@ reconcile_subscriptions(sub_ledger, subscriptions)        ->  ReconciliationResu
 write_report(result, output_dir)                          ->  report.html, report.xlsx, ...
 
 Names are imported on first use (as in ``toolkit``), so a command that only reads a track's audit
-log (``toolkit reconcile verify``) loads neither the engine, Ibis nor DuckDB.
+log (``toolkit reconcile verify``) loads neither the engine, pandas nor DuckDB.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Where the reconciliation engine runs: DuckDB, embedded (the default), or Spark.
 
-The engine's steps are written once, as SQL text in DuckDB's dialect (``keep_sql``,
-``arrow_sql``), which sqlglot writes in Spark's for Spark; the inputs are still read and checked
-through Ibis (``keep``, ``arrow``). A ``Backend`` gives the engine a connection, reads the sources
-into it (``sources.py``), keeps the intermediate tables it reuses, and turns the backend's own
-failures (a memory limit, a full spill disk, no Java) into one-line ``EngineError``.
+The engine is written once, as SQL text in DuckDB's dialect, which sqlglot writes in Spark's
+for Spark (``spark_sql``). A ``Backend`` gives the engine a connection, reads the sources into it
+(``sources.py``), keeps the intermediate tables it reuses (``keep``), fetches small results
+(``arrow``), and turns the backend's own failures (a memory limit, a full spill disk, no Java)
+into one-line ``EngineError``.
 
 DuckDB runs with a memory limit (default: ``MEMORY_SHARE`` of the machine's memory) and spills to
 a directory beyond it, so inputs larger than memory reconcile on one machine: the tables it keeps
@@ -34,12 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import ibis
-import ibis.expr.types as ir
 import pyarrow as pa
-from ibis.backends.duckdb import Backend as DuckDBBackend
 
 from toolkit.errors import EngineError, InputError
+from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.schema import BACKENDS as BACKENDS
 from toolkit.reconcile.schema import BackendName
 
@@ -84,33 +82,14 @@ def default_memory_limit() -> int:
     return int(total * MEMORY_SHARE)
 
 
-_OPTIONS = threading.RLock()
-
-
-@contextlib.contextmanager
-def _fusing(fused: bool) -> Iterator[None]:
-    """Compile with Ibis's select fusing on or off, whatever its user set, and give the option
-    back as it was. The option is global to Ibis, hence the lock: two engines' queries in two
-    threads of one process take turns."""
-    with _OPTIONS:
-        before = ibis.options.sql.fuse_selects
-        ibis.options.sql.fuse_selects = fused
-        try:
-            yield
-        finally:
-            ibis.options.sql.fuse_selects = before
-
-
 class Kept:
     """A table the engine computed once and reads again, by its name in the backend's SQL; it is
-    dropped once nothing holds it (``Backend.keep_sql``). ``holds``: what must live as long
-    (the Ibis table a name was taken from)."""
+    dropped once nothing holds it (``Backend.keep``)."""
 
-    __slots__ = ("__weakref__", "holds", "name")
+    __slots__ = ("__weakref__", "name")
 
-    def __init__(self, name: str, holds: object = None) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.holds = holds
 
     def __str__(self) -> str:
         return self.name
@@ -144,7 +123,7 @@ class Backend:
     """A connection the engine runs on, and what it needs to read and keep tables there."""
 
     name: BackendName
-    con: Any  # an Ibis backend (duckdb or pyspark); Ibis types them loosely
+    con: Any  # DuckDB's connection, or the Spark session
     memory_limit: int
     spill_dir: Path | None = None
     _counter: int = 0
@@ -159,6 +138,7 @@ class Backend:
     #: Spark's checkpointed frames of the kept tables, by name (their blocks live while they do).
     _frames: dict[str, Any] = field(default_factory=dict)
     _constants: dict[str, Kept] = field(default_factory=dict)
+    _registered: set[str] = field(default_factory=set)
 
     def temp_name(self, stem: str) -> str:
         """A fresh name for a table or view of this connection."""
@@ -166,36 +146,7 @@ class Backend:
             self._counter += 1
             return f"toolkit_{stem}_{self._counter}"
 
-    def keep(self, expr: ir.Table, *, staged: bool = False) -> ir.Table:
-        """Compute ``expr`` once and keep it (a DuckDB table, in memory or in the spill
-        directory's database file; a local checkpoint of Spark, ``_checkpointed``).
-
-        ``staged``: ``expr`` holds the checks' stages (``inputs.py``), compiled without Ibis's
-        select fusing, so each stage stays a select of its own and each value is computed once.
-        Fusing their chains of 30 to 70 selects took 0.3 s of a 2 s run on 10,000 rows, and a
-        ``view()`` to stop it deep-copied every stage below it. Other queries are fused: the
-        pairing query took 6.7 s unfused at 10M rows a side, 3.9 s fused.
-        """
-        # ``expr.cache()`` would pick Ibis's default backend for expressions of in-memory tables;
-        # the connection's own cache is the same mechanism, on this connection. The table is
-        # dropped when the last expression using it is gone.
-        with self._queries, self.failures(), _fusing(not staged):
-            self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables it reads
-            table: ir.Table = self.con._cached_table(expr)
-            return table
-
-    def arrow(self, expr: ir.Table, *, staged: bool = False) -> pa.Table:
-        """The rows of ``expr`` as an Arrow table (for results that are small by nature);
-        ``staged`` as for ``keep``."""
-        with self._queries, self.failures(), _fusing(not staged):
-            if self.name == "pyspark":  # Ibis goes through pandas there: int64 with nulls -> float
-                self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables
-                table: pa.Table = self.con._session.sql(self.con.compile(expr)).toArrow()
-            else:
-                table = self.con.to_pyarrow(expr)
-            return table
-
-    def keep_sql(self, query: str | Query, *, stem: str = "kept") -> Kept:
+    def keep(self, query: str | Query | Relation, *, stem: str = "kept") -> Kept:
         """Compute ``query`` (DuckDB's dialect; Spark's by ``spark_sql``) once and keep it: a
         table of the DuckDB database (in memory, or in the spill directory's file), or a local
         checkpoint of Spark (its plan is its rows: no step's plan grows with the steps before)."""
@@ -203,7 +154,7 @@ class Backend:
         with self._queries, self.failures():
             self._drop_released()
             if self.name == "pyspark":
-                frame = self.con._session.sql(spark_sql(str(query)))
+                frame = self.con.sql(spark_sql(str(query)))
                 try:
                     frame = frame.localCheckpoint(eager=True)
                 except NotImplementedError:  # Spark Connect before 4.0: cached instead
@@ -211,7 +162,7 @@ class Backend:
                 frame.createOrReplaceTempView(kept.name)
                 self._frames[kept.name] = frame
             else:
-                self.con.con.execute(f"CREATE TABLE {kept.name} AS {query}")
+                self.con.execute(f"CREATE TABLE {kept.name} AS {query}")
         weakref.finalize(kept, self._released.append, kept.name)
         return kept
 
@@ -222,13 +173,12 @@ class Backend:
         with self._queries, self.failures():
             self._drop_released()
             if self.name == "pyspark":
-                frame = self.con._session.createDataFrame(table)
+                frame = self.con.createDataFrame(table)
                 frame.createOrReplaceTempView(kept.name)
                 self._frames[kept.name] = frame
-            else:
-                self.con.con.register(f"{kept.name}_arrow", table)
-                self.con.con.execute(f"CREATE TABLE {kept.name} AS SELECT * FROM {kept.name}_arrow")
-                self.con.con.unregister(f"{kept.name}_arrow")
+            else:  # read where it is, not copied
+                self.con.register(kept.name, table)
+                self._registered.add(kept.name)
         weakref.finalize(kept, self._released.append, kept.name)
         return kept
 
@@ -242,14 +192,14 @@ class Backend:
                 kept = self._constants.setdefault(stem, kept)
         return kept
 
-    def arrow_sql(self, query: str | Query) -> pa.Table:
+    def arrow(self, query: str | Query | Relation) -> pa.Table:
         """The rows of ``query`` (DuckDB's dialect) as an Arrow table: for results small by nature."""
         with self._queries, self.failures():
             self._drop_released()
             if self.name == "pyspark":
-                table: pa.Table = self.con._session.sql(spark_sql(str(query))).toArrow()
+                table: pa.Table = self.con.sql(spark_sql(str(query))).toArrow()
             else:
-                table = self.con.con.sql(str(query)).to_arrow_table()
+                table = self.con.sql(str(query)).to_arrow_table()
             return table
 
     def _drop_released(self) -> None:
@@ -257,14 +207,12 @@ class Backend:
             name = self._released.pop()
             if self.name == "pyspark":
                 self._frames.pop(name, None)
-                self.con._session.catalog.dropTempView(name)
+                self.con.catalog.dropTempView(name)
+            elif name in self._registered:
+                self._registered.discard(name)
+                self.con.unregister(name)
             else:
-                self.con.con.execute(f"DROP TABLE IF EXISTS {name}")
-
-    def scalar(self, expr: ir.Scalar) -> Any:
-        """The value of a scalar expression (a count)."""
-        with self._queries, self.failures(), _fusing(True):
-            return self.con.execute(expr)
+                self.con.execute(f"DROP TABLE IF EXISTS {name}")
 
     @contextlib.contextmanager
     def failures(self) -> Iterator[None]:
@@ -291,7 +239,7 @@ class Backend:
 
 def _interrupted(exc: Exception) -> bool:
     """Whether a query failed because the user interrupted it (DuckDB stops on SIGINT and raises
-    its own error, sometimes as a ``RuntimeError`` through Ibis)."""
+    its own error, sometimes as a ``RuntimeError``)."""
     return isinstance(exc, duckdb.InterruptException) or str(exc).startswith("Query interrupted")
 
 
@@ -382,8 +330,7 @@ def _duckdb(limit: int, spill: Path | None, in_memory: bool) -> Backend:
         tempfile.TemporaryFile(dir=spill).close()
     except OSError as exc:
         raise EngineError(f"--spill-dir {spill}: cannot be written ({exc.strerror})") from None
-    con = DuckDBBackend().connect() if in_memory else _kept_on_disk(spill)
-    raw = con.con
+    raw = duckdb.connect() if in_memory else _kept_on_disk(spill)
     raw.execute(f"SET memory_limit = '{int(limit * (1 - RESERVE_SHARE)) // (1 << 20)}MiB'")
     raw.execute(f"SET temp_directory = '{_sql_text(str(spill))}'")
     # DuckDB's bar, for a query that runs more than 2 s, goes to stdout: on a terminal only, not
@@ -396,31 +343,22 @@ def _duckdb(limit: int, spill: Path | None, in_memory: bool) -> Backend:
     # Results are ordered explicitly where order matters; keeping the order of every
     # intermediate result costs memory and time (``sources`` turns it on to number CSV rows).
     raw.execute("SET preserve_insertion_order = false")
-    return Backend("duckdb", con, limit, spill_dir=spill)
+    return Backend("duckdb", raw, limit, spill_dir=spill)
 
 
-def _kept_on_disk(spill: Path) -> DuckDBBackend:
-    """A connection whose kept tables are tables of a database file in ``spill`` (removed at
-    exit)."""
+def _kept_on_disk(spill: Path) -> duckdb.DuckDBPyConnection:
+    """A connection whose kept tables (``Backend.keep``) are tables of a database file in
+    ``spill`` (removed at exit): the buffer manager reads them back when it needs memory, instead
+    of writing in-memory temporary tables out to its spill files first (a side's checked rows of
+    10M payments take 1.6 GB as a temporary table, more than a 1.5 GB memory limit)."""
     kept = Path(tempfile.mkdtemp(prefix="toolkit-kept-", dir=spill))
     atexit.register(shutil.rmtree, kept, True)
     try:
-        return _KeptOnDisk().connect(database=str(kept / "kept.duckdb"))
+        return duckdb.connect(str(kept / "kept.duckdb"))
     except duckdb.IOException as exc:
         written = _WRITE_FAILED.search(str(exc))
         reason = written.group(1) if written else str(exc)
         raise EngineError(_write_failure("duckdb", spill, reason)) from None
-
-
-class _KeptOnDisk(DuckDBBackend):  # type: ignore[misc]
-    """DuckDB whose kept tables (``Backend.keep``) are tables of a database file in the spill
-    directory: the buffer manager reads them back when it needs memory, instead of writing
-    in-memory temporary tables out to its spill files first (a side's checked rows of 10M
-    payments take 1.6 GB as a temporary table, more than a 1.5 GB memory limit)."""
-
-    def _create_cached_table(self, name: str, expr: ir.Table) -> ir.Table:
-        table: ir.Table = self.create_table(name, expr, schema=expr.schema())
-        return table
 
 
 def _sql_text(text: str) -> str:
@@ -429,45 +367,19 @@ def _sql_text(text: str) -> str:
 
 def _pyspark(limit: int, spill: Path | None) -> Backend:
     try:
-        from ibis.backends.pyspark import Backend as PySparkBackend
         from pyspark.sql import SparkSession
     except ImportError:
-        raise EngineError("the pyspark backend needs pyspark: pip install 'pyspark>=3.5,<4.1'") from None
+        raise EngineError("the pyspark backend needs pyspark: pip install 'pyspark>=4.0,<4.1'") from None
     session = SparkSession.getActiveSession()
     if session is None:
         session = _start_spark(SparkSession, limit, spill)
-    return Backend("pyspark", _checkpointed(PySparkBackend)().connect(session), limit, spill_dir=spill)
-
-
-def _checkpointed(base: type) -> type:
-    """Ibis's Spark backend whose kept tables are local checkpoints, computed when kept.
-
-    Ibis caches a kept table (``cache()``), and a cached frame keeps the whole plan that made
-    it: each step's plan then holds every step's before it, and Spark analyses and matches
-    them all again for every query. The exceptions query of a 20-row run took 60 s in Spark's
-    optimizer, once the repeated keys' steps made the chain longer. A checkpoint's plan is its
-    rows; its blocks go when Spark's cleaner finds the frame gone (``_drop_cached_table``).
-    """
-
-    class _Checkpointed(base):  # type: ignore[misc]
-        def _create_cached_table(self, name: str, expr: ir.Table) -> ir.Table:
-            query = self._session.sql(self.compile(expr))
-            try:
-                frame = query.localCheckpoint(eager=True)
-            except NotImplementedError:  # Spark Connect before 4.0: cached as Ibis does
-                return super()._create_cached_table(name, expr)
-            frame.createTempView(name)
-            self._cached_dataframes[name] = frame
-            table: ir.Table = self.table(name)
-            return table
-
-    return _Checkpointed
+    return Backend("pyspark", session, limit, spill_dir=spill)
 
 
 def spark_session() -> Any:
     """The process's Spark session, started from the environment when it has none (as
     ``connect("pyspark")`` does): a table named as an input is looked up in its catalog."""
-    return connect("pyspark").con._session
+    return connect("pyspark").con
 
 
 def _spark_hint(remote: str | None, master: str | None) -> str:

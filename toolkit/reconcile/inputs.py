@@ -23,9 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 
-import ibis
-import ibis.expr.datatypes as dt
-import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -34,10 +31,11 @@ from toolkit.errors import InputError
 from toolkit.money import minor_digits
 from toolkit.payment_status import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES
 from toolkit.reconcile import sources
-from toolkit.reconcile.backends import Backend, connect
+from toolkit.reconcile.backends import Backend, Kept, connect
 from toolkit.reconcile.period import Period, period_bounds
 from toolkit.reconcile.period import period_seconds as period_seconds  # re-exported: its home before
 from toolkit.reconcile.period import select_period as select_period  # re-exported: its home before
+from toolkit.reconcile.relation import Relation, ident, literal
 from toolkit.reconcile.sources import Described, Source
 
 #: Columns every payments input must have (after the mapping is applied).
@@ -141,14 +139,14 @@ class LoadedInput:
 
     # -- in a backend --------------------------------------------------------------------------
 
-    def rows(self, backend: Backend) -> ir.Table:
+    def rows(self, backend: Backend) -> Relation:
         """Every row, checked: the canonical columns and ``_key``, ``_minor``, ``_currency``,
         ``_digits``, ``_status``, ``_cur`` and ``_st`` (their codes), ``_problem`` (null when usable)
         and ``_rejected``, ``_outside``, ``_ord``,
         ``source_row``, ``_source``, the ``_bad_*`` flags, and the carried columns as text."""
-        return self.check(self.read(backend))
+        return self.check(backend, self.read(backend))
 
-    def read(self, backend: Backend) -> ir.Table:
+    def read(self, backend: Backend) -> Relation:
         """The rows as written (canonical names, text), with ``_ord`` and ``source_row``."""
         own = {canonical: column for column, canonical in self.renames}
         needed = None
@@ -169,15 +167,16 @@ class LoadedInput:
             canonical.update(PRICING_COLUMNS)
         return frozenset(canonical)
 
-    def check(self, table: ir.Table) -> ir.Table:
+    def check(self, backend: Backend, table: Relation) -> Relation:
         """The rows ``read`` gave, checked (see ``rows``)."""
+        decimal = self.described.decimal
         if self.kind == "payments":
-            checked = _check_payments(table, priced=self.side == "processor", decimal=self.described.decimal)
+            checked = _check_payments(backend, table, priced=self.side == "processor", decimal=decimal)
         else:
-            checked = _check_subscriptions(table, decimal=self.described.decimal)
+            checked = _check_subscriptions(backend, table, decimal=decimal)
         checked = _in_period(checked, self.period, self.source)
         checked = _dated(checked, self.dated)
-        return checked.mutate(_rejected=checked._problem.notnull())
+        return checked.mutate(_rejected="_problem IS NOT NULL")
 
     def columns(self) -> frozenset[str]:
         """The canonical names of the columns the source has."""
@@ -220,41 +219,39 @@ class _Evaluated:
 
 
 def _evaluate(loaded: LoadedInput, backend: Backend) -> _Evaluated:
-    rows = backend.keep(loaded.rows(backend), staged=True)
+    query = loaded.rows(backend)
+    rows = backend.keep(query, stem="checked")
+    checked = Relation(f"SELECT * FROM {rows}", query.columns, (rows,))
     counts = backend.arrow(
-        rows.aggregate(
-            rows=rows.count(),
-            outside=rows._outside.sum(),
-        )
+        f"SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN _outside THEN 1 ELSE 0 END), 0) AS outside FROM {rows}"
     ).to_pylist()[0]
     return _Evaluated(
-        frame=usable_frame(loaded, backend, rows),
-        rejected=rejected_frame(loaded, backend, rows),
-        row_count=int(counts["rows"]),
+        frame=usable_frame(loaded, backend, checked),
+        rejected=rejected_frame(loaded, backend, checked),
+        row_count=int(counts["n"]),
         outside=int(counts["outside"] or 0),
     )
 
 
-def usable_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.DataFrame:
+def usable_frame(loaded: LoadedInput, backend: Backend, rows: Relation) -> pd.DataFrame:
     """The usable rows as pandas: ``merchantReferenceId`` (trimmed), ``amount`` (as written),
     ``amountMinor`` (int64), ``currency`` (categorical), ``status`` (categorical of
     ``PAYMENT_STATUS_NAMES``; ``state`` for subscriptions), ``source_row``, and carried text."""
-    usable = rows.filter(~rows._rejected & ~rows._outside).order_by("_ord")
+    usable = rows.filter("NOT _rejected AND NOT _outside")
     internal = {c for c in rows.columns if c.startswith("_")}
     if loaded.kind == "payments":
-        usable = usable.mutate(
-            merchantReferenceId=usable._key, currency=usable._currency, status=usable._status
-        )
+        usable = usable.mutate(merchantReferenceId="_key", currency="_currency", status="_status")
     else:
         usable = usable.mutate(
-            currency=usable._currency, state=_trimmed(usable.state).lower(), quantity=usable._quantity
+            currency="_currency", state=f"LOWER({_trimmed(ident('state'))})", quantity="_quantity"
         )
-    usable = usable.mutate(amountMinor=usable._minor)
+    usable = usable.mutate(amountMinor="_minor")
     first = ["merchantReferenceId", "amount", "amountMinor", "currency", "status", "source_row"]
     if loaded.kind != "payments":
         first = [*SUBSCRIPTION_COLUMNS, "amountMinor", "source_row"]
     rest = [c for c in usable.columns if c not in internal and c not in first]
-    table = backend.arrow(usable.select(*first, *rest))
+    shown = ", ".join(ident(c) for c in (*first, *rest))
+    table = backend.arrow(f"SELECT {shown} FROM ({usable}) ORDER BY _ord")
     frame = pd.DataFrame(
         {
             name: (
@@ -281,27 +278,27 @@ def usable_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.Da
     return frame
 
 
-def rejected_frame(loaded: LoadedInput, backend: Backend, rows: ir.Table) -> pd.DataFrame:
+def rejected_frame(loaded: LoadedInput, backend: Backend, rows: Relation) -> pd.DataFrame:
     """The rejected rows, as written, with every reason each one cannot be used."""
     status = "status" if loaded.kind == "payments" else "state"
     flags = [c for c in rows.columns if c.startswith("_bad_")]
-    bad = rows.filter(rows._rejected).order_by("_ord")
+    columns = [
+        "merchantReferenceId",
+        "amount",
+        "currency",
+        status,
+        "source_row",
+        "_amount_error",
+        "_date_text",
+        *flags,
+        *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
+        *(["_when_text"] if "_when_text" in rows.columns else []),
+        *[c for c in PRICING_COLUMNS if c in rows.columns],
+    ]
+    file = sources.source_sql(loaded.described, "_ord")
     table = backend.arrow(  # the rows may be the checks' stages (``rejected_rows``)
-        bad.select(
-            "merchantReferenceId",
-            "amount",
-            "currency",
-            status,
-            "source_row",
-            "_amount_error",
-            "_date_text",
-            *flags,
-            *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
-            *(["_when_text"] if "_when_text" in rows.columns else []),
-            *[c for c in PRICING_COLUMNS if c in rows.columns],
-            sources.source_of(loaded.described, bad._ord).name("_file"),
-        ),
-        staged=True,
+        f"SELECT {', '.join(ident(c) for c in columns)}, {file} AS _file FROM ({rows}) "
+        "WHERE _rejected ORDER BY _ord"
     )
     records = table.to_pylist()
     period = loaded.period.column if loaded.period else ""
@@ -446,32 +443,34 @@ def _status_table() -> pa.Table:
     )
 
 
-def _trimmed(value: ir.StringValue) -> ir.StringValue:
+def _trimmed(value: str) -> str:
     """Without the whitespace around it (spaces, tabs, line breaks).
 
     The regular expression runs only on the few values that start or end with whitespace.
-    Not Ibis's ``strip``: on Spark it writes its characters as ``\\v\\f`` escapes that Spark SQL
-    reads as the letters v and f. Patterns hold no backslash for the same reason (Spark SQL drops
-    an unknown escape's backslash): ``[.]``, not ``\\.``.
+    Patterns hold no backslash (Spark SQL drops an unknown escape's backslash): ``[.]``, not
+    ``\\.``; the whitespace characters themselves are written, and sqlglot escapes them for Spark.
     """
     # Strings compare by their bytes on both backends: a value below "!" is empty or starts with
     # a control character or a space, one comparison where four prefix tests took three times
     # as long (the regular expression then trims only whitespace, as before).
-    padded = value < "!"
-    for space in _WHITESPACE:  # suffix tests compare bytes: far cheaper than substr
-        padded |= value.endswith(space)
-    return padded.ifelse(value.re_replace(f"^[{_SPACE}]+|[{_SPACE}]+$", ""), value)
+    padded = " OR ".join([f"{value} < '!'", *(f"ENDS_WITH({value}, '{space}')" for space in _WHITESPACE)])
+    trim = f"REGEXP_REPLACE({value}, '^[{_SPACE}]+|[{_SPACE}]+$', '', 'g')"
+    return f"CASE WHEN {padded} THEN {trim} ELSE {value} END"
+
+
+def _matches(value: str, pattern: str) -> str:
+    return f"REGEXP_MATCHES({value}, {literal(pattern)})"
 
 
 def parse_amounts(
-    table: ir.Table,
+    table: Relation,
     text: str,
     digits: str,
     *,
     minor: str = "_minor",
     problem: str = "_amount_problem",
     decimal: str = ".",
-) -> ir.Table:
+) -> Relation:
     """``table`` with the columns ``minor`` (exact integer minor units of the amount in column
     ``text``, or null) and ``problem`` (0 ok, 1 not a number, 2 more decimals than the currency's
     ``digits`` allow, 3 too many digits for exact integers).
@@ -481,167 +480,158 @@ def parse_amounts(
     exactly, and multiplied out into minor units. Any other (``12.300`` USD) is read by string
     operations: the digits before the point followed by those after it, padded with zeros (or
     cut, when the cut digits are zeros) to the currency's digits, as one integer. No float, no
-    rounding, either way. Built in stages, each a select of its own (compiled unfused:
-    ``Backend.keep``'s ``staged``), so that every value is computed once.
+    rounding, either way. Built in stages, each a select of its own, so that every value is
+    computed once.
     """
-    written = _trimmed(table[text])
+    written = _trimmed(ident(text))
     point = decimal in (".", sources.POINT_UNDECIDED)
     t = table.mutate(_w=written if point else _point_decimal(written))
-    is_number = t._w.re_search(_NUMBER)
+    is_number = _matches("_w", _NUMBER)
     if decimal == sources.POINT_UNDECIDED:
-        is_number &= ~t._w.re_search(f"^{sources.ONE_POINT.pattern}$")
+        is_number = f"({is_number} AND NOT {_matches('_w', f'^{sources.ONE_POINT.pattern}$')})"
     t = t.mutate(_is_number=is_number)
+    d = ident(digits)
     if point:
-        t = _ungrouped(t, t[digits])
-    t = t.mutate(_dot=t._w.find("."), _signed=(t._w.startswith("-") | t._w.startswith("+")).ifelse(1, 0))
+        t = _ungrouped(t, d)
     t = t.mutate(
-        _whole_len=(t._dot >= 0).ifelse(t._dot, t._w.length()) - t._signed,
-        _fraction_len=(t._dot >= 0).ifelse(t._w.length() - t._dot - 1, 0),
+        _dot="STRPOS(_w, '.') - 1",
+        _signed="CASE WHEN STARTS_WITH(_w, '-') OR STARTS_WITH(_w, '+') THEN 1 ELSE 0 END",
     )
-    d = t[digits]
-    cut = t._w.substr(t._w.length() - (t._fraction_len - d)).replace("0", "")
+    t = t.mutate(
+        _whole_len="CASE WHEN _dot >= 0 THEN _dot ELSE LENGTH(_w) END - _signed",
+        _fraction_len="CASE WHEN _dot >= 0 THEN LENGTH(_w) - _dot - 1 ELSE 0 END",
+    )
+    cut = f"LENGTH(REPLACE(SUBSTRING(_w, LENGTH(_w) - (_fraction_len - {d}) + 1), '0', ''))"
     # Zeros that change nothing (``0012``, ``12.300000000000000000``, as a DECIMAL(38, 18) is
     # written) do not count as digits; they are looked for only in the rare long amounts.
-    leading_zeros = t._w.length() - t._signed - t._w.re_replace("^[+-]?0*", "").length()
-    significant = t._whole_len - leading_zeros + d > MAX_DIGITS
-    t = t.mutate(
-        _problem_code=ibis.cases(
-            (~t._is_number, _NOT_A_NUMBER),
-            (
-                t._whole_len + ibis.greatest(t._fraction_len, d) <= MAX_DIGITS,
-                ibis.cases((t._fraction_len <= d, 0), (cut.length() > 0, _TOO_MANY_DECIMALS), else_=0),
-            ),
-            (
-                t._fraction_len > d,
-                ibis.cases((cut.length() > 0, _TOO_MANY_DECIMALS), (significant, _TOO_MANY_DIGITS), else_=0),
-            ),
-            (significant, _TOO_MANY_DIGITS),
-            else_=0,
-        ),
+    leading_zeros = "(LENGTH(_w) - _signed - LENGTH(REGEXP_REPLACE(_w, '^[+-]?0*', '', 'g')))"
+    significant = f"(_whole_len - {leading_zeros} + {d} > {MAX_DIGITS})"
+    longer = (
+        f"(CASE WHEN {cut} > 0 THEN {_TOO_MANY_DECIMALS} WHEN {significant} THEN {_TOO_MANY_DIGITS} "
+        "ELSE 0 END)"
     )
-    d = t[digits]
+    t = t.mutate(
+        _problem_code=(
+            f"CASE WHEN NOT _is_number THEN {_NOT_A_NUMBER} "
+            f"WHEN _whole_len + GREATEST(_fraction_len, {d}) <= {MAX_DIGITS} THEN "
+            f"(CASE WHEN _fraction_len <= {d} THEN 0 WHEN {cut} > 0 THEN {_TOO_MANY_DECIMALS} ELSE 0 END) "
+            f"WHEN _fraction_len > {d} THEN {longer} "
+            f"WHEN {significant} THEN {_TOO_MANY_DIGITS} ELSE 0 END"
+        )
+    )
     # DECIMAL(18, n) times 10 ** n keeps n decimals: at most 18 - 2n integer digits fit it.
-    by_decimal = [
-        (
-            (d == n) & (t._fraction_len <= n) & (t._whole_len <= MAX_DIGITS - 2 * n),
-            (t._w.try_cast(dt.Decimal(MAX_DIGITS, n)) * 10**n).cast("int64"),
-        )
+    by_decimal = " ".join(
+        f"WHEN {d} = {n} AND _fraction_len <= {n} AND _whole_len <= {MAX_DIGITS - 2 * n} "
+        f"THEN CAST(TRY_CAST(_w AS DECIMAL({MAX_DIGITS}, {n})) * {10**n} AS BIGINT)"
         for n in range(_MOST_DIGITS + 1)
-    ]
+    )
+    value = (
+        f"CASE WHEN _problem_code <> 0 THEN CAST(NULL AS BIGINT) {by_decimal} ELSE {_minor_by_text(d)} END"
+    )
     return (
-        t.mutate(
-            **{
-                minor: ibis.cases(
-                    (t._problem_code != 0, ibis.null("int64")),
-                    *by_decimal,
-                    else_=_minor_by_text(t, d, t._problem_code == 0),
-                )
-            }
-        )
-        .rename(**{problem: "_problem_code"})
+        t.mutate(**{minor: value})
+        .rename({problem: "_problem_code"})
         .drop("_w", "_is_number", "_dot", "_signed", "_whole_len", "_fraction_len")
     )
 
 
-def _ungrouped(t: ir.Table, digits: ir.IntegerValue) -> ir.Table:
+def _ungrouped(t: Relation, digits: str) -> Relation:
     """Point-decimal amounts with their thousands grouped (``1,234.56``, ``1 234``, ``1'234.5``,
     as an English or Swiss export writes them) read as numbers, their grouping checked and
     dropped; looked at only where ``_is_number`` failed on some text. ``1,234`` alone stays
     refused for a currency of three decimals, where it may be 1.234 with a decimal comma."""
     grouping = "," + sources.GROUPING
-    grouped = t._w.re_search(f"^[+-]?{sources.grouped_whole(grouping)}([.][0-9]*)?$")
-    one_comma = t._w.re_search(f"^{sources.ONE_COMMA.pattern}$")  # 1,234: grouped, or a decimal comma
-    readable = grouped & ~(one_comma & (digits >= 3))
-    settled = t._is_number | (t._w == "")  # a number, or no text (an empty price): nothing to try
+    grouped = _matches("_w", f"^[+-]?{sources.grouped_whole(grouping)}([.][0-9]*)?$")
+    one_comma = _matches("_w", f"^{sources.ONE_COMMA.pattern}$")  # 1,234: grouped, or a decimal comma
+    readable = f"({grouped} AND NOT ({one_comma} AND {digits} >= 3))"
+    settled = "(_is_number OR _w = '')"  # a number, or no text (an empty price): nothing to try
+    plain = f"REGEXP_REPLACE(_w, {literal(f'[{grouping}]')}, '', 'g')"
     return t.mutate(
-        _w=settled.ifelse(t._w, readable.ifelse(t._w.re_replace(f"[{grouping}]", ""), t._w)),
-        _is_number=settled.ifelse(t._is_number, readable),
+        _w=f"CASE WHEN {settled} THEN _w WHEN {readable} THEN {plain} ELSE _w END",
+        _is_number=f"CASE WHEN {settled} THEN _is_number ELSE {readable} END",
     )
 
 
-def _point_decimal(written: ir.StringValue) -> ir.StringValue:
+def _point_decimal(written: str) -> str:
     """A decimal-comma amount (``1.234,56``, ``1 234,5``, ``-12,50``) as the point-decimal text
     the parser reads: its grouping checked and dropped, its comma a point. Any other text (a
     ``12.50`` included: which mark is meant?) becomes one the parser refuses as not a number."""
     grouping = "." + sources.GROUPING
     pattern = f"^[+-]?({sources.grouped_whole(grouping)}|[0-9]*)(,[0-9]*)?$"
-    plain = written.re_replace(f"[{grouping}]", "").replace(",", ".")
-    return written.re_search(pattern).ifelse(plain, ibis.literal("?"))
+    plain = f"REPLACE(REGEXP_REPLACE({written}, {literal(f'[{grouping}]')}, '', 'g'), ',', '.')"
+    return f"CASE WHEN {_matches(written, pattern)} THEN {plain} ELSE '?' END"
 
 
-def _minor_by_text(t: ir.Table, digits: ir.IntegerValue, readable: ir.BooleanValue) -> ir.IntegerValue:
+def _minor_by_text(digits: str) -> str:
     """Minor units of a number's text, by string operations (for the amounts the decimal path
-    does not take): the integer digits and the decimals padded to ``digits``, as one integer.
-    ``t`` has ``parse_amounts``'s stages: ``_w`` (the text), ``_signed``, ``_whole_len`` (its
-    integer digits) and ``_fraction_len``."""
-    whole = t._w.substr(t._signed, t._whole_len)
-    decimals = t._w.substr(t._signed + t._whole_len + 1, t._fraction_len)
-    kept = (decimals + "0" * _MOST_DIGITS).substr(0, digits)
+    does not take): the integer digits and the decimals padded to ``digits``, as one integer,
+    from ``parse_amounts``'s stages: ``_w`` (the text), ``_signed``, ``_whole_len`` (its
+    integer digits) and ``_fraction_len``; only where ``_problem_code`` is 0."""
+    whole = "SUBSTRING(_w, _signed + 1, _whole_len)"
+    decimals = "SUBSTRING(_w, _signed + _whole_len + 2, _fraction_len)"
+    kept = f"SUBSTRING({decimals} || '{'0' * _MOST_DIGITS}', 1, {digits})"
     # Cast only what is known to fit: a long text would fail the cast on some backends.
-    units = readable.ifelse("0" + whole + kept, "0").cast("int64")
-    return t._w.startswith("-").ifelse(-units, units)
+    units = f"CAST(CASE WHEN _problem_code = 0 THEN '0' || {whole} || {kept} ELSE '0' END AS BIGINT)"
+    return f"CASE WHEN STARTS_WITH(_w, '-') THEN -{units} ELSE {units} END"
 
 
-def _with_currency(table: ir.Table) -> ir.Table:
+def _with_currency(table: Relation, iso: Kept) -> Relation:
     """``_currency`` (trimmed, uppercase), its ``_cur`` code and ``_digits`` (both null for a code
     that is not ISO 4217)."""
-    table = table.mutate(_currency=_trimmed(table.currency).upper())
-    return _currency_codes(table, "_currency", code="_cur", digits="_digits")
+    table = table.mutate(_currency=f"UPPER({_trimmed(ident('currency'))})")
+    return _currency_codes(table, iso, "_currency", code="_cur", digits="_digits")
 
 
-def _currency_codes(table: ir.Table, column: str, *, code: str, digits: str) -> ir.Table:
+def _currency_codes(table: Relation, iso: Kept, column: str, *, code: str, digits: str) -> Relation:
     """``table`` with the ``_cur`` code and the minor digits of the ISO 4217 code in ``column``
     (as ``code`` and ``digits``; both null for a code that is not ISO 4217)."""
-    iso = ibis.memtable(currency_table())
-    joined = table.left_join(iso, table[column] == iso._iso)
-    return joined.mutate(**{code: joined._iso_code, digits: joined._iso_digits}).drop(
-        "_iso", "_iso_code", "_iso_digits"
-    )
+    return table.left_join(iso, f"_s.{column} = _j._iso", **{code: "_j._iso_code", digits: "_j._iso_digits"})
 
 
-def _check_payments(table: ir.Table, *, priced: bool = False, decimal: str = ".") -> ir.Table:
+def _check_payments(
+    backend: Backend, table: Relation, *, priced: bool = False, decimal: str = "."
+) -> Relation:
     """Key, amount, currency and status of every row, each checked; with ``priced`` (the
     processor's side) also its price, where it has one."""
-    raw_key = table.merchantReferenceId
+    raw_key = ident("merchantReferenceId")
     # The toolkit's CSV files guard a cell a spreadsheet would run ('=1+1): read back the key.
-    # Compared one by one behind the quote: a list (``isin``) becomes a join on DuckDB.
-    second = raw_key.substr(1, 1)
-    spreadsheet = ibis.literal(False)
-    for mark in ("=", "+", "-", "@", "\t", "\r"):
-        spreadsheet |= second == mark
-    guarded = ibis.cases((raw_key.startswith("'"), spreadsheet), else_=False)
-    table = table.mutate(_unguarded=guarded.ifelse(raw_key.substr(1), raw_key))
-    key = _trimmed(table._unguarded)
-    table = _with_currency(table.mutate(_key=key).drop("_unguarded"))
-    statuses = ibis.memtable(_status_table())
-    table = _join_status(table.mutate(_written=_trimmed(table.status).lower()), statuses)
+    # Compared one by one behind the quote: a list (``IN``) becomes a join on DuckDB.
+    second = f"SUBSTRING({raw_key}, 2, 1)"
+    spreadsheet = " OR ".join(f"{second} = '{mark}'" for mark in ("=", "+", "-", "@", "\t", "\r"))
+    guarded = f"CASE WHEN STARTS_WITH({raw_key}, '''') THEN {spreadsheet} ELSE FALSE END"
+    table = table.mutate(_unguarded=f"CASE WHEN {guarded} THEN SUBSTRING({raw_key}, 2) ELSE {raw_key} END")
+    iso = backend.constant("iso", currency_table)
+    table = _with_currency(table.mutate(_key=_trimmed("_unguarded")).drop("_unguarded"), iso)
+    statuses = backend.constant("statuses", _status_table)
+    table = table.mutate(_written=f"LOWER({_trimmed(ident('status'))})")
+    table = table.left_join(statuses, "_s._written = _j._written", _status="_j._name", _st="_j._code")
     table = parse_amounts(
-        table.mutate(_places=table._digits.fill_null(0)), "amount", "_places", decimal=decimal
+        table.drop("_written").mutate(_places="COALESCE(_digits, 0)"), "amount", "_places", decimal=decimal
     )
-    table = _with_pricing(table.drop("_places"), priced=priced, decimal=decimal)
+    table = _with_pricing(backend, table.drop("_places"), priced=priced, decimal=decimal)
     table = table.mutate(
-        _bad_key=table._key.length() == 0,
-        _bad_currency=table._digits.isnull(),
-        _bad_status=table._status.isnull(),
-        _amount_error=table._digits.isnull()
-        .ifelse((table._amount_problem == _NOT_A_NUMBER).ifelse(_NOT_A_NUMBER, 0), table._amount_problem)
-        .cast("int8"),
+        _bad_key="LENGTH(_key) = 0",
+        _bad_currency="_digits IS NULL",
+        _bad_status="_status IS NULL",
+        _amount_error=_amount_error(),
     )
-    bad = (
-        table._bad_key
-        | table._bad_currency
-        | table._bad_status
-        | (table._amount_error != 0)
-        | table._bad_pricing
-    )
+    bad = "(_bad_key OR _bad_currency OR _bad_status OR _amount_error <> 0 OR _bad_pricing)"
     return table.mutate(
-        _problem=bad.ifelse(ibis.literal("rejected"), ibis.null("string")),
-        _minor=bad.ifelse(ibis.null("int64"), table._minor),
-        _pminor=bad.ifelse(ibis.null("int64"), table._pminor),
+        _problem=f"CASE WHEN {bad} THEN 'rejected' END",
+        _minor=f"CASE WHEN {bad} THEN CAST(NULL AS BIGINT) ELSE _minor END",
+        _pminor=f"CASE WHEN {bad} THEN CAST(NULL AS BIGINT) ELSE _pminor END",
     ).drop("_amount_problem")
 
 
-def _with_pricing(table: ir.Table, *, priced: bool, decimal: str = ".") -> ir.Table:
+def _amount_error() -> str:
+    """The amount's problem; without a currency, only whether it is a number."""
+    return (
+        f"CAST(CASE WHEN _digits IS NULL THEN (CASE WHEN _amount_problem = {_NOT_A_NUMBER} "
+        f"THEN {_NOT_A_NUMBER} ELSE 0 END) ELSE _amount_problem END AS TINYINT)"
+    )
+
+
+def _with_pricing(backend: Backend, table: Relation, *, priced: bool, decimal: str = ".") -> Relation:
     """``_pminor`` and ``_pcur``: the price of a payment charged in another currency, from the
     optional ``pricingAmount`` and ``pricingCurrency`` (null when absent, empty, or the same
     currency as the charge, which adds nothing to compare). A price that is given but cannot be
@@ -650,75 +640,55 @@ def _with_pricing(table: ir.Table, *, priced: bool, decimal: str = ".") -> ir.Ta
     amount (an export cut short, not a payment without one)."""
     if not priced or not set(PRICING_COLUMNS) <= set(table.columns):
         return table.mutate(
-            _pminor=ibis.null("int64"),
-            _pcur=ibis.null("int16"),
-            _bad_pricing=ibis.literal(False),
+            _pminor="CAST(NULL AS BIGINT)", _pcur="CAST(NULL AS SMALLINT)", _bad_pricing="FALSE"
         )
     table = table.mutate(
-        _pcurrency=_trimmed(table.pricingCurrency).upper(), _ptext=_trimmed(table.pricingAmount)
+        _pcurrency=f"UPPER({_trimmed(ident('pricingCurrency'))})", _ptext=_trimmed(ident("pricingAmount"))
     )
-    currency, written = table._pcurrency, table._ptext
-    present = (currency.length() > 0) & (written.length() > 0) & (currency != table._currency)
-    half = ((written.length() > 0) & (currency.length() == 0)) | (
-        (currency.length() > 0) & (written.length() == 0) & (currency != table._currency)
+    present = "(LENGTH(_pcurrency) > 0 AND LENGTH(_ptext) > 0 AND _pcurrency <> _currency)"
+    half = (
+        "((LENGTH(_ptext) > 0 AND LENGTH(_pcurrency) = 0) "
+        "OR (LENGTH(_pcurrency) > 0 AND LENGTH(_ptext) = 0 AND _pcurrency <> _currency))"
     )
     with_price = table.mutate(
-        _pcurrency=present.ifelse(currency, ibis.null("string")),
-        _ptext=present.ifelse(written, ibis.null("string")),
-        _half_price=half.fill_null(False),
+        _pcurrency=f"CASE WHEN {present} THEN _pcurrency END",
+        _ptext=f"CASE WHEN {present} THEN _ptext END",
+        _half_price=f"COALESCE({half}, FALSE)",
     )
-    joined = _currency_codes(with_price, "_pcurrency", code="_p_iso_code", digits="_p_digits")
-    joined = joined.mutate(_pplaces=joined._p_digits.fill_null(0))
+    iso = backend.constant("iso", currency_table)
+    joined = _currency_codes(with_price, iso, "_pcurrency", code="_p_iso_code", digits="_p_digits")
+    joined = joined.mutate(_pplaces="COALESCE(_p_digits, 0)")
     parsed = parse_amounts(
         joined, "_ptext", "_pplaces", minor="_pminor", problem="_p_problem", decimal=decimal
     )
-    unreadable = parsed._pcurrency.notnull() & (parsed._p_digits.isnull() | (parsed._p_problem != 0))
-    bad = unreadable.fill_null(False) | parsed._half_price
+    unreadable = "(_pcurrency IS NOT NULL AND (_p_digits IS NULL OR _p_problem <> 0))"
+    bad = f"(COALESCE({unreadable}, FALSE) OR _half_price)"
     return parsed.mutate(
-        _pcur=bad.ifelse(ibis.null("int16"), parsed._p_iso_code),
-        _pminor=bad.ifelse(ibis.null("int64"), parsed._pminor),
+        _pcur=f"CASE WHEN {bad} THEN CAST(NULL AS SMALLINT) ELSE _p_iso_code END",
+        _pminor=f"CASE WHEN {bad} THEN CAST(NULL AS BIGINT) ELSE _pminor END",
         _bad_pricing=bad,
     ).drop("_pcurrency", "_ptext", "_p_iso_code", "_p_digits", "_pplaces", "_p_problem", "_half_price")
 
 
-def _join_status(table: ir.Table, statuses: ir.Table) -> ir.Table:
-    joined = table.left_join(statuses, table._written == statuses._written)
-    return joined.mutate(_status=joined._name, _st=joined._code).drop(
-        *[c for c in joined.columns if c in ("_written", "_written_right", "_name", "_code")]
-    )
-
-
-def _check_subscriptions(table: ir.Table, *, decimal: str = ".") -> ir.Table:
+def _check_subscriptions(backend: Backend, table: Relation, *, decimal: str = ".") -> Relation:
     """A subscription ledger's rows: id, amount, currency, quantity and state checked."""
-    table = _with_currency(table)
-    table = parse_amounts(
-        table.mutate(_places=table._digits.fill_null(0)), "amount", "_places", decimal=decimal
-    )
-    quantity = _trimmed(table.quantity)
-    good_quantity = quantity.re_search(r"^[0-9]{1,18}$")
+    table = _with_currency(table, backend.constant("iso", currency_table))
+    table = parse_amounts(table.mutate(_places="COALESCE(_digits, 0)"), "amount", "_places", decimal=decimal)
+    quantity = _trimmed(ident("quantity"))
+    good_quantity = _matches(quantity, "^[0-9]{1,18}$")
+    states = ", ".join(literal(state) for state in SUBSCRIPTION_STATES)
     table = table.drop("_places").mutate(
-        _quantity=good_quantity.ifelse(quantity, ibis.literal("0")).cast("int64"),
-        _bad_subscription=_trimmed(table.subscriptionId).length() == 0,
-        _bad_currency=table._digits.isnull(),
-        _bad_quantity=~good_quantity,
-        _bad_state=~_trimmed(table.state).lower().isin(list(SUBSCRIPTION_STATES)),
-        merchantReferenceId=table.merchantReferenceId,
+        _quantity=f"CAST(CASE WHEN {good_quantity} THEN {quantity} ELSE '0' END AS BIGINT)",
+        _bad_subscription=f"LENGTH({_trimmed(ident('subscriptionId'))}) = 0",
+        _bad_currency="_digits IS NULL",
+        _bad_quantity=f"NOT {good_quantity}",
+        _bad_state=f"NOT LOWER({_trimmed(ident('state'))}) IN ({states})",
     )
-    table = table.mutate(
-        _amount_error=table._digits.isnull()
-        .ifelse((table._amount_problem == _NOT_A_NUMBER).ifelse(_NOT_A_NUMBER, 0), table._amount_problem)
-        .cast("int8")
-    )
-    bad = (
-        table._bad_subscription
-        | table._bad_currency
-        | table._bad_quantity
-        | table._bad_state
-        | (table._amount_error != 0)
-    )
+    table = table.mutate(_amount_error=_amount_error())
+    bad = "(_bad_subscription OR _bad_currency OR _bad_quantity OR _bad_state OR _amount_error <> 0)"
     return table.mutate(
-        _problem=bad.ifelse(ibis.literal("rejected"), ibis.null("string")),
-        _minor=bad.ifelse(ibis.null("int64"), table._minor),
+        _problem=f"CASE WHEN {bad} THEN 'rejected' END",
+        _minor=f"CASE WHEN {bad} THEN CAST(NULL AS BIGINT) ELSE _minor END",
     ).drop("_amount_problem")
 
 
@@ -739,7 +709,7 @@ _ISO_WHEN = (
 _DOTTED_WHEN = "^([0-9]{1,2})[.]([0-9]{1,2})[.]([0-9]{4})( ([01]?[0-9]|2[0-3]):[0-9]{1,2}(:[0-9]{1,2})?)?$"
 
 
-def with_epoch_seconds(table: ir.Table, column: str, out: str) -> ir.Table:
+def with_epoch_seconds(table: Relation, column: str, out: str) -> Relation:
     """``table`` with ``out``: the text of ``column``, trimmed by the caller (once per row), as
     seconds since the epoch, UTC (null when unreadable): ISO dates or times, day-first dotted
     dates (``_DOTTED_WHEN``), or epoch milliseconds. Seconds, not a timestamp: Spark has no
@@ -748,84 +718,80 @@ def with_epoch_seconds(table: ir.Table, column: str, out: str) -> ir.Table:
     stages (each a select of its own, as ``parse_amounts``) so that each value is computed once
     per row. Each pattern is tried only on the rows the ones before did not read: a file is
     almost always written in one form, and each pattern tried costs every row a match."""
-    t = table.mutate(_epoch=table[column].re_search(r"^[0-9]{11,18}$"))
-    text = t[column]
-    t = t.mutate(_iso=t._epoch.ifelse(False, text.re_search(_ISO_WHEN)))
-    text = t[column]
-    t = t.mutate(_dotted=(t._epoch | t._iso).ifelse(False, text.re_search(_DOTTED_WHEN)))
-    text = t[column]
-    millis = t._epoch.ifelse(text.substr(0, text.length() - 3), ibis.null("string")).cast("int64")
-    day, month, year, time = (text.re_extract(_DOTTED_WHEN, group) for group in (1, 2, 3, 4))
-    iso = t._dotted.ifelse(year + "-" + month + "-" + day + time, t._iso.ifelse(text, ibis.null("string")))
-    parsed = iso.try_cast("timestamp('UTC')")
-    whole = parsed.truncate("s").epoch_seconds().cast("int64")
-    return t.mutate(**{out: t._epoch.ifelse(millis, whole)}).drop("_epoch", "_iso", "_dotted")
+    text = ident(column)
+    t = table.mutate(_epoch=_matches(text, "^[0-9]{11,18}$"))
+    t = t.mutate(_iso=f"CASE WHEN _epoch THEN FALSE ELSE {_matches(text, _ISO_WHEN)} END")
+    t = t.mutate(_dotted=f"CASE WHEN _epoch OR _iso THEN FALSE ELSE {_matches(text, _DOTTED_WHEN)} END")
+    millis = f"CAST(CASE WHEN _epoch THEN SUBSTRING({text}, 1, LENGTH({text}) - 3) END AS BIGINT)"
+    day, month, year, time = (f"REGEXP_EXTRACT({text}, {literal(_DOTTED_WHEN)}, {g})" for g in (1, 2, 3, 4))
+    iso = (
+        f"CASE WHEN _dotted THEN {year} || '-' || {month} || '-' || {day} || {time} WHEN _iso THEN {text} END"
+    )
+    whole = f"CAST(EPOCH(DATE_TRUNC('SECOND', TRY_CAST({iso} AS TIMESTAMPTZ))) AS BIGINT)"
+    return t.mutate(**{out: f"CASE WHEN _epoch THEN {millis} ELSE {whole} END"}).drop(
+        "_epoch", "_iso", "_dotted"
+    )
 
 
-def _in_period(table: ir.Table, period: Period | None, name: str) -> ir.Table:
+def _in_period(table: Relation, period: Period | None, name: str) -> Relation:
     """``_outside`` and the date check of usable rows (a row without a readable date cannot be
     placed in or out of the period: it is rejected). A row dated outside the period is outside
     whatever else is wrong with it: the run of its own period lists it, and an old bad row of a
     ledger that grows does not fail every later run."""
     if period is None:
-        return table.mutate(
-            _outside=ibis.literal(False),
-            _bad_date=ibis.literal(False),
-            _date_text=ibis.literal(""),
-            _day=ibis.null("int64"),
-        )
+        return table.mutate(_outside="FALSE", _bad_date="FALSE", _date_text="''", _day="CAST(NULL AS BIGINT)")
     if period.column not in table.columns:
         raise InputError(
             f"{name}: no {period.column!r} column to select the period "
             f"{period.start or '...'} to {period.end or '...'} by"
         )
     lower, upper = period_bounds(period.start, period.end)
-    table = table.mutate(_period_text=_trimmed(table[period.column]))
+    table = table.mutate(_period_text=_trimmed(ident(period.column)))
     table = with_epoch_seconds(table, "_period_text", "_period_when")
-    when = table._period_when
-    usable = table._problem.isnull()
-    inside = ibis.literal(True)
+    inside = ["TRUE"]
     if lower is not None:
-        inside &= when >= int(lower.timestamp())
+        inside.append(f"_period_when >= {int(lower.timestamp())}")
     if upper is not None:
-        inside &= when < int(upper.timestamp())
-    unreadable = usable & when.isnull()
-    outside = (when.notnull() & ~inside).fill_null(False)
-    problem = unreadable.ifelse(ibis.literal("rejected"), table._problem)
+        inside.append(f"_period_when < {int(upper.timestamp())}")
+    unreadable = "(_problem IS NULL AND _period_when IS NULL)"
+    outside = f"COALESCE(_period_when IS NOT NULL AND NOT ({' AND '.join(inside)}), FALSE)"
+    problem = (
+        f"CASE WHEN {outside} THEN CAST(NULL AS VARCHAR) WHEN {unreadable} THEN 'rejected' ELSE _problem END"
+    )
     return table.mutate(
         _bad_date=unreadable,
-        _date_text=table[period.column],
-        _problem=outside.ifelse(ibis.null("string"), problem),
+        _date_text=ident(period.column),
+        _problem=problem,
         _outside=outside,
-        _day=when,
+        _day="_period_when",
     ).drop("_period_text", "_period_when")
 
 
-def _dated(table: ir.Table, dated: Dated | None) -> ir.Table:
+def _dated(table: Relation, dated: Dated | None) -> Relation:
     """``_when`` (epoch seconds, null when the row has no date), ``_after`` (usable and dated
     after the cut-off) and ``_bad_when``: a date that is written but cannot be read rejects the
     row (it cannot be placed before or after the cut-off); an empty one leaves it undated, so
     that the timing rules leave it as it was (an unknown payment has no processor time)."""
     if dated is None:
-        return table.mutate(
-            _when=ibis.null("int64"), _after=ibis.literal(False), _bad_when=ibis.literal(False)
-        )
-    table = table.mutate(_when_text=_trimmed(table[dated.column]))
+        return table.mutate(_when="CAST(NULL AS BIGINT)", _after="FALSE", _bad_when="FALSE")
+    table = table.mutate(_when_text=_trimmed(ident(dated.column)))
     if dated.fallback is not None and dated.fallback in table.columns:
-        empty = table._when_text.isnull() | (table._when_text.length() == 0)
-        fallback = _trimmed(table[dated.fallback])
-        table = table.mutate(_when_text=empty.ifelse(fallback, table._when_text))
+        empty = "(_when_text IS NULL OR LENGTH(_when_text) = 0)"
+        fallback = _trimmed(ident(dated.fallback))
+        table = table.mutate(_when_text=f"CASE WHEN {empty} THEN {fallback} ELSE _when_text END")
     table = with_epoch_seconds(table, "_when_text", "_when_read")
-    usable = table._problem.isnull() & ~table._outside
-    unreadable = usable & (table._when_text.length() > 0) & table._when_read.isnull()
-    table = table.mutate(_usable=usable, _bad_when=unreadable.fill_null(False))
-    when, usable = table._when_read, table._usable
-    return table.mutate(
-        _when=table._bad_when.ifelse(ibis.null("int64"), when),
-        _problem=table._bad_when.ifelse(ibis.literal("rejected"), table._problem),
-        _after=ibis.literal(False)
+    usable = "(_problem IS NULL AND NOT _outside)"
+    unreadable = f"({usable} AND LENGTH(_when_text) > 0 AND _when_read IS NULL)"
+    table = table.mutate(_usable=usable, _bad_when=f"COALESCE({unreadable}, FALSE)")
+    after = (
+        "FALSE"
         if dated.cutoff is None
-        else (usable & ~table._bad_when & (when > dated.cutoff)).fill_null(False),
+        else f"COALESCE(_usable AND NOT _bad_when AND _when_read > {dated.cutoff}, FALSE)"
+    )
+    return table.mutate(
+        _when="CASE WHEN _bad_when THEN CAST(NULL AS BIGINT) ELSE _when_read END",
+        _problem="CASE WHEN _bad_when THEN 'rejected' ELSE _problem END",
+        _after=after,
     ).drop("_when_read", "_usable")
 
 

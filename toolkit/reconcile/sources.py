@@ -46,8 +46,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
-import ibis
-import ibis.expr.types as ir
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
@@ -57,6 +55,7 @@ import pyarrow.csv as pacsv
 
 from toolkit.errors import InputError
 from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.relation import Relation
 
 if TYPE_CHECKING:
     from openpyxl.worksheet._read_only import ReadOnlyWorksheet
@@ -944,7 +943,7 @@ def _numbered_table(table: pa.Table, first: int) -> pa.Table:
 # Reading into a backend
 
 
-def read(backend: Backend, described: Described, only: frozenset[str] | None = None) -> ir.Table:
+def read(backend: Backend, described: Described, only: frozenset[str] | None = None) -> Relation:
     """The source as a table of text in ``backend``, with ``_ord``, ``source_row``, ``_source``.
 
     ``only`` limits the columns read (trimmed names); the others are not read at all.
@@ -953,19 +952,20 @@ def read(backend: Backend, described: Described, only: frozenset[str] | None = N
     with backend.failures():
         if described.table is not None:
             table = described.table.select([*_raw_names(described.table, wanted), "_ord", "source_row"])
-            expr = ibis.memtable(table.rename_columns([*wanted, "_ord", "source_row"]))
+            kept = backend.register(table.rename_columns([*wanted, "_ord", "source_row"]), stem="frame")
+            rows = Relation(f"SELECT * FROM {kept}", (*wanted, "_ord", "source_row"), (kept,))
         elif backend.name == "duckdb":
-            expr = _read_duckdb(backend, described, wanted)
+            rows = _read_duckdb(backend, described, wanted)
         else:
-            expr = _read_spark(backend, described, wanted)
-    if "_source" not in expr.columns:
-        expr = expr.mutate(_source=ibis.literal(described.name))
+            rows = _read_spark(backend, described, wanted)
+    if "_source" not in rows:
+        rows = rows.mutate(_source=_quote_literal(described.name))
     texts = {
-        c: expr[c].cast("string").fill_null("")
-        for c in expr.columns
+        c: f"COALESCE(CAST({_ident(c)} AS VARCHAR), '')"
+        for c in rows.columns
         if not c.startswith("_") and c != "source_row"
     }
-    return expr.mutate(**texts)
+    return rows.mutate(**texts)
 
 
 def _raw_names(table: pa.Table, wanted: list[str]) -> list[str]:
@@ -973,17 +973,13 @@ def _raw_names(table: pa.Table, wanted: list[str]) -> list[str]:
     return [by_trimmed[c] for c in wanted]
 
 
-def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> ir.Table:
-    raw = backend.con.con
+def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> Relation:
+    raw = backend.con
     if described.kind == "csv":
         path, offset = readable(described)
         header, skip = _csv_header_and_skip(path, described.delimiter)
-        columns = ", ".join(
-            [
-                *(f"{_ident(n)} AS {_ident(n.strip())}" for n in header if n.strip() in wanted),
-                _blank_sql(header),
-            ]
-        )
+        read = [n for n in header if n.strip() in wanted]
+        columns = ", ".join([*(f"{_ident(n)} AS {_ident(n.strip())}" for n in read), _blank_sql(header)])
         stored = backend.temp_name("csv")
         # A table keeps the file's order: its rowid is the row's place in the file.
         types = ", ".join(f"{_quote_literal(n)}: 'VARCHAR'" for n in header)
@@ -999,10 +995,10 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
             raise _malformed(described, str(exc), offset) from None
         finally:
             raw.execute("SET preserve_insertion_order = false")
-        view = backend.temp_name("rows")
-        raw.execute(f"CREATE TEMP VIEW {view} AS SELECT *, rowid AS _ord FROM {stored}")
-        table = backend.con.table(view)
-        return _with_csv_lines(backend, table, described, header, (path, offset))
+        rows = Relation(
+            f"SELECT *, rowid AS _ord FROM {stored}", (*(n.strip() for n in read), "_blank", "_ord")
+        )
+        return _with_csv_lines(backend, rows, described, header, (path, offset))
     if described.kind == "parquet":
         names = backend.temp_name("parquet")
         as_text = len(described.parts) > 1
@@ -1010,8 +1006,9 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> i
             _parquet_select(part, wanted, as_text) for part in described.parts
         )
         raw.execute(f"CREATE TEMP VIEW {names} AS {selects}")
-        table = backend.con.table(names)
-        return _ordered_by_file(table, described)
+        return _ordered_by_file(
+            Relation(f"SELECT * FROM {names}", (*wanted, "source_row", "_source")), described
+        )
     raise InputError(f"{described.name}: tables by name are read by the pyspark backend only")
 
 
@@ -1053,27 +1050,18 @@ def _parquet_select(part: ParquetPart, wanted: list[str], as_text: bool) -> str:
     )
 
 
-def _ordered_by_file(table: ir.Table, described: Described) -> ir.Table:
+def _ordered_by_file(table: Relation, described: Described) -> Relation:
     """``_ord`` for rows of several files: the file's place in the sorted list, then the row."""
     if len(described.paths) == 1:
-        return table.mutate(_ord=table.source_row, _source=ibis.literal(described.name))
-    index = ibis.cases(*((table._source == str(p), i) for i, p in enumerate(described.paths)), else_=0)
-    return table.mutate(_ord=index.cast("int64") * (1 << FILE_SHIFT) + table.source_row)
+        return table.mutate(_ord="source_row", _source=_quote_literal(described.name))
+    index = " ".join(
+        f"WHEN _source = {_quote_literal(str(p))} THEN {i}" for i, p in enumerate(described.paths)
+    )
+    return table.mutate(_ord=f"CAST(CASE {index} ELSE 0 END AS BIGINT) * {1 << FILE_SHIFT} + source_row")
 
 
 #: The bits of ``_ord`` below a file's place in a set of files: the row number in that file.
 FILE_SHIFT = 40
-
-
-def source_of(described: Described, ord: ir.IntegerValue) -> ir.StringValue:
-    """The file a row came from, from its ``_ord`` (a glob's files are numbered in ``_ord``'s
-    high bits): the engine carries the number, and names the file only for rows it reports."""
-    if len(described.paths) <= 1:
-        return ibis.literal(described.name)
-    return ibis.cases(
-        *((ord < ((i + 1) << FILE_SHIFT), str(p)) for i, p in enumerate(described.paths)),
-        else_=ibis.literal(described.name),
-    )
 
 
 def row_sql(ord: str) -> str:
@@ -1083,7 +1071,9 @@ def row_sql(ord: str) -> str:
 
 
 def source_sql(described: Described, ord: str) -> str:
-    """``source_of`` in SQL, of the column ``ord``."""
+    """The file a row came from, from its ``_ord`` (the column ``ord``; a glob's files are
+    numbered in ``_ord``'s high bits): the engine carries the number, and names the file only for
+    rows it reports."""
     if len(described.paths) <= 1:
         return _quote_literal(described.name)
     cases = " ".join(
@@ -1093,12 +1083,12 @@ def source_sql(described: Described, ord: str) -> str:
     return f"CASE {cases} ELSE {_quote_literal(described.name)} END"
 
 
-def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir.Table:
+def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> Relation:
     from pyspark.sql import Column
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
-    session = backend.con._session
+    session = backend.con
     view = backend.temp_name("rows")
     if described.kind == "csv":
         path, offset = readable(described)
@@ -1124,7 +1114,8 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
             F.monotonically_increasing_id().alias("_ord"),
         )
         frame.createOrReplaceTempView(view)
-        return _with_csv_lines(backend, backend.con.table(view), described, header, (path, offset))
+        rows = Relation(f"SELECT * FROM {view}", tuple(frame.columns))
+        return _with_csv_lines(backend, rows, described, header, (path, offset))
     if described.kind == "parquet":
         # One read per file, numbered by its place in the sorted list: a file's own path as Spark
         # reports it need not be the path it was given. Files of different schemas come together
@@ -1147,21 +1138,20 @@ def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> ir
         ]
         frame = functools.reduce(lambda a, b: a.unionByName(b), parts)
         frame.createOrReplaceTempView(view)
-        return backend.con.table(view)
+        return Relation(f"SELECT * FROM {view}", tuple(frame.columns))
     frame = session.table(described.table_name)
     columns = [c for c in frame.columns if c.strip() in wanted] if wanted else frame.columns
     frame = frame.select(
         *[F.col(f"`{c}`").alias(c.strip()) for c in columns], F.monotonically_increasing_id().alias("_ord")
     )
     frame.createOrReplaceTempView(view)
-    table = backend.con.table(view)
-    number = ibis.row_number().over(order_by=table._ord) + 1
-    return table.mutate(source_row=number, _ord=number)
+    number = "ROW_NUMBER() OVER (ORDER BY _ord)"
+    return Relation(f"SELECT * FROM {view}", tuple(frame.columns)).mutate(source_row=number, _ord=number)
 
 
 def _with_csv_lines(
-    backend: Backend, table: ir.Table, described: Described, header: list[str], read: tuple[Path, int]
-) -> ir.Table:
+    backend: Backend, table: Relation, described: Described, header: list[str], read: tuple[Path, int]
+) -> Relation:
     """``source_row`` from ``_ord``, the row's place (0, 1, ...): line ``_ord + 2`` unless blank
     lines or values spanning lines shift the rows, in which case each row's line is looked up;
     ``offset`` lines come before the file read (a title above the header, left out of a copy).
@@ -1169,20 +1159,21 @@ def _with_csv_lines(
     ``;;;;``, as a spreadsheet writes an empty row) are left out, as blank lines are. ``read``
     is the file the backend read and the lines before it (``readable``)."""
     path, offset = read
-    count = int(backend.scalar(table.count()))
+    count = int(backend.arrow(f"SELECT COUNT(*) AS n FROM ({table})").column("n")[0].as_py())
     lines_read, delimiters = _counted(path, described.delimiter)
     _refuse_extra_fields(described, read, len(header), count, delimiters)
     lines = _csv_row_lines(path, count, described.delimiter, lines_read)
     if lines is None:
-        line = table._ord + 2 + offset
+        line = f"_ord + {2 + offset}"
         numbered = table.mutate(source_row=line, _ord=line)
     else:
-        numbers = ibis.memtable(
-            pa.table({"_line_ord": np.arange(count, dtype=np.int64), "source_row": lines + offset})
+        numbers = backend.register(
+            pa.table({"_line_ord": np.arange(count, dtype=np.int64), "source_row": lines + offset}),
+            stem="lines",
         )
-        joined = table.join(numbers, table._ord == numbers._line_ord)
-        numbered = joined.mutate(_ord=joined.source_row).drop("_line_ord")
-    return numbered.filter(~numbered._blank).drop("_blank")
+        joined = table.left_join(numbers, "_s._ord = _j._line_ord", source_row="_j.source_row")
+        numbered = joined.mutate(_ord="source_row")
+    return numbered.filter("NOT _blank").drop("_blank")
 
 
 def _counted(path: Path, delimiter: str) -> tuple[int, int]:

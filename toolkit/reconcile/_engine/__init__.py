@@ -174,15 +174,15 @@ def reconcile(
         logger.info("pairing and classifying the keys")
         pro = align_period(engine, led, pro, rules.grace)
         keys = pair_keys(led, pro, rules)
-        classified = engine.keep_sql(classify(keys, rules), stem="classified")
+        classified = engine.keep(classify(keys, rules), stem="classified")
         repeated = {
             side.name: repeated_rows(engine, side, classified)
             for side in repeats(engine, classified, (led, pro))
         }
         if repeated:
-            classified = engine.keep_sql(settle_repeats(engine, classified, repeated, rules), stem="settled")
+            classified = engine.keep(settle_repeats(engine, classified, repeated, rules), stem="settled")
         resolved, fx = resolve_fx(engine, classified, rules)
-        flagged = engine.keep_sql(informational_apart(str(resolved)), stem="flagged")
+        flagged = engine.keep(informational_apart(str(resolved)), stem="flagged")
         logger.info("listing the exceptions")
         stats = flag_stats(engine, flagged)
         duplicates = {

@@ -107,7 +107,7 @@ def settle_repeats(engine: Backend, classified: Kept, repeated: dict[str, Kept],
     (one without a flag is matched, its other rows with it)."""
     multi = "(COALESCE(l_n > 1, FALSE) OR COALESCE(p_n > 1, FALSE))"
     columns = ("key", *(f"{p}_{name}" for p in "lp" for name in PAIRED))
-    keys = engine.keep_sql(select(columns, str(classified), multi), stem="multi")
+    keys = engine.keep(select(columns, str(classified), multi), stem="multi")
     query, columns = str(keys), (*columns,)
     for side, against in (("processor", "l"), ("ledger", "p")):  # the processor's row first
         query, columns = _compared_row(query, columns, repeated.get(side), side[0], against)
@@ -224,4 +224,4 @@ def flag_stats(engine: Backend, flagged: Kept) -> pd.DataFrame:
         f"{exact_sum(f'CASE WHEN {single} THEN l_minor ELSE 0 END')} AS single_total",
     ]
     query = f"SELECT l_cur AS currency, {', '.join(aggregates)} FROM {flagged} GROUP BY l_cur"
-    return named_currencies(engine.arrow_sql(query).to_pandas())
+    return named_currencies(engine.arrow(query).to_pandas())

@@ -4,7 +4,6 @@ rejected rows of each side.
 
 from __future__ import annotations
 
-import ibis
 import pandas as pd
 
 from toolkit.errors import InputError
@@ -47,10 +46,12 @@ def duplicate_rows(engine: Backend, side: Side, rows: Kept, flagged: Kept) -> Ke
         f"{text('r_row')} || ': ' || {minor_text('_minor', 'r_digits')} "
         "|| ' ' || r_currency || ' ' || r_status"
     )
-    numbers = "ARRAY_TO_STRING(LIST_TRANSFORM(LIST_SORT(ARRAY_AGG(r_row)), _x -> CAST(_x AS VARCHAR)), ', ')"
+    numbers = (
+        "ARRAY_TO_STRING(LIST_TRANSFORM(LIST_SORT(ARRAY_AGG(r_row)), lambda _x: CAST(_x AS VARCHAR)), ', ')"
+    )
     described = (
         f"ARRAY_TO_STRING(LIST_TRANSFORM(LIST_SORT(ARRAY_AGG({{'row': r_row, 'text': {each}}})), "
-        "_x -> _x.text), ', ')"
+        "lambda _x: _x.text), ', ')"
     )
     alike = "MIN(_minor) = MAX(_minor) AND MIN(_cur) = MAX(_cur) AND MIN(_st) = MAX(_st)"
     shown = [
@@ -69,7 +70,7 @@ def duplicate_rows(engine: Backend, side: Side, rows: Kept, flagged: Kept) -> Ke
         f"SELECT _g.*, _e._extra FROM ({grouped}) AS _g LEFT JOIN ({extras}) AS _e "
         f"ON _g._dup_key = _e._ek AND _g.{p}2_cur = _e._ecur"
     )
-    return engine.keep_sql(joined, stem="duplicates")
+    return engine.keep(joined, stem="duplicates")
 
 
 #: The values of each side's row an exception row shows.
@@ -116,7 +117,7 @@ def exception_rows(
     (``LISTED``)."""
     led, pro = sides
     named = with_names(engine, with_names(engine, str(flagged), "l", led), "p", pro)
-    f = engine.keep_sql(named, stem="named")  # a few rows; read once per part
+    f = engine.keep(named, stem="named")  # a few rows; read once per part
     parts: list[str] = []
     cutoff = None if rules.timing is None else rules.timing.cutoff_seconds
 
@@ -231,12 +232,12 @@ def rejected_rows(engine: Backend, side: Side, sums: pd.DataFrame) -> pd.DataFra
     count = int(sums["rejected"].sum())
     if not count:
         return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
-    first = f" ORDER BY _ord LIMIT {_QUOTED_REJECTED}" if count > REJECTED_ROWS else ""
-    bad = ibis.memtable(engine.arrow_sql(f"SELECT _ord AS _bad_ord FROM {side.kept} WHERE _rejected{first}"))
-    written = side.written
-    frame = rejected_frame(
-        side.loaded, engine, side.loaded.check(written.semi_join(bad, written._ord == bad._bad_ord))
-    )
+    bad = f"SELECT _ord FROM {side.kept} WHERE _rejected"
+    if count > REJECTED_ROWS:
+        quoted = engine.arrow(f"{bad} ORDER BY _ord LIMIT {_QUOTED_REJECTED}").column("_ord").to_pylist()
+        bad = ", ".join(str(int(ord)) for ord in quoted)
+    written = side.written.filter(f"_ord IN ({bad})")
+    frame = rejected_frame(side.loaded, engine, side.loaded.check(engine, written))
     if count > REJECTED_ROWS:
         quoted = "; ".join(f"row {r.source_row}: {r.detail}" for r in frame.itertuples())
         raise InputError(

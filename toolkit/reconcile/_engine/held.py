@@ -61,12 +61,12 @@ def held_exceptions(
     order = '_rank, _on_processor, _row, "merchantReferenceId"'
     held_rows -= rejected_rows
     if listed_rows <= held_rows:
-        table = engine.arrow_sql(f"SELECT * FROM ({listed}) ORDER BY {order}")
+        table = engine.arrow(f"SELECT * FROM ({listed}) ORDER BY {order}")
         return Held(_exception_frame(table), _tally(table))
-    kept = engine.keep_sql(
+    kept = engine.keep(
         f"SELECT *, ROW_NUMBER() OVER (ORDER BY {order}) - 1 AS _seq FROM ({listed})", stem="spilled"
     )
-    tally_table = engine.arrow_sql(
+    tally_table = engine.arrow(
         f"SELECT category, _cur, COUNT(*) AS n, {exact_sum('_amount')} AS total "
         f"FROM {kept} GROUP BY category, _cur"
     )
@@ -77,7 +77,7 @@ def held_exceptions(
     for category, _, n, _ in sorted(tally, key=lambda t: CATEGORIES.index(t[0])):
         sizes[category] = sizes.get(category, 0) + n
     if sum(sizes.values()) <= held_rows:
-        return Held(_exception_frame(engine.arrow_sql(f"SELECT * FROM {kept} ORDER BY _seq")), tally)
+        return Held(_exception_frame(engine.arrow(f"SELECT * FROM {kept} ORDER BY _seq")), tally)
     # An informational category's first rows are its oldest (the next to become a break).
     info = ", ".join(f"'{name}'" for name in INFO_CATEGORIES)
     oldest = f"CASE WHEN category IN ({info}) THEN COALESCE(age_days, -1) ELSE 0 END"
@@ -102,9 +102,9 @@ def held_exceptions(
             low = starts[category] + first
             high = starts[category] + min(end, first + BATCH_ROWS)
             rows = f"SELECT * FROM {kept} WHERE _seq >= {low} AND _seq < {high} ORDER BY _seq"
-            yield _exception_frame(engine.arrow_sql(rows))[list(EXCEPTION_COLUMNS)]
+            yield _exception_frame(engine.arrow(rows))[list(EXCEPTION_COLUMNS)]
 
-    frame = _exception_frame(engine.arrow_sql(preview))
+    frame = _exception_frame(engine.arrow(preview))
     return Held(frame, tally, SpilledRows(sizes, read), preview_rows)
 
 

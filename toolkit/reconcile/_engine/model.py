@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 import pandas as pd
 
@@ -19,6 +18,7 @@ from toolkit.reconcile.inputs import (
     currency_codes,
     currency_table,
 )
+from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.schema import (
     INFO_CATEGORIES,
     PAYMENT_CATEGORIES,
@@ -81,7 +81,7 @@ class Side:
 
     name: str
     loaded: LoadedInput
-    written: Any  # the rows as written (``LoadedInput.read``), an Ibis table
+    written: Relation  # the rows as written (``LoadedInput.read``)
     kept: Kept  # the checked rows, as the backend keeps them
     rows: str  # every row, slim (``SLIM``): a query reading ``kept``
 

@@ -57,7 +57,7 @@ def pair_keys(led: Side, pro: Side, rules: Rules) -> str:
 
 def repeats(engine: Backend, classified: Kept, sides: tuple[Side, Side]) -> list[Side]:
     """The sides with a key of more than one row (every such key is among the classified)."""
-    counts = engine.arrow_sql(
+    counts = engine.arrow(
         "SELECT COALESCE(SUM(CASE WHEN l_n > 1 THEN 1 ELSE 0 END), 0) AS l, "
         f"COALESCE(SUM(CASE WHEN p_n > 1 THEN 1 ELSE 0 END), 0) AS p FROM {classified}"
     ).to_pylist()[0]
@@ -69,4 +69,4 @@ def repeated_rows(engine: Backend, side: Side, classified: Kept) -> Kept:
     side, then read by ``settle_repeats``, ``duplicate_rows`` and ``matched_summary``."""
     keys = f"SELECT key AS _dup_key FROM {classified} WHERE {side.name[0]}_n > 1"
     rows = f"SELECT * FROM ({side.usable}) AS _u JOIN ({keys}) AS _k ON _u._key = _k._dup_key"
-    return engine.keep_sql(select(["_key", *(f"_{name}" for name in PAIRED[1:])], rows), stem="repeated")
+    return engine.keep(select(["_key", *(f"_{name}" for name in PAIRED[1:])], rows), stem="repeated")

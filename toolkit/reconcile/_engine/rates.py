@@ -119,7 +119,7 @@ def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[str | Kept
     if rules.rates is None:
         return nothing, empty
     columns = ("key", "l_minor", "l_cur", "p_minor", "p_cur", "p_when", "l_when", "fx_check")
-    table = engine.arrow_sql(
+    table = engine.arrow(
         select([*columns, "amount_mismatch", "within_tolerance"], str(flagged), "fx_check OR price_match")
         + " ORDER BY key"
     )
@@ -155,4 +155,4 @@ def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[str | Kept
     )
     # Kept: the registered decisions are dropped once this function returns.
     frame = pd.DataFrame(lines, columns=list(FX_COLUMNS))
-    return engine.keep_sql(resolved, stem="resolved"), _Fx(frame, tuple(sorted(missing)))
+    return engine.keep(resolved, stem="resolved"), _Fx(frame, tuple(sorted(missing)))

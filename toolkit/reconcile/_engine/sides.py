@@ -8,7 +8,7 @@ import dataclasses
 from datetime import timedelta
 
 from toolkit.reconcile._engine.model import SLIM, Side, select
-from toolkit.reconcile.backends import Backend, Kept
+from toolkit.reconcile.backends import Backend
 from toolkit.reconcile.inputs import (
     PRICING_COLUMNS,
     Dated,
@@ -42,8 +42,8 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> Side:
     # Only what the check reads goes through its stages (fewer columns to compile and move).
     read = loaded.checked_columns()
     narrow = written.select(*(c for c in written.columns if c in read or c.startswith("_")))
-    stored = engine.keep(loaded.check(narrow).select(*(c for c in SLIM if c not in constant)), staged=True)
-    kept = Kept(stored.get_name(), holds=stored)
+    checked = loaded.check(engine, narrow).select(*(c for c in SLIM if c not in constant))
+    kept = engine.keep(checked, stem=f"{name}_rows")
     rows = [constant.get(c, c) for c in SLIM]
     return Side(name, loaded, written, kept, f"SELECT {', '.join(rows)} FROM {kept}")
 
@@ -93,5 +93,5 @@ def align_period(engine: Backend, led: Side, pro: Side, grace: timedelta) -> Sid
         f"SELECT * FROM ({pro.rows}) AS _r LEFT JOIN ({inside}) AS _i ON _r._key = _i._in_key "
         f"LEFT JOIN ({outside}) AS _o ON _r._key = _o._out_key"
     )
-    aligned = engine.keep_sql(select(columns, joined), stem="aligned")
+    aligned = engine.keep(select(columns, joined), stem="aligned")
     return dataclasses.replace(pro, kept=aligned, rows=select(SLIM, str(aligned)))

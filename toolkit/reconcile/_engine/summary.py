@@ -65,7 +65,7 @@ def side_aggregates(engine: Backend, sides: tuple[Side, Side]) -> dict[str, pd.D
         f"FROM ({side.rows}) GROUP BY _cur"
         for side in sides
     ]
-    frame = named_currencies(engine.arrow_sql(" UNION ALL ".join(parts)).to_pandas())
+    frame = named_currencies(engine.arrow(" UNION ALL ".join(parts)).to_pandas())
     return {side.name: frame[frame["side"] == side.name].reset_index(drop=True) for side in sides}
 
 
@@ -120,7 +120,7 @@ def matched_summary(
             f"FROM {repeated} AS _r JOIN ({outcome}) AS _o ON _r._key = _o._fk "
             "WHERE _out OR _ord <> _lord GROUP BY _cur"
         )
-        totals = named_currencies(engine.arrow_sql(apart).to_pandas())
+        totals = named_currencies(engine.arrow(apart).to_pandas())
         for currency, n, total in zip(*(totals[c].tolist() for c in ("currency", "n", "total")), strict=True):
             had_n, had_total = less.get(currency, (0, 0))
             less[currency] = (had_n + int(n), had_total + int(total))
@@ -201,7 +201,7 @@ def price_moves(engine: Backend, flagged: Kept) -> tuple[SideTotal, ...]:
         f"'{side}' AS side FROM {flagged} WHERE {moved} GROUP BY {cur}"
         for side, cur, minor in (("charged", "p_cur", "p_minor"), ("priced", "p_pcur", "p_pminor"))
     ]
-    frame = named_currencies(engine.arrow_sql(" UNION ALL ".join(parts)).to_pandas())
+    frame = named_currencies(engine.arrow(" UNION ALL ".join(parts)).to_pandas())
     return tuple(
         SideTotal(side, currency, int(rows), from_minor(int(total), currency))
         for side, currency, rows, total in sorted(
@@ -234,7 +234,7 @@ def matched_keys(engine: Backend, keys: str, flagged: Kept, sides: tuple[Side, S
 
 
 def _matched_frame(engine: Backend, matched: str) -> pd.DataFrame:
-    table = engine.arrow_sql(matched)
+    table = engine.arrow(matched)
     codes = currency_codes()
     pricing_minor = table.column("pricing_amountMinor")
     frame = pd.DataFrame(
