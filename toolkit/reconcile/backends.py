@@ -37,7 +37,7 @@ import duckdb
 import pyarrow as pa
 
 from toolkit.errors import EngineError, InputError
-from toolkit.reconcile.relation import Relation
+from toolkit.reconcile.relation import Relation, literal
 from toolkit.reconcile.schema import BACKENDS as BACKENDS
 from toolkit.reconcile.schema import BackendName
 
@@ -98,17 +98,6 @@ class Kept:
         return f"Kept({self.name!r})"
 
 
-@dataclass(frozen=True)
-class Query:
-    """A query of the engine and the kept tables it reads (they live as long as it does)."""
-
-    sql: str
-    needs: tuple[Kept, ...] = ()
-
-    def __str__(self) -> str:
-        return self.sql
-
-
 @functools.lru_cache(maxsize=512)
 def spark_sql(query: str) -> str:
     """A query of the engine (DuckDB's dialect) in Spark's, by sqlglot: the engine's queries are
@@ -146,7 +135,7 @@ class Backend:
             self._counter += 1
             return f"toolkit_{stem}_{self._counter}"
 
-    def keep(self, query: str | Query | Relation, *, stem: str = "kept") -> Kept:
+    def keep(self, query: str | Relation, *, stem: str = "kept") -> Kept:
         """Compute ``query`` (DuckDB's dialect; Spark's by ``spark_sql``) once and keep it: a
         table of the DuckDB database (in memory, or in the spill directory's file), or a local
         checkpoint of Spark (its plan is its rows: no step's plan grows with the steps before)."""
@@ -192,7 +181,7 @@ class Backend:
                 kept = self._constants.setdefault(stem, kept)
         return kept
 
-    def arrow(self, query: str | Query | Relation) -> pa.Table:
+    def arrow(self, query: str | Relation) -> pa.Table:
         """The rows of ``query`` (DuckDB's dialect) as an Arrow table: for results small by nature."""
         with self._queries, self.failures():
             self._drop_released()
@@ -332,7 +321,7 @@ def _duckdb(limit: int, spill: Path | None, in_memory: bool) -> Backend:
         raise EngineError(f"--spill-dir {spill}: cannot be written ({exc.strerror})") from None
     raw = duckdb.connect() if in_memory else _kept_on_disk(spill)
     raw.execute(f"SET memory_limit = '{int(limit * (1 - RESERVE_SHARE)) // (1 << 20)}MiB'")
-    raw.execute(f"SET temp_directory = '{_sql_text(str(spill))}'")
+    raw.execute(f"SET temp_directory = {literal(str(spill))}")
     # DuckDB's bar, for a query that runs more than 2 s, goes to stdout: on a terminal only, not
     # into a log, a pipe or a notebook.
     raw.execute(f"SET enable_progress_bar = {'true' if sys.stdout.isatty() else 'false'}")
@@ -359,10 +348,6 @@ def _kept_on_disk(spill: Path) -> duckdb.DuckDBPyConnection:
         written = _WRITE_FAILED.search(str(exc))
         reason = written.group(1) if written else str(exc)
         raise EngineError(_write_failure("duckdb", spill, reason)) from None
-
-
-def _sql_text(text: str) -> str:
-    return text.replace("'", "''")
 
 
 def _pyspark(limit: int, spill: Path | None) -> Backend:

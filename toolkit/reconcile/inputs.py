@@ -35,7 +35,7 @@ from toolkit.reconcile.backends import Backend, Kept, connect
 from toolkit.reconcile.period import Period, period_bounds
 from toolkit.reconcile.period import period_seconds as period_seconds  # re-exported: its home before
 from toolkit.reconcile.period import select_period as select_period  # re-exported: its home before
-from toolkit.reconcile.relation import Relation, ident, literal
+from toolkit.reconcile.relation import Relation, count_if, ident, literal
 from toolkit.reconcile.sources import Described, Source
 
 #: Columns every payments input must have (after the mapping is applied).
@@ -223,7 +223,7 @@ def _evaluate(loaded: LoadedInput, backend: Backend) -> _Evaluated:
     rows = backend.keep(query, stem="checked")
     checked = Relation(f"SELECT * FROM {rows}", query.columns, (rows,))
     counts = backend.arrow(
-        f"SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN _outside THEN 1 ELSE 0 END), 0) AS outside FROM {rows}"
+        f"SELECT COUNT(*) AS n, {count_if('_outside')} AS outside FROM {rows}"
     ).to_pylist()[0]
     return _Evaluated(
         frame=usable_frame(loaded, backend, checked),

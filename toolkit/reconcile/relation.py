@@ -26,6 +26,11 @@ def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def count_if(condition: str) -> str:
+    """How many rows ``condition`` holds for (an aggregate; null counts as false)."""
+    return f"CAST(COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0) AS BIGINT)"
+
+
 @dataclass(frozen=True)
 class Relation:
     """A query, the names of its columns, and the kept tables it reads (held as long as it is)."""

@@ -55,7 +55,7 @@ import pyarrow.csv as pacsv
 
 from toolkit.errors import InputError
 from toolkit.reconcile.backends import Backend
-from toolkit.reconcile.relation import Relation
+from toolkit.reconcile.relation import Relation, ident, literal
 
 if TYPE_CHECKING:
     from openpyxl.worksheet._read_only import ReadOnlyWorksheet
@@ -959,9 +959,9 @@ def read(backend: Backend, described: Described, only: frozenset[str] | None = N
         else:
             rows = _read_spark(backend, described, wanted)
     if "_source" not in rows:
-        rows = rows.mutate(_source=_quote_literal(described.name))
+        rows = rows.mutate(_source=literal(described.name))
     texts = {
-        c: f"COALESCE(CAST({_ident(c)} AS VARCHAR), '')"
+        c: f"COALESCE(CAST({ident(c)} AS VARCHAR), '')"
         for c in rows.columns
         if not c.startswith("_") and c != "source_row"
     }
@@ -979,16 +979,16 @@ def _read_duckdb(backend: Backend, described: Described, wanted: list[str]) -> R
         path, offset = readable(described)
         header, skip = _csv_header_and_skip(path, described.delimiter)
         read = [n for n in header if n.strip() in wanted]
-        columns = ", ".join([*(f"{_ident(n)} AS {_ident(n.strip())}" for n in read), _blank_sql(header)])
+        columns = ", ".join([*(f"{ident(n)} AS {ident(n.strip())}" for n in read), _blank_sql(header)])
         stored = backend.temp_name("csv")
         # A table keeps the file's order: its rowid is the row's place in the file.
-        types = ", ".join(f"{_quote_literal(n)}: 'VARCHAR'" for n in header)
+        types = ", ".join(f"{literal(n)}: 'VARCHAR'" for n in header)
         raw.execute("SET preserve_insertion_order = true")
         try:
             raw.execute(
                 f"CREATE TEMP TABLE {stored} AS SELECT {columns} FROM read_csv("
-                f"{_quote_literal(str(path))}, header = true, skip = {skip}, auto_detect = false, "
-                f"delim = {_quote_literal(described.delimiter)}, quote = '\"', escape = '\"', "
+                f"{literal(str(path))}, header = true, skip = {skip}, auto_detect = false, "
+                f"delim = {literal(described.delimiter)}, quote = '\"', escape = '\"', "
                 f"columns = {{{types}}}, strict_mode = false)"
             )
         except duckdb.InvalidInputException as exc:
@@ -1039,10 +1039,10 @@ def _parquet_select(part: ParquetPart, wanted: list[str], as_text: bool) -> str:
     come together without a widening (a column a part lacks is empty)."""
     raw = {c.strip(): c for c in part.columns}
     columns = [
-        f"{_ident(raw[c]) if c in raw else 'NULL'}{'::VARCHAR' if as_text else ''} AS {_ident(c)}"
+        f"{ident(raw[c]) if c in raw else 'NULL'}{'::VARCHAR' if as_text else ''} AS {ident(c)}"
         for c in wanted
     ]
-    files = ", ".join(_quote_literal(str(p)) for p in part.paths)
+    files = ", ".join(literal(str(p)) for p in part.paths)
     return (
         f"SELECT {', '.join(columns) or '1 AS _none'}, file_row_number + 1 AS source_row, "
         f"filename AS _source FROM read_parquet([{files}], filename = true, "
@@ -1053,10 +1053,8 @@ def _parquet_select(part: ParquetPart, wanted: list[str], as_text: bool) -> str:
 def _ordered_by_file(table: Relation, described: Described) -> Relation:
     """``_ord`` for rows of several files: the file's place in the sorted list, then the row."""
     if len(described.paths) == 1:
-        return table.mutate(_ord="source_row", _source=_quote_literal(described.name))
-    index = " ".join(
-        f"WHEN _source = {_quote_literal(str(p))} THEN {i}" for i, p in enumerate(described.paths)
-    )
+        return table.mutate(_ord="source_row", _source=literal(described.name))
+    index = " ".join(f"WHEN _source = {literal(str(p))} THEN {i}" for i, p in enumerate(described.paths))
     return table.mutate(_ord=f"CAST(CASE {index} ELSE 0 END AS BIGINT) * {1 << FILE_SHIFT} + source_row")
 
 
@@ -1075,12 +1073,11 @@ def source_sql(described: Described, ord: str) -> str:
     numbered in ``_ord``'s high bits): the engine carries the number, and names the file only for
     rows it reports."""
     if len(described.paths) <= 1:
-        return _quote_literal(described.name)
+        return literal(described.name)
     cases = " ".join(
-        f"WHEN {ord} < {(i + 1) << FILE_SHIFT} THEN {_quote_literal(str(p))}"
-        for i, p in enumerate(described.paths)
+        f"WHEN {ord} < {(i + 1) << FILE_SHIFT} THEN {literal(str(p))}" for i, p in enumerate(described.paths)
     )
-    return f"CASE {cases} ELSE {_quote_literal(described.name)} END"
+    return f"CASE {cases} ELSE {literal(described.name)} END"
 
 
 def _read_spark(backend: Backend, described: Described, wanted: list[str]) -> Relation:
@@ -1254,7 +1251,7 @@ def _fields_beyond_header(path: Path, delimiter: str) -> bool:
 def _blank_sql(header: Sequence[str]) -> str:
     """SQL: whether every field of a CSV row is empty (``_with_csv_lines``), a field at a time (a
     CASE stops at the first field written, where AND would match every field of every row)."""
-    written = " ".join(f"WHEN regexp_matches({_ident(n)}, '{_WRITTEN}') THEN false" for n in header)
+    written = " ".join(f"WHEN regexp_matches({ident(n)}, '{_WRITTEN}') THEN false" for n in header)
     return f"CASE {written} ELSE true END AS _blank"
 
 
@@ -1288,14 +1285,6 @@ def _csv_row_lines(path: Path, count: int, delimiter: str, lines: int) -> RowNum
     if len(starts) != count + 1:  # the two readers disagree: keep the plain numbering
         return None
     return np.array(starts[1:], dtype=np.int64)
-
-
-def _quote_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 # ---------------------------------------------------------------------------------------------

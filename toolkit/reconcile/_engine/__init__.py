@@ -182,7 +182,7 @@ def reconcile(
         if repeated:
             classified = engine.keep(settle_repeats(engine, classified, repeated, rules), stem="settled")
         resolved, fx = resolve_fx(engine, classified, rules)
-        flagged = engine.keep(informational_apart(str(resolved)), stem="flagged")
+        flagged = engine.keep(informational_apart(resolved), stem="flagged")
         logger.info("listing the exceptions")
         stats = flag_stats(engine, flagged)
         duplicates = {

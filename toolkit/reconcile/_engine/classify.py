@@ -14,7 +14,6 @@ from toolkit.reconcile._engine.model import (
     FLAGS,
     IS_EXCEPTION,
     PAIRED,
-    RESOLVED,
     SUM_TYPE,
     UNKNOWN,
     UNSETTLED,
@@ -26,10 +25,11 @@ from toolkit.reconcile._engine.model import (
     relation,
     select,
 )
-from toolkit.reconcile.backends import Backend, Kept, Query
+from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.inputs import (
     currency_codes,
 )
+from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.schema import (
     INFO_CATEGORIES,
 )
@@ -99,7 +99,7 @@ def _classes(rules: Rules, *, l_charges: str, p_charges: str) -> dict[str, str]:
     return {**values, "l_minus_p": difference, "priced": priced}
 
 
-def settle_repeats(engine: Backend, classified: Kept, repeated: dict[str, Kept], rules: Rules) -> Query:
+def settle_repeats(engine: Backend, classified: Kept, repeated: dict[str, Kept], rules: Rules) -> Relation:
     """The keys with more than one row on a side, classified again on the row that agrees with
     the other side (``_compared_row``), and a duplicate only when more than one of a side's rows
     took or may take money: a failed attempt before the payment that went through is no double
@@ -113,7 +113,8 @@ def settle_repeats(engine: Backend, classified: Kept, repeated: dict[str, Kept],
         query, columns = _compared_row(query, columns, repeated.get(side), side[0], against)
     classes = _classes(rules, l_charges="l_charges", p_charges="p_charges")
     settled = select(_columns(CLASSIFIED, classes), query)
-    return Query(f"{select(CLASSIFIED, str(classified), f'NOT {multi}')} UNION ALL {settled}", (keys,))
+    unrepeated = select(CLASSIFIED, str(classified), f"NOT {multi}")
+    return Relation(f"{unrepeated} UNION ALL {settled}", CLASSIFIED, (keys,))
 
 
 def _compared_row(
@@ -191,17 +192,15 @@ def _in_transit(rules: Rules) -> dict[str, str]:
     return {"status": both, "ledger": recent_l, "processor": both}
 
 
-def informational_apart(flagged: str) -> str:
+def informational_apart(flagged: Relation) -> Relation:
     """A key with an exception is that exception only, never also in transit or matched within
     tolerance: a payment that failed or was charged twice is no variance to post, and its
     amount is at risk, not at stake in transit (the rows are counted in exceptions). A key in
     transit is not within tolerance too: the variance of a payment still pending is not posted."""
     transit = f"(in_transit AND NOT {IS_EXCEPTION})"
-    values = {
-        "in_transit": transit,
-        "within_tolerance": f"(within_tolerance AND NOT {IS_EXCEPTION} AND NOT {transit})",
-    }
-    return select(_columns(RESOLVED, values), flagged)
+    return flagged.mutate(
+        in_transit=transit, within_tolerance=f"(within_tolerance AND NOT {IS_EXCEPTION} AND NOT {transit})"
+    )
 
 
 def flag_stats(engine: Backend, flagged: Kept) -> pd.DataFrame:

@@ -17,11 +17,12 @@ from toolkit.reconcile._engine.details import (
     transit_detail,
 )
 from toolkit.reconcile._engine.model import DAY, FAILURE, SUM_TYPE, Rules, Side, select, with_names
-from toolkit.reconcile.backends import Backend, Kept, Query
+from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.inputs import (
     REJECTED_COLUMNS,
     rejected_frame,
 )
+from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.schema import (
     CATEGORIES,
     HELD_ROWS,
@@ -112,7 +113,7 @@ def exception_rows(
     duplicates: dict[str, Kept],
     stats: pd.DataFrame,
     rules: Rules,
-) -> Query | None:
+) -> Relation | None:
     """One row per exception or informational row (None: there is none), in the backend
     (``LISTED``)."""
     led, pro = sides
@@ -211,7 +212,7 @@ def exception_rows(
     )
     if not parts:
         return None
-    return Query(" UNION ALL ".join(parts), (f, *duplicates.values()))
+    return Relation(" UNION ALL ".join(parts), tuple(LISTED), (f, *duplicates.values()))
 
 
 #: Rejected rows of one side a run lists (each held in memory with its reasons), and those

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.reconcile._engine.model import exact_sum
-from toolkit.reconcile.backends import Backend, Query
+from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.result import (
     SpilledRows,
     _decimals,
@@ -42,7 +43,7 @@ class Held:
 
 def held_exceptions(
     engine: Backend,
-    listed: Query | None,
+    listed: Relation | None,
     *,
     listed_rows: int,
     rejected_rows: int,

@@ -19,6 +19,7 @@ from toolkit.reconcile.inputs import (
     currency_table,
 )
 from toolkit.reconcile.relation import Relation
+from toolkit.reconcile.relation import count_if as count_if  # the steps' aggregates
 from toolkit.reconcile.schema import (
     INFO_CATEGORIES,
     PAYMENT_CATEGORIES,
@@ -129,10 +130,6 @@ CLASSIFIED = (
 )
 
 
-#: The columns of a flagged key once the rates decided (``resolve_fx``).
-RESOLVED = (*CLASSIFIED, "fx_state", "fx_expected", "fx_text")
-
-
 #: Whether a flagged key has an exception flag.
 IS_EXCEPTION = "(" + " OR ".join(EXCEPTION_FLAGS) + ")"
 
@@ -142,11 +139,6 @@ def key_outcome() -> tuple[str, str]:
     (its rows then counted apart); any other flagged key is matched (within tolerance, or
     exact at a reference rate)."""
     return IS_EXCEPTION, "in_transit"
-
-
-def count_if(condition: str) -> str:
-    """How many rows ``condition`` holds for (an aggregate; null counts as false)."""
-    return f"CAST(COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0) AS BIGINT)"
 
 
 def exact_sum(value: str) -> str:

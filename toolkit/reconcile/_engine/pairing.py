@@ -4,7 +4,7 @@ joined on the key; the keys of more than one row, and their rows.
 
 from __future__ import annotations
 
-from toolkit.reconcile._engine.model import PAIRED, USABLE, Rules, Side, select
+from toolkit.reconcile._engine.model import PAIRED, USABLE, Rules, Side, count_if, select
 from toolkit.reconcile.backends import Backend, Kept
 
 
@@ -58,8 +58,7 @@ def pair_keys(led: Side, pro: Side, rules: Rules) -> str:
 def repeats(engine: Backend, classified: Kept, sides: tuple[Side, Side]) -> list[Side]:
     """The sides with a key of more than one row (every such key is among the classified)."""
     counts = engine.arrow(
-        "SELECT COALESCE(SUM(CASE WHEN l_n > 1 THEN 1 ELSE 0 END), 0) AS l, "
-        f"COALESCE(SUM(CASE WHEN p_n > 1 THEN 1 ELSE 0 END), 0) AS p FROM {classified}"
+        f"SELECT {count_if('l_n > 1')} AS l, {count_if('p_n > 1')} AS p FROM {classified}"
     ).to_pylist()[0]
     return [side for side in sides if counts[side.name[0]]]
 

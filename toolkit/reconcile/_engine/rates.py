@@ -18,6 +18,7 @@ from toolkit.reconcile.fx import Rates
 from toolkit.reconcile.inputs import (
     currency_codes,
 )
+from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.schema import (
     FX_COLUMNS,
 )
@@ -99,7 +100,7 @@ def _fx_state(tolerance: Tolerance, variance: int, expected: int, currency: str)
     return _FX_WITHIN if tolerance.allows(variance, expected, currency) else _FX_BEYOND
 
 
-def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[str | Kept, _Fx]:
+def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[Relation, _Fx]:
     """Decide the keys in two currencies (``fx_check``) at the reference rate of the payment's
     day (the processor's ``createTime``, else the ledger's date), exactly, in Python (``fx.py``;
     few keys by nature): matched, ``within_tolerance``, ``amount_mismatch``, or
@@ -107,14 +108,8 @@ def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[str | Kept
     payments matched through their price are compared at the rate too, for the FX section only
     (what the conversion cost); their outcome stays the price's."""
     empty = _Fx(pd.DataFrame({c: [] for c in FX_COLUMNS}))
-    nothing = select(
-        [
-            *CLASSIFIED,
-            "CAST(NULL AS TINYINT) AS fx_state",
-            "CAST(NULL AS BIGINT) AS fx_expected",
-            "CAST(NULL AS VARCHAR) AS fx_text",
-        ],
-        str(flagged),
+    nothing = Relation(f"SELECT * FROM {flagged}", CLASSIFIED, (flagged,)).mutate(
+        fx_state="CAST(NULL AS TINYINT)", fx_expected="CAST(NULL AS BIGINT)", fx_text="CAST(NULL AS VARCHAR)"
     )
     if rules.rates is None:
         return nothing, empty
@@ -144,15 +139,12 @@ def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[str | Kept
         "amount_mismatch": f"amount_mismatch OR COALESCE(fx_state = {_FX_BEYOND}, FALSE)",
         "within_tolerance": f"within_tolerance OR COALESCE(fx_state = {_FX_WITHIN}, FALSE)",
     }
-    resolved = select(
-        [
-            *(f"({decisions[c]}) AS {c}" if c in decisions else c for c in CLASSIFIED),
-            "fx_state",
-            "fx_expected",
-            "fx_text",
-        ],
-        f"SELECT * FROM {flagged} AS _f LEFT JOIN {outcome} AS _o ON _f.key = _o._fx_key",
+    decided_keys = Relation(f"SELECT * FROM {flagged}", CLASSIFIED, (flagged,)).left_join(
+        outcome,
+        "_s.key = _j._fx_key",
+        fx_state="_j.fx_state",
+        fx_expected="_j.fx_expected",
+        fx_text="_j.fx_text",
     )
-    # Kept: the registered decisions are dropped once this function returns.
     frame = pd.DataFrame(lines, columns=list(FX_COLUMNS))
-    return engine.keep(resolved, stem="resolved"), _Fx(frame, tuple(sorted(missing)))
+    return decided_keys.mutate(**decisions), _Fx(frame, tuple(sorted(missing)))
