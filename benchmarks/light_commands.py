@@ -7,7 +7,7 @@ none imports pandas or Ibis; and ``verify`` grows with the size of the runs' ent
 than reading them (printed: verify's time over a plain ``SELECT`` of every payload, at 40 and at
 400 exceptions a run).
 
-The store is built with the store's own API (``track_store.Store.append``), entries shaped as a
+The store is built with the store's own API (``tracking.store.Store.append``), entries shaped as a
 run writes them, so that building it costs seconds, not 400 reconciliations. Every command runs as
 its own process, alternated with the floor in the same loop; medians of ``--repeat`` runs.
 
@@ -33,7 +33,7 @@ def build_store(home: Path, runs: int, exceptions: int) -> str:
     """A track ``bench`` of ``runs`` runs of ``exceptions`` exceptions each, one acknowledged;
     returns the id of an exception of the latest run."""
     os.environ["TOOLKIT_HOME"] = str(home)
-    from toolkit.reconcile.track_store import Store
+    from toolkit.reconcile.tracking.store import Store
 
     with Store.open(home, create=True) as store, store.writing():
         chain = [store.append("bench", "track", {"track": "bench"}, [])]
@@ -98,7 +98,7 @@ def imports_heavy(argv: list[str], env: dict[str, str]) -> list[str]:
 
 def verify_over_reading(home: Path) -> tuple[float, float]:
     """verify's time in-process over a bare read of every payload of the store (best of 5)."""
-    from toolkit.reconcile.track_store import store_path, verify
+    from toolkit.reconcile.tracking.store import store_path, verify
 
     def read() -> None:
         with sqlite3.connect(store_path(home)) as connection:

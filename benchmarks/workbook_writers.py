@@ -93,7 +93,7 @@ def _widths(table: pa.Table) -> dict[str, float]:
 
 
 def _toolkit(result: Any, table: pa.Table, path: Path) -> None:
-    from toolkit.reconcile.workbook import write_xlsx
+    from toolkit.reconcile.render.workbook import write_xlsx
 
     write_xlsx(
         result,
@@ -420,7 +420,7 @@ def main() -> None:
     from reconcile import generate  # benchmarks/reconcile.py, beside this script
 
     from toolkit.reconcile import load_ledger, load_processor, reconcile
-    from toolkit.reconcile.report import exceptions_text_table
+    from toolkit.reconcile.render.report import exceptions_text_table
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)

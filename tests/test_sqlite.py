@@ -27,8 +27,9 @@ from toolkit import _sqlite
 from toolkit.errors import JournalError, TrackError
 from toolkit.journal import _SCHEMA as JOURNAL_SCHEMA
 from toolkit.journal import Journal
-from toolkit.reconcile import audit, track_store
-from toolkit.reconcile.track_store import Store, store_path
+from toolkit.reconcile import audit
+from toolkit.reconcile.tracking import store as track_store
+from toolkit.reconcile.tracking.store import Store, store_path
 
 
 @dataclass(frozen=True)

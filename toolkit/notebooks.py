@@ -554,9 +554,6 @@ def run_notebook(
     Raises ``ParameterError`` before anything runs, and ``OutputError`` when the output folder cannot
     be written: before the kernel starts when that shows, else after it, the run's files scrubbed.
     """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
     path = resolve_notebook(name_or_path)
     given = dict(parameters or {})
     check_parameters(path, given)
@@ -570,7 +567,6 @@ def run_notebook(
     inputs = [v for k, v in values.items() if k.endswith("_path") and isinstance(v, str)]
     claim(target_dir, [executed_path.name, html_path.name, MANIFEST, *declared_outputs(path)], inputs=inputs)
     before = _regular_files(target_dir)
-    exit_code, message, failed_cell = EXIT_OK, None, None
     managers: list[Any] = []
     with (
         _kernel_environment(),
@@ -578,34 +574,7 @@ def run_notebook(
         _signals_to_the_kernel(managers),
     ):
         scratch = Path(private) / f"{name}.ipynb"
-        try:
-            papermill.execute_notebook(
-                str(path),
-                str(scratch),
-                parameters=values,
-                kernel_name=kernel_name,
-                cwd=str(path.parent),
-                progress_bar=False,
-                log_output=False,
-                start_timeout=START_TIMEOUT_S,
-                execution_timeout=cell_timeout,
-                kernel_manager_class=_local_kernel_manager(Path(private), managers),
-            )
-        except PapermillExecutionError as exc:
-            failed_cell = exc.exec_count
-            if exc.ename == NotebookFailure.__name__:
-                exit_code, message = EXIT_FAILURE, str(exc.evalue)
-            elif exc.ename == KeyboardInterrupt.__name__:
-                exit_code = EXIT_ERROR
-                message = (
-                    f"interrupted in cell [{exc.exec_count}]: no further call was started; one in "
-                    "flight is journaled unknown (toolkit journal list --unknown)"
-                )
-            else:
-                exit_code = EXIT_ERROR
-                message = f"cell [{exc.exec_count}] (cell #{exc.cell_index + 1}): {exc.ename}: {exc.evalue}"
-        except Exception as exc:  # kernel death, timeouts, unreadable notebook: all infrastructure
-            exit_code, message = EXIT_ERROR, f"{type(exc).__name__}: {exc}"
+        exit_code, message, failed_cell = _execute(path, scratch, values, kernel_name, cell_timeout, managers)
         secrets = secrets_in_environment()
         unwritten, notebook = "", None
         try:
@@ -630,6 +599,49 @@ def run_notebook(
         failed_cell=failed_cell,
         summary=None if notebook is None else _result_summary(notebook),
     )
+
+
+def _execute(
+    path: Path,
+    scratch: Path,
+    values: dict[str, Any],
+    kernel_name: str,
+    cell_timeout: int,
+    managers: list[Any],
+) -> tuple[int, str | None, int | None]:
+    """Execute the notebook into ``scratch``: its exit code, what went wrong (None: nothing) and in
+    which cell. A ``NotebookFailure`` raised by a cell is a finding (exit 1); anything else is
+    infrastructure (exit 2)."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        papermill.execute_notebook(
+            str(path),
+            str(scratch),
+            parameters=values,
+            kernel_name=kernel_name,
+            cwd=str(path.parent),
+            progress_bar=False,
+            log_output=False,
+            start_timeout=START_TIMEOUT_S,
+            execution_timeout=cell_timeout,
+            kernel_manager_class=_local_kernel_manager(scratch.parent, managers),
+        )
+    except PapermillExecutionError as exc:
+        if exc.ename == NotebookFailure.__name__:
+            return EXIT_FAILURE, str(exc.evalue), exc.exec_count
+        if exc.ename == KeyboardInterrupt.__name__:
+            interrupted = (
+                f"interrupted in cell [{exc.exec_count}]: no further call was started; one in "
+                "flight is journaled unknown (toolkit journal list --unknown)"
+            )
+            return EXIT_ERROR, interrupted, exc.exec_count
+        failed = f"cell [{exc.exec_count}] (cell #{exc.cell_index + 1}): {exc.ename}: {exc.evalue}"
+        return EXIT_ERROR, failed, exc.exec_count
+    except Exception as exc:  # kernel death, timeouts, unreadable notebook: all infrastructure
+        return EXIT_ERROR, f"{type(exc).__name__}: {exc}", None
+    return EXIT_OK, None, None
 
 
 def _result_summary(notebook: NotebookNode) -> str | None:

@@ -180,6 +180,24 @@ def _chart(track: str, runs: list[Mapping[str, Any]]) -> str:
     return "".join(parts) + f'<p class="legend">{legend} (new and open exceptions, by age; x: run)</p>'
 
 
+def _index_row(root: Path, path: Path, manifest: Mapping[str, Any], status: str, track: Any) -> str:
+    """One run's row of ``reports/index.html``."""
+    return (
+        "<tr>"
+        f"<td>{html.escape(str(manifest.get('started', '')))}</td>"
+        f'<td>{html.escape(str(manifest.get("name", "")))} <span class="muted">'
+        f"{html.escape(str(manifest.get('kind', '')))}</span></td>"
+        f'<td class="{_e(status)}">{_e(status)} ({_e(manifest.get("exitCode", ""))})</td>'
+        f"<td>{html.escape(str(track or ''))}"
+        + (f" run {html.escape(str(manifest.get('run')))}" if track and manifest.get("run") else "")
+        + "</td>"
+        f"<td>{html.escape(_counts(manifest))}</td>"
+        f"<td>{html.escape(str(manifest.get('reason', '') or ''))}</td>"
+        f"<td>{_link(root, path, manifest)}</td>"
+        "</tr>"
+    )
+
+
 def render_index(root: Path, manifests: list[tuple[Path, dict[str, Any]]]) -> str:
     """``reports/index.html`` for the runs under ``root``: newest first, and a chart per track."""
     rows = []
@@ -189,20 +207,7 @@ def render_index(root: Path, manifests: list[tuple[Path, dict[str, Any]]]) -> st
         track = manifest.get("track")
         if track and manifest.get("ageBuckets") is not None and manifest.get("exitCode") in (0, 1):
             tracks.setdefault(str(track), {})[(manifest.get("run"), manifest.get("started"))] = manifest
-        rows.append(
-            "<tr>"
-            f"<td>{html.escape(str(manifest.get('started', '')))}</td>"
-            f'<td>{html.escape(str(manifest.get("name", "")))} <span class="muted">'
-            f"{html.escape(str(manifest.get('kind', '')))}</span></td>"
-            f'<td class="{_e(status)}">{_e(status)} ({_e(manifest.get("exitCode", ""))})</td>'
-            f"<td>{html.escape(str(track or ''))}"
-            + (f" run {html.escape(str(manifest.get('run')))}" if track and manifest.get("run") else "")
-            + "</td>"
-            f"<td>{html.escape(_counts(manifest))}</td>"
-            f"<td>{html.escape(str(manifest.get('reason', '') or ''))}</td>"
-            f"<td>{_link(root, path, manifest)}</td>"
-            "</tr>"
-        )
+        rows.append(_index_row(root, path, manifest, status, track))
     charts = []
     for track, runs in sorted(tracks.items()):
         ordered = sorted(runs.values(), key=lambda m: (int(m.get("run") or 0), str(m.get("started", ""))))

@@ -1,4 +1,5 @@
-"""A disk that fills up, for the tests of reports that cannot be written."""
+"""A disk that fills up, for the tests of reports that cannot be written; each backend the engine
+runs on, for the tests that run on both."""
 
 from __future__ import annotations
 
@@ -10,6 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from toolkit.reconcile.backends import Backend, connect
+from toolkit.reconcile.schema import BACKENDS
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each backend the engine supports, one object for the whole session: the connection of
+    ``connect(name)`` with its default settings (Spark: a local session, started once, on the
+    first test that asks for it). A test that needs other settings connects for itself."""
+    return connect(request.param)
+
 
 #: ``fill_disk(folder, free=...)``: the folder (created), on a disk with ``free`` bytes left.
 FillDisk = Callable[..., Path]

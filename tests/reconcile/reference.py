@@ -1,7 +1,7 @@
 """A brute-force reference of the payments reconciliation, for the differential test.
 
 It reads the engine's rules (the module docstring of ``toolkit/reconcile/_engine/__init__.py``)
-and the input rules (``toolkit/reconcile/inputs.py``) literally, one row and one key at a time,
+and the input rules (``toolkit/reconcile/inputs/``) literally, one row and one key at a time,
 with ``Decimal``, plain Python integers, dicts and loops: no numpy, pandas or arrow, and nothing
 imported from ``toolkit``, so that it cannot share a bug with the code it checks. It is slow and
 meant to be: a few dozen rows per example.

@@ -18,8 +18,7 @@ from tests.reconcile.files import EXCEL_ROWS, SANDBOX_EXPORT
 from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, frame
 from toolkit.errors import EngineError, InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
-from toolkit.reconcile.backends import Backend, connect, parse_memory_limit, size_text
-from toolkit.reconcile.schema import BACKENDS
+from toolkit.reconcile.backends import Backend, SparkBackend, connect, parse_memory_limit, size_text
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -180,9 +179,8 @@ def _parquet_file(path: Path, rows: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_parquet_files_of_different_amount_types_are_read_exactly_as_text(
-    spark: Backend, tmp_path: Path, backend: str
+    tmp_path: Path, backend: Backend
 ) -> None:
     """Read together, DuckDB makes DECIMAL(38,2) and DECIMAL(38,10) the former: 12.345 USD became
     12.35 and matched. Each part is read as text instead, and 12.3450000000 USD is rejected."""
@@ -196,7 +194,7 @@ def test_parquet_files_of_different_amount_types_are_read_exactly_as_text(
         "'success' status, 'x' note",
     )
     processor = load_processor(frame([("w1", "1.25", "USD", "success"), ("w2", "12.35", "USD", "success")]))
-    result = reconcile(load_ledger(tmp_path), processor, backend=spark if backend == "pyspark" else backend)
+    result = reconcile(load_ledger(tmp_path), processor, backend=backend)
     assert result.matched["merchantReferenceId"].tolist() == ["w1"]
     assert result.rejected["merchantReferenceId"].tolist() == ["w2"]
     assert "12.3450000000" in result.rejected["detail"].iloc[0]
@@ -204,10 +202,7 @@ def test_parquet_files_of_different_amount_types_are_read_exactly_as_text(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_rejected_row_of_a_parquet_folder_names_its_file(
-    spark: Backend, tmp_path: Path, backend: str
-) -> None:
+def test_a_rejected_row_of_a_parquet_folder_names_its_file(tmp_path: Path, backend: Backend) -> None:
     """Both were "the folder, row 1": the row numbers restart in each file."""
     for day, key in (("2025-05-01", "r1"), ("2025-05-02", "r3")):
         _parquet_file(
@@ -218,7 +213,7 @@ def test_a_rejected_row_of_a_parquet_folder_names_its_file(
     processor = load_processor(
         frame([(f"ok-{d}", "2.00", "USD", "success") for d in ("2025-05-01", "2025-05-02")])
     )
-    result = reconcile(load_ledger(tmp_path), processor, backend=spark if backend == "pyspark" else backend)
+    result = reconcile(load_ledger(tmp_path), processor, backend=backend)
     files = [str(tmp_path / "2025-05-01.parquet"), str(tmp_path / "2025-05-02.parquet")]
     rejected = result.exceptions[result.exceptions["category"] == "rejected_row"]
     assert rejected[["merchantReferenceId", "source", "source_row"]].values.tolist() == [
@@ -291,9 +286,8 @@ def test_an_export_cut_short_refuses_the_file_on_both_backends(spark: Backend, t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_row_with_a_field_too_many_refuses_the_file_on_both_backends(
-    spark: Backend, tmp_path: Path, backend: str
+    tmp_path: Path, backend: Backend
 ) -> None:
     """DuckDB dropped the field that was too many and read the row, where Spark refused the file;
     a delimiter inside quotes is not a field."""
@@ -303,25 +297,21 @@ def test_a_row_with_a_field_too_many_refuses_the_file_on_both_backends(
         'm1,1.00,USD,success\n"m,2","2.00",USD,success\nm3,3.00,USD,success,1.00\n'
     )
     processor = load_processor(frame([("m1", "1.00", "USD", "success")]))
-    engine = spark if backend == "pyspark" else backend
     refused = (  # Spark finds the row itself, where DuckDB reads it
         f"{ledger}: a row cannot be read (the row: 'm3,3.00,USD,success,1.00')"
-        if backend == "pyspark"
+        if backend.name == "pyspark"
         else f"{ledger}: line 4 cannot be read (5 fields where the header has 4; "
         "the line: 'm3,3.00,USD,success,1.00')"
     )
     with pytest.raises(InputError, match=re.escape(refused)):
-        reconcile(load_ledger(ledger), processor, backend=engine)
+        reconcile(load_ledger(ledger), processor, backend=backend)
     ledger.write_text(ledger.read_text().replace(",1.00\n", "\n"))
-    result = reconcile(load_ledger(ledger), processor, backend=engine)
+    result = reconcile(load_ledger(ledger), processor, backend=backend)
     assert result.counts[0].rows == 3 and result.category_counts["missing_in_processor"] == 2
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_zeros_that_change_nothing_are_not_digits_too_many(
-    spark: Backend, tmp_path: Path, backend: str
-) -> None:
+def test_zeros_that_change_nothing_are_not_digits_too_many(tmp_path: Path, backend: Backend) -> None:
     """A DECIMAL(38,18) column (Spark's type for Python Decimals) writes 12.30 as
     12.300000000000000000: every row of such a file was rejected for "too many digits"."""
     import decimal
@@ -347,10 +337,9 @@ def test_zeros_that_change_nothing_are_not_digits_too_many(
     ]
     ledger = load_ledger(frame([("a", "1500", "JPY", "success"), ("b", "12.30", "USD", "success")]))
     texts = load_processor(frame([(key, amount, currency, "success") for key, amount, currency in written]))
-    engine = spark if backend == "pyspark" else backend
-    typed = reconcile(ledger, load_processor(path), backend=engine)
+    typed = reconcile(ledger, load_processor(path), backend=backend)
     assert typed.matched["merchantReferenceId"].tolist() == ["a", "b"] and typed.rejected.empty
-    result = reconcile(ledger, texts, backend=engine)
+    result = reconcile(ledger, texts, backend=backend)
     rows = result.exceptions.set_index("merchantReferenceId")
     assert rows.loc["c", "processor_amount"] == decimal.Decimal("1.00")
     assert rows.loc["d", "processor_amount"] == decimal.Decimal("-12.30")
@@ -388,7 +377,7 @@ WHEN_WRITTEN = {
 
 
 @pytest.mark.slow
-def test_dates_and_times_are_read_alike_on_both_backends(spark: Backend) -> None:
+def test_dates_and_times_are_read_alike_on_both_backends(backend: Backend) -> None:
     """DuckDB read 24:00 as the next day where Spark rejected it, and Spark read a zone or an
     offset after a space where DuckDB rejected it: the same file gave other exceptions, cut-offs
     and periods on each backend."""
@@ -401,11 +390,10 @@ def test_dates_and_times_are_read_alike_on_both_backends(spark: Backend) -> None
         None if v is None else int(dt.datetime.fromisoformat(v).replace(tzinfo=dt.UTC).timestamp())
         for v in WHEN_WRITTEN.values()
     ]
-    for backend in (connect("duckdb"), spark):
-        table = backend.register(pa.table({"when": list(WHEN_WRITTEN)}))
-        written = Relation(f"SELECT * FROM {table}", ("when",), (table,))
-        read = backend.arrow(with_epoch_seconds(written, "when", "seconds")).to_pylist()
-        assert [r["seconds"] for r in read] == expected, backend.name
+    table = backend.register(pa.table({"when": list(WHEN_WRITTEN)}))
+    written = Relation(f"SELECT * FROM {table}", ("when",), (table,))
+    read = backend.arrow(with_epoch_seconds(written, "when", "seconds")).to_pylist()
+    assert [r["seconds"] for r in read] == expected, backend.name
 
 
 def test_a_quote_left_open_refuses_the_file_naming_its_line(tmp_path: Path) -> None:
@@ -739,7 +727,7 @@ def test_a_table_kept_on_spark_is_its_rows_not_the_plan_that_made_it(spark: Back
 
 @pytest.mark.slow
 def test_a_spark_without_local_checkpoints_keeps_tables_cached(
-    spark: Backend, monkeypatch: pytest.MonkeyPatch
+    spark: SparkBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Spark Connect before 4.0 has no local checkpoints: a kept table is then cached, and reads
     the same (that Spark is not on the machines: its refusal is raised here)."""

@@ -22,6 +22,7 @@ from toolkit.errors import InputError
 from toolkit.reconcile import fx, sources
 from toolkit.reconcile.fx import load_rates
 from toolkit.reconcile.inputs import load_ledger
+from toolkit.reconcile.sources import sheets
 
 HEADER = ["merchantReferenceId", "amount", "currency", "status"]
 LEDGER = "merchantReferenceId,amount,currency,status\nm1,12.30,USD,success\n"
@@ -136,7 +137,7 @@ def test_a_sheet_with_rows_past_excels_last_is_refused(tmp_path: Path) -> None:
 def test_a_sheet_of_more_cells_than_a_workbook_is_read_with_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "MAX_CELLS", 10)
+    monkeypatch.setattr(sheets, "MAX_CELLS", 10)
     rows: list[Sequence[object]] = [HEADER, *([f"m{i}", "1.00", "USD", "success"] for i in range(5))]
     path = workbook(tmp_path / "books.xlsx", rows)
     with pytest.raises(InputError, match=r"has more than 10 cells \(by row 3\).*save the sheet as CSV"):

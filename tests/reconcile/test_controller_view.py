@@ -23,19 +23,15 @@ from toolkit.reconcile import (
     reconcile_subscriptions,
     render_html,
 )
-from toolkit.reconcile.controller_view import (
+from toolkit.reconcile.render.figures import currency_lines, information_line, verdict
+from toolkit.reconcile.render.sections import exception_rows, fx_view, info_sections
+from toolkit.reconcile.render.words import (
     CATEGORY_WORDS,
     NO_PERIOD,
     Period,
-    currency_lines,
-    exception_rows,
-    fx_view,
-    info_sections,
-    information_line,
     period_text,
     source_words,
     timing_text,
-    verdict,
 )
 from toolkit.reconcile.result import INFO_CATEGORIES
 from toolkit.reconcile.timing import duration_text

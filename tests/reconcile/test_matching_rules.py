@@ -18,8 +18,7 @@ import pytest
 from toolkit.cli import main
 from toolkit.errors import InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile, select_period
-from toolkit.reconcile.backends import Backend, connect
-from toolkit.reconcile.schema import BACKENDS
+from toolkit.reconcile.backends import Backend
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -153,12 +152,6 @@ def sides(
     ledger = [(key, *row) for key, (row, _, _) in planted.items() if row is not None]
     processor = [(key, *row) for key, (_, row, _) in planted.items() if row is not None]
     return pd.DataFrame(ledger, columns=LEDGER_COLUMNS), pd.DataFrame(processor, columns=PROCESSOR_COLUMNS)
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> Backend:
-    """Each backend the engine supports (Spark: a local session, seconds to start)."""
-    return connect(request.param)
 
 
 def categories(result: ReconciliationResult) -> dict[str, set[str]]:
@@ -616,7 +609,8 @@ def test_amounts_in_two_currencies_are_compared_at_the_days_rate(backend: Backen
 def test_a_match_within_tolerance_at_a_rate_shows_the_variance_the_summary_sums(rates_file: Path) -> None:
     """20.00 USD at 0.92 is 18.40 EUR, charged 18.35: the page's variance cell (ledger minus
     processor) was empty for it, while the summary's within_tolerance EUR line summed +0.05."""
-    from toolkit.reconcile.controller_view import info_sections, money_text
+    from toolkit.reconcile.render.sections import info_sections
+    from toolkit.reconcile.render.words import money_text
 
     ledger, processor = sides({"R-WITHIN": RATED["R-WITHIN"]})
     result = reconcile(

@@ -106,7 +106,7 @@ def test_workbook_survives_control_characters_and_splits_at_the_row_limit(
 ) -> None:
     """A key with a control character (XML cannot hold it) must not break the workbook, and a
     category longer than a sheet continues on the next sheet, so every exception is in Excel."""
-    import toolkit.reconcile.workbook as writer
+    import toolkit.reconcile.render.workbook_exceptions as writer
 
     monkeypatch.setattr(writer, "MAX_SHEET_ROWS", 3)
     ledger = [(f"only-ledger-{i}\x07", "1.00", "USD", "success") for i in range(5)]

@@ -11,13 +11,8 @@ from datetime import UTC, datetime
 
 from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.reconcile import render_html
-from toolkit.reconcile.controller_view import (
-    HTML_MORE_ROWS,
-    HTML_ROWS,
-    CutCategory,
-    exception_rows,
-    script,
-)
+from toolkit.reconcile.render.page import script
+from toolkit.reconcile.render.sections import HTML_MORE_ROWS, HTML_ROWS, CutCategory, exception_rows
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 IN_BOOKS = "In the books, not at the processor"

@@ -249,7 +249,8 @@ def test_a_utf8_file_but_for_one_line_is_refused_naming_it(
 ) -> None:
     """One cp1252 byte among UTF-8 made the whole file cp1252: Müller-1 became MÃ¼ller-1, missing
     on one side, and Müller-1 of the processor missing on the other."""
-    monkeypatch.setattr(sources, "_BLOCK", block)
+    for module in (sources.formats, sources.rows):  # detecting the encoding; the UTF-8 copy and its lines
+        monkeypatch.setattr(module, "_BLOCK", block)
     path = tmp_path / "books.csv"
     path.write_bytes(
         "merchantReferenceId,amount,currency,status,note\nM\u00fcller-1,10.00,EUR,success,\u00e0 la carte\n".encode()

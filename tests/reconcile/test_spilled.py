@@ -19,12 +19,12 @@ from toolkit.reconcile import (
     load_ledger,
     load_processor,
     reconcile,
-    workbook,
     write_report,
 )
 from toolkit.reconcile._engine import exceptions as exceptions_step
 from toolkit.reconcile._engine import held as held_step
-from toolkit.reconcile.report import exceptions_text_table
+from toolkit.reconcile.render import workbook_exceptions as workbook
+from toolkit.reconcile.render.report import exceptions_text_table
 from toolkit.reconcile.schema import HELD_ROWS
 from toolkit.reconcile.tracking import track_result
 

@@ -29,8 +29,8 @@ from toolkit.reconcile import (
     verify_track,
     write_report,
 )
-from toolkit.reconcile.track_store import store_path
 from toolkit.reconcile.tracking import findings
+from toolkit.reconcile.tracking.store import store_path
 
 
 def states(result: ReconciliationResult) -> dict[tuple[str, str], tuple[str, int]]:
@@ -425,7 +425,7 @@ def test_an_entry_without_the_entries_before_it_refuses_every_track_a_new_one_to
 
 def test_the_headline_leaves_acknowledged_exceptions_out_of_those_to_review(tmp_path: Path) -> None:
     """Two exceptions, both acknowledged, were "2 exceptions to review" on the page."""
-    from toolkit.reconcile.controller_view import verdict
+    from toolkit.reconcile.render.figures import verdict
 
     books = {"c": "5.00 USD success", "d": "6.00 USD success"}
     first = run(tmp_path, books, {}, "2026-11-01")

@@ -28,7 +28,7 @@ from toolkit.reconcile import (
     track_history,
     verify_track,
 )
-from toolkit.reconcile.track_store import SIGNOFF_COLUMNS, os_user, store_path
+from toolkit.reconcile.tracking.store import SIGNOFF_COLUMNS, os_user, store_path
 
 # ---------------------------------------------------------------------------------------------
 # The command
@@ -374,7 +374,7 @@ def test_verify_catches_a_rewritten_entry_with_a_recomputed_hash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Rewriting an entry and its own hash breaks the link from the entry after it."""
-    from toolkit.reconcile.track_store import entry_hash
+    from toolkit.reconcile.tracking.store import entry_hash
 
     tracked_store(tmp_path)
     db = sqlite3.connect(store_path())
@@ -511,14 +511,14 @@ def test_an_interrupted_run_exits_2_in_one_line_and_records_nothing(
 ) -> None:
     """Ctrl-C during a tracked run ended it with a traceback, and with exit 1 ("findings") when
     DuckDB took the signal."""
-    import toolkit.reconcile.report
+    import toolkit.reconcile.render.report
 
     sides(tmp_path, {"a": "5.00 USD success"}, {})
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(toolkit.reconcile.report, "render_html", interrupted)
+    monkeypatch.setattr(toolkit.reconcile.render.report, "render_html", interrupted)
     assert main(cli(tmp_path, "--track", "i", "--as-of", "2026-11-01")) == 2
     one_error(capsys, "toolkit reconcile: interrupted")
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

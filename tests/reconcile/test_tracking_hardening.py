@@ -19,9 +19,9 @@ from toolkit.cli import main
 from toolkit.errors import TrackError
 from toolkit.notebooks import secrets_in_environment
 from toolkit.reconcile import audit
-from toolkit.reconcile.track_store import (
+from toolkit.reconcile.tracking.signing import acknowledge
+from toolkit.reconcile.tracking.store import (
     _GENESIS,
-    acknowledge,
     check_track_name,
     entry_hash,
     os_user,

@@ -19,17 +19,17 @@ from tests.reconcile.information import FX_ROWS, MISSING_RATE, with_information
 from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.money import minor_digits
 from toolkit.reconcile import EXCEPTION_COLUMNS, ReconciliationResult, write_report
-from toolkit.reconcile.report import exceptions_text_table
-from toolkit.reconcile.result import FX_COLUMNS
-from toolkit.reconcile.workbook import (
-    AMOUNT_COLUMNS,
+from toolkit.reconcile.render.report import exceptions_text_table
+from toolkit.reconcile.render.workbook import write_xlsx
+from toolkit.reconcile.render.workbook_cells import (
     CUT_MARK,
     EXCEL_DIGITS,
     MAX_CELL_CHARS,
     MAX_COLUMN_WIDTH,
     fits_excel,
-    write_xlsx,
 )
+from toolkit.reconcile.render.workbook_exceptions import AMOUNT_COLUMNS
+from toolkit.reconcile.result import FX_COLUMNS
 
 ENVIRONMENT = "embedded sandbox (.toolkit/sandbox.sqlite)"
 LAST_COLUMN = "M"  # thirteen exception columns

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from toolkit.cli import main
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
-from toolkit.reconcile.report import exceptions_text_table
-from toolkit.reconcile.workbook import write_xlsx
+from toolkit.reconcile.render.report import exceptions_text_table
+from toolkit.reconcile.render.workbook import write_xlsx
 
 XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 SURROGATE = re.compile("[\ud800-\udfff]")

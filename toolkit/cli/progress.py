@@ -3,7 +3,7 @@
 The engine logs each step as it starts (the ``toolkit.reconcile`` logger, INFO). On a terminal, a
 command shows those steps on stderr, each with the time since the run began, once the run has taken
 more than ``SHOW_AFTER_S`` (a quick run stays quiet); DuckDB's own bar shows a query that runs long
-(``backends.py``). Into a log file, a pipe or a notebook's HTML: nothing extra.
+(``backends/``). Into a log file, a pipe or a notebook's HTML: nothing extra.
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ pending or on one side only are in transit. In-transit payments and matches with
 ``--fx-rates`` compares amounts in two currencies at a reference rate; a rate the file lacks is
 named on stderr and leaves those payments ``currency_mismatch``; a malformed rate file exits 2.
 
-With ``--track NAME`` the run is recorded in the track's history (``tracking.py``): the report
+With ``--track NAME`` the run is recorded in the track's history (``reconcile/tracking/``): the report
 shows each exception's state and age, ``--max-exceptions`` counts only ``new`` and ``open``
 exceptions and ``--max-age DAYS`` exits 1 when an unacknowledged one is older. A tracked run that
 fails with code 2 records nothing. It also writes ``run.json`` beside its report and updates
 ``reports/index.html`` (``toolkit.runlog``). The sub-commands ``ack``, ``reopen``, ``void``,
-``verify``, ``history`` and ``signoffs`` work on a track's store (``track_store.py``, without
+``verify``, ``history`` and ``signoffs`` work on a track's store (``tracking/store.py``, without
 loading the engine); the inputs being options (``--ledger``,
 ``--processor``), a file named like a sub-command is never taken for one.
 """
@@ -32,19 +32,18 @@ from pathlib import Path
 from toolkit.cli.exit_codes import EXIT_INPUT, EXIT_OK
 from toolkit.errors import TrackError
 from toolkit.reconcile.schema import BACKENDS
-from toolkit.reconcile.track_store import (
+from toolkit.reconcile.tracking.signing import acknowledge, reopen, void_run
+from toolkit.reconcile.tracking.store import (
     HISTORY_COLUMNS,
     SIGNOFF_COLUMNS,
-    acknowledge,
     history_rows,
-    reopen,
     signoff_rows,
     text_table,
     verify,
-    void_run,
 )
 
 
+# Long: the options of `toolkit reconcile`, declared in the order --help lists them.
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the command's options on the subcommand parser."""
     parser.set_defaults(reconcile_parser=parser, action=None)

@@ -19,7 +19,6 @@ from toolkit.output_record import claim
 from toolkit.outputs import fresh_folder
 from toolkit.reconcile._engine import reconcile
 from toolkit.reconcile.backends import connect
-from toolkit.reconcile.controller_view import not_final_text
 from toolkit.reconcile.fx import load_rates
 from toolkit.reconcile.inputs import (
     REQUIRED_COLUMNS,
@@ -32,7 +31,8 @@ from toolkit.reconcile.inputs import (
     parse_mapping,
 )
 from toolkit.reconcile.period import select_period
-from toolkit.reconcile.report import summary_text, write_report
+from toolkit.reconcile.render.figures import not_final_text
+from toolkit.reconcile.render.report import summary_text, write_report
 from toolkit.reconcile.result import ReconciliationResult
 from toolkit.reconcile.sources import (
     POINT_UNDECIDED,
@@ -44,7 +44,8 @@ from toolkit.reconcile.sources import (
 )
 from toolkit.reconcile.timing import timing
 from toolkit.reconcile.tolerance import Tolerance
-from toolkit.reconcile.tracking import check_can_run, findings, recording
+from toolkit.reconcile.tracking.model import findings
+from toolkit.reconcile.tracking.record import check_can_run, recording
 
 
 def _read_options(args: argparse.Namespace, side: str) -> dict[str, Any]:
@@ -359,6 +360,36 @@ def inspect_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _mapping_lines(described: Described, side: str) -> list[str]:
+    """The mapping ``inspect`` proposes for the required columns the file names otherwise, and
+    the columns it finds no candidate for."""
+    lines = []
+    proposed: dict[str, str] = {}
+    unmatched = []
+    for canonical in REQUIRED_COLUMNS:
+        if canonical in described.columns:
+            continue
+        found = closest_column(canonical, described.columns)
+        if found is None:
+            unmatched.append(canonical)
+        else:
+            proposed[canonical] = found
+    option = map_option(side)
+    if proposed:
+        lines.append(
+            f"proposed mapping (required name = the file's column): {option} {mapping_text(proposed)}"
+        )
+    elif not unmatched:
+        lines.append("mapping: the required columns are all there; none needed")
+    if unmatched:
+        lines.append(
+            f"no column found for {', '.join(unmatched)}: add {option} "
+            + mapping_text({c: "COLUMN" for c in unmatched})
+            + " with the file's column for each"
+        )
+    return lines
+
+
 def inspection_text(
     described: Described,
     rows: list[list[str]],
@@ -397,27 +428,5 @@ def inspection_text(
         shown = frame.map(lambda v: v if len(v) <= 24 else v[:23] + "…")
         lines.append(f"first {len(rows)} row(s):")
         lines.extend("  " + line for line in shown.to_string(index=False).splitlines())
-    proposed: dict[str, str] = {}
-    unmatched = []
-    for canonical in REQUIRED_COLUMNS:
-        if canonical in described.columns:
-            continue
-        found = closest_column(canonical, described.columns)
-        if found is None:
-            unmatched.append(canonical)
-        else:
-            proposed[canonical] = found
-    option = map_option(side)
-    if proposed:
-        lines.append(
-            f"proposed mapping (required name = the file's column): {option} {mapping_text(proposed)}"
-        )
-    elif not unmatched:
-        lines.append("mapping: the required columns are all there; none needed")
-    if unmatched:
-        lines.append(
-            f"no column found for {', '.join(unmatched)}: add {option} "
-            + mapping_text({c: "COLUMN" for c in unmatched})
-            + " with the file's column for each"
-        )
+    lines.extend(_mapping_lines(described, side))
     return "\n".join(lines)

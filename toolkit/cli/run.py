@@ -119,7 +119,7 @@ def _audit_head(track: str) -> dict[str, str]:
     """The track's audit head once the run recorded it (``auditHead``, as a tracked command's
     run.json has it), for ``verify --against``; nothing when the track has none (not recorded)."""
     from toolkit.reconcile.audit import saved_head
-    from toolkit.reconcile.track_store import check_track_name, store_path
+    from toolkit.reconcile.tracking.store import check_track_name, store_path
 
     try:
         head = saved_head(store_path(), check_track_name(track))

@@ -56,6 +56,7 @@ def _status_name(record: JournalRecord) -> str | None:
         return None
 
 
+# Long: the frame's columns, declared one by one in the order the frame has them.
 def payments_frame(
     source: Journal | Iterable[JournalRecord], *, include_failed_calls: bool = False
 ) -> pd.DataFrame:

@@ -115,6 +115,7 @@ _NO_PRICE = InvoicePrice()
 _NO_RECURRING = InvoiceRecurring()
 
 
+# Long: the frame's columns, declared one by one in the order the frame has them.
 def invoice_items_frame(subscriptions: Sequence[Subscription]) -> pd.DataFrame:
     """Both invoice items of each subscription (``item`` says which), keyed like the subscription."""
     subs = list(subscriptions)

@@ -4,7 +4,7 @@ load_ledger / load_processor / load_subscription_ledger  ->  LoadedInput
 select_period(loaded, column, start, end)                 ->  LoadedInput (outside counted)
 reconcile(ledger, processor, as_of=, grace=, fx_rates=)   ->  ReconciliationResult (cut-off, FX)
 load_rates(path) / Tolerance.parse(text)                  ->  reference rates, amount tolerances
-track_result(result, track) / acknowledge / reopen        ->  a tracked run, sign-offs (tracking.py)
+track_result(result, track) / acknowledge / reopen        ->  a tracked run, sign-offs (tracking/)
 with recording(result, track) as tracked: write_report(..) ->  recorded only if the report is written
 verify_track(track) / track_history(track)                ->  the audit log checked, the runs
 track_signoffs(track)                                     ->  who acknowledged or reopened what, when, why
@@ -29,9 +29,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "load_processor": ("inputs", "load_processor"),
     "load_subscription_ledger": ("inputs", "load_subscription_ledger"),
     "select_period": ("period", "select_period"),
-    "render_html": ("report", "render_html"),
-    "summary_text": ("report", "summary_text"),
-    "write_report": ("report", "write_report"),
+    "render_html": ("render.page", "render_html"),
+    "summary_text": ("render.report", "summary_text"),
+    "write_report": ("render.report", "write_report"),
     "CATEGORIES": ("schema", "CATEGORIES"),
     "EXCEPTION_COLUMNS": ("schema", "EXCEPTION_COLUMNS"),
     "FX_COLUMNS": ("schema", "FX_COLUMNS"),
@@ -45,17 +45,17 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "reconcile_subscriptions": ("subscriptions", "reconcile_subscriptions"),
     "Tolerance": ("tolerance", "Tolerance"),
     "reconcile": ("tracked", "reconcile"),
-    "RESOLVED_COLUMNS": ("tracking", "RESOLVED_COLUMNS"),
+    "RESOLVED_COLUMNS": ("tracking.states", "RESOLVED_COLUMNS"),
     "TRACKING_COLUMNS": ("schema", "TRACKING_COLUMNS"),
-    "Tracking": ("tracking", "Tracking"),
-    "acknowledge": ("track_store", "acknowledge"),
-    "findings": ("tracking", "findings"),
-    "recording": ("tracking", "recording"),
-    "reopen": ("track_store", "reopen"),
-    "track_result": ("tracking", "track_result"),
-    "track_history": ("tracking", "history"),
-    "track_signoffs": ("tracking", "signoffs"),
-    "verify_track": ("track_store", "verify"),
+    "Tracking": ("tracking.model", "Tracking"),
+    "acknowledge": ("tracking.signing", "acknowledge"),
+    "findings": ("tracking.model", "findings"),
+    "recording": ("tracking.record", "recording"),
+    "reopen": ("tracking.signing", "reopen"),
+    "track_result": ("tracking.record", "track_result"),
+    "track_history": ("tracking.model", "history"),
+    "track_signoffs": ("tracking.model", "signoffs"),
+    "verify_track": ("tracking.store", "verify"),
 }
 
 
@@ -85,11 +85,8 @@ if TYPE_CHECKING:
         load_subscription_ledger,
     )
     from toolkit.reconcile.period import select_period
-    from toolkit.reconcile.report import (
-        render_html,
-        summary_text,
-        write_report,
-    )
+    from toolkit.reconcile.render.page import render_html
+    from toolkit.reconcile.render.report import summary_text, write_report
     from toolkit.reconcile.result import (
         ReconciliationResult,
         RowCounts,
@@ -111,20 +108,16 @@ if TYPE_CHECKING:
     from toolkit.reconcile.tolerance import (
         Tolerance,
     )
-    from toolkit.reconcile.track_store import acknowledge, reopen
-    from toolkit.reconcile.track_store import verify as verify_track
     from toolkit.reconcile.tracked import (
         reconcile,
     )
-    from toolkit.reconcile.tracking import (
-        RESOLVED_COLUMNS,
-        Tracking,
-        findings,
-        recording,
-        track_result,
-    )
-    from toolkit.reconcile.tracking import history as track_history
-    from toolkit.reconcile.tracking import signoffs as track_signoffs
+    from toolkit.reconcile.tracking.model import Tracking, findings
+    from toolkit.reconcile.tracking.model import history as track_history
+    from toolkit.reconcile.tracking.model import signoffs as track_signoffs
+    from toolkit.reconcile.tracking.record import recording, track_result
+    from toolkit.reconcile.tracking.signing import acknowledge, reopen
+    from toolkit.reconcile.tracking.states import RESOLVED_COLUMNS
+    from toolkit.reconcile.tracking.store import verify as verify_track
 
 __all__ = [
     "CATEGORIES",

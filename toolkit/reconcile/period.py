@@ -2,7 +2,7 @@
 
 The notebook, the command and the report reconcile one period at a time; rows outside it are
 counted, not dropped, so rows in = usable + rejected + outside still holds. The rows are selected
-by the checks (``inputs.py``); this module holds what a period is, so the audit log reads it
+by the checks (``inputs/checks.py``); this module holds what a period is, so the audit log reads it
 without loading them.
 """
 

@@ -1,6 +1,6 @@
 """A query of the engine built a select at a time, with the names of its columns.
 
-The checks (``inputs.py``) are chains of 30 to 70 stages, each a select of its own over the one
+The checks (``inputs/checks.py``) are chains of 30 to 70 stages, each a select of its own over the one
 before, so that a value later stages read several times (the place of an amount's point) is
 computed once per row. Each stage keeps every column it does not replace; a column a stage
 gives that exists already replaces it where it stands. The text is DuckDB's dialect (sqlglot

@@ -1,6 +1,6 @@
 """The outcome of a reconciliation, as data: categories, row accounting, totals, exceptions.
 
-Rendering lives with the reports (``report.py``, ``workbook.py``, ``controller_view.py``); the
+Rendering lives with the reports (``render/``: the page, the workbook, the notebook view); the
 engine (``_engine/``) and the subscription checks (``subscriptions.py``) both produce this.
 """
 
@@ -52,8 +52,8 @@ from toolkit.reconcile.schema import (
 from toolkit.reconcile.tolerance import Tolerance
 
 if TYPE_CHECKING:
-    from toolkit.reconcile.notebook_view import NotebookView
-    from toolkit.reconcile.tracking import Tracking
+    from toolkit.reconcile.render.notebook_view import NotebookView
+    from toolkit.reconcile.tracking.model import Tracking
 
 IntArray = npt.NDArray[np.int64]
 
@@ -184,7 +184,7 @@ class SpilledRows:
 
 @dataclass(frozen=True)
 class ReconciliationResult:
-    """The outcome of a reconciliation, as data; rendering lives in ``report.py``.
+    """The outcome of a reconciliation, as data; rendering lives in ``render/``.
 
     ``summary``: ``SUMMARY_COLUMNS``, one row per category and currency (``matched`` first), with
     exact ``Decimal`` amounts. ``exceptions``: ``EXCEPTION_COLUMNS``, one row per problem.
@@ -375,7 +375,7 @@ class ReconciliationResult:
         """What a notebook cell shows of the result: the headline, the accounting, a bar per
         category, the summary, and ``rows`` rows of each category (None: a few; 0: none, for a
         notebook that lists them further down)."""
-        from toolkit.reconcile.notebook_view import NotebookView
+        from toolkit.reconcile.render.notebook_view import NotebookView
 
         return NotebookView(self) if rows is None else NotebookView(self, rows)
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 BackendName = Literal["duckdb", "pyspark"]
-#: The engines that run a reconciliation (``backends.py`` has a class for each).
+#: The engines that run a reconciliation (``backends/`` has a class for each).
 BACKENDS: tuple[BackendName, ...] = ("duckdb", "pyspark")
 
 #: Payment categories, in report order.
@@ -103,10 +103,51 @@ FX_COLUMNS: tuple[str, ...] = (
     "category",
 )
 
-#: Columns a tracked run adds to ``ReconciliationResult.exceptions`` (``tracking.py``).
+#: Columns a tracked run adds to ``ReconciliationResult.exceptions`` (``tracking/``).
 TRACKING_COLUMNS: tuple[str, ...] = ("exceptionId", "state", "firstSeen", "ageDays", "stateReason")
 
 #: Exception rows a result holds in memory (as Python objects: about 1 KB each); beyond, the
 #: engine keeps them and the result holds the first ``PREVIEW_ROWS`` of each category.
 HELD_ROWS = 250_000
 PREVIEW_ROWS = 1_000
+
+
+#: Columns every payments input must have (after the mapping is applied).
+REQUIRED_COLUMNS: tuple[str, ...] = ("merchantReferenceId", "amount", "currency", "status")
+
+
+#: Columns of a subscription ledger.
+SUBSCRIPTION_COLUMNS: tuple[str, ...] = (
+    "subscriptionId",
+    "merchantReferenceId",
+    "priceId",
+    "quantity",
+    "amount",
+    "currency",
+    "state",
+)
+
+
+#: Expected states in a subscription ledger.
+SUBSCRIPTION_STATES: tuple[str, ...] = ("active", "canceled")
+
+
+#: Columns of ``LoadedInput.rejected``: the raw text of the row, where it was and why it was refused.
+REJECTED_COLUMNS: tuple[str, ...] = (
+    "merchantReferenceId",
+    "amount",
+    "currency",
+    "status",
+    "source_row",
+    "detail",
+    "source",  # the file, of a folder or glob of files
+)
+
+
+#: int64 holds 18 full decimal digits: integer digits + minor digits may not exceed that.
+MAX_DIGITS = 18
+
+
+#: Optional processor columns: what the payment was priced at, when it was charged in another
+#: currency (the sandbox's export and the journal's payments frame carry them).
+PRICING_COLUMNS: tuple[str, ...] = ("pricingAmount", "pricingCurrency")

@@ -17,7 +17,7 @@ from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import ReconciliationResult
 from toolkit.reconcile.schema import HELD_ROWS, PREVIEW_ROWS
 from toolkit.reconcile.tolerance import Tolerance
-from toolkit.reconcile.tracking import check_can_run, track_result
+from toolkit.reconcile.tracking.record import check_can_run, track_result
 
 
 def reconcile(

@@ -45,6 +45,16 @@ class RunningSandbox:
         return self._thread.is_alive() and not self._server.should_exit
 
 
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket bound and listening on ``host:port`` (0: a free port), IPv6 when the host is."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)  # TCP_NODELAY: ``protocol.no_delay``
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    return sock
+
+
 def start_server(
     *,
     db_path: Path,
@@ -66,11 +76,7 @@ def start_server(
         db_path=db_path, api_key=key, timestamp_tolerance_s=timestamp_tolerance_s, log_requests=log_requests
     )
     faults.clear_rules(app.state.sandbox.db)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)  # TCP_NODELAY: ``protocol.no_delay``
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
+    sock = _listening(host, port)
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(
         app,

@@ -2,10 +2,10 @@
 
 ``reconcile`` reads as its steps, each a relational transformation written once as SQL text in
 DuckDB's dialect and run by the backend (DuckDB by default; Spark on request, as sqlglot writes
-it in Spark's; ``backends.py``), each step a module here (what they pass between them:
+it in Spark's; ``backends/``), each step a module here (what they pass between them:
 ``model.py``):
 
-1. ``sides.checked_rows``: each side read and validated in the backend (``inputs.py``);
+1. ``sides.checked_rows``: each side read and validated in the backend (``inputs/``);
    ``sides.align_period`` places a period's boundary payments;
 2. ``pairing.pair_keys``: one row per key of each side (how many rows, the first row's values),
    the two sides joined on the key;
@@ -16,7 +16,9 @@ it in Spark's; ``backends.py``), each step a module here (what they pass between
    categories;
 4. ``exceptions.exception_rows``: one row per exception, with its detail (``details.py``), in
    report order; ``held.held_exceptions``: those the result holds;
-5. ``summary.count_rows`` and ``summary.summarise``: the row accounting, the totals, the summary.
+5. ``summary.summarise``: the row accounting (``count_rows``), the totals, the summary.
+
+Steps 1 to 3 are ``_flagged``, which leaves a ``model.Run`` that steps 4 and 5 (``_listed``) read.
 
 Only what is small by nature leaves the backend (exceptions, totals, counts); matched keys are
 counted there and fetched only when asked for (``ReconciliationResult.matched``).
@@ -79,13 +81,11 @@ from pathlib import Path
 from toolkit.reconcile._engine.classify import classify, flag_stats, informational_apart, settle_repeats
 from toolkit.reconcile._engine.exceptions import duplicate_rows, exception_rows, rejected_rows
 from toolkit.reconcile._engine.held import held_exceptions
-from toolkit.reconcile._engine.model import EXCEPTION_FLAGS, SIDES, Rules
+from toolkit.reconcile._engine.model import EXCEPTION_FLAGS, SIDES, Rules, Run
 from toolkit.reconcile._engine.pairing import pair_keys, repeated_rows, repeats
-from toolkit.reconcile._engine.rates import resolve_fx
+from toolkit.reconcile._engine.rates import FxDecisions, resolve_fx
 from toolkit.reconcile._engine.sides import align_period, checked_rows, dated
 from toolkit.reconcile._engine.summary import (
-    count_rows,
-    matched_summary,
     price_moves,
     side_aggregates,
     summarise,
@@ -141,6 +141,41 @@ def reconcile(
     result holds the first ``preview_rows`` of each category and the engine keeps every row
     (``ReconciliationResult.spilled``), read back a batch at a time by the reports.
     """
+    rules, ledger, processor = _rules(ledger, processor, amount_tolerance, as_of, grace, fx_rates)
+    engine = (
+        backend
+        if isinstance(backend, Backend)
+        else connect(
+            backend,
+            memory_limit=memory_limit,
+            spill_dir=spill_dir,
+            in_memory=ledger.in_memory and processor.in_memory,
+        )
+    )
+    with engine.failures():
+        run, fx = _flagged(engine, rules, (ledger, processor))
+        result = _listed(run, held_rows, preview_rows)
+        clock = rules.timing
+        return dataclasses.replace(
+            result,
+            price_moves=price_moves(engine, run.flagged) if rules.priced else (),
+            amount_tolerance=rules.tolerance,
+            cutoff=None if clock is None else clock.as_of,
+            grace=None if clock is None else clock.grace,
+            fx=fx.frame,
+            missing_rates=fx.missing,
+        )
+
+
+def _rules(
+    ledger: LoadedInput,
+    processor: LoadedInput,
+    amount_tolerance: int | str | Tolerance,
+    as_of: datetime | date | str | None,
+    grace: timedelta | str | None,
+    fx_rates: Rates | str | Path | None,
+) -> tuple[Rules, LoadedInput, LoadedInput]:
+    """The run's rules from its options, and both sides with the dates the rules read."""
     tolerance = Tolerance.of(amount_tolerance)
     window = DEFAULT_GRACE if grace is None else parse_grace(grace)
     clock = None if as_of is None else timing(as_of, window)
@@ -155,65 +190,53 @@ def reconcile(
         priced=set(PRICING_COLUMNS) <= processor.columns(),
         grace=window,
     )
-    engine = (
-        backend
-        if isinstance(backend, Backend)
-        else connect(
-            backend,
-            memory_limit=memory_limit,
-            spill_dir=spill_dir,
-            in_memory=ledger.in_memory and processor.in_memory,
-        )
+    return rules, ledger, processor
+
+
+def _flagged(
+    engine: Backend, rules: Rules, inputs: tuple[LoadedInput, LoadedInput]
+) -> tuple[Run, FxDecisions]:
+    """Steps 1 to 3: both sides read and checked, their keys paired and classified, a key on more
+    than one row settled, the keys in two currencies decided at their rates; the flagged keys kept."""
+    sides = []
+    for name, loaded in zip(SIDES, inputs, strict=True):
+        logger.info("reading and checking the %s (%s)", name, loaded.source)
+        sides.append(checked_rows(engine, name, loaded))
+    led, pro = sides
+    logger.info("pairing and classifying the keys")
+    pro = align_period(engine, led, pro, rules.grace)
+    keys = pair_keys(led, pro, rules)
+    classified = engine.keep(classify(keys, rules), stem="classified")
+    repeated = {
+        side.name: repeated_rows(engine, side, classified) for side in repeats(engine, classified, (led, pro))
+    }
+    if repeated:
+        classified = engine.keep(settle_repeats(engine, classified, repeated, rules), stem="settled")
+    resolved, fx = resolve_fx(engine, classified, rules)
+    flagged = engine.keep(informational_apart(resolved), stem="flagged")
+    return Run(engine, rules, (led, pro), keys, flagged, repeated, flag_stats(engine, flagged)), fx
+
+
+def _listed(run: Run, held_rows: int, preview_rows: int) -> ReconciliationResult:
+    """Steps 4 and 5: the exception rows listed and held, the rows accounted for, the totals."""
+    engine, sides = run.engine, run.sides
+    logger.info("listing the exceptions")
+    duplicates = {
+        side.name: duplicate_rows(engine, side, run.repeated[side.name], run.flagged)
+        for side in sides
+        if run.stats[f"duplicate_in_{side.name}"].sum()
+    }
+    listed = exception_rows(run, duplicates)
+    flags = run.stats[[*EXCEPTION_FLAGS, *INFO_CATEGORIES]]
+    logger.info("adding up the rows and the totals")
+    side_sums = side_aggregates(engine, sides)
+    rejected = {side.name: rejected_rows(engine, side, side_sums[side.name]) for side in sides}
+    exceptions = held_exceptions(
+        engine,
+        listed,
+        listed_rows=int(flags.sum().sum()),
+        rejected_rows=sum(len(frame) for frame in rejected.values()),
+        held_rows=held_rows,
+        preview_rows=preview_rows,
     )
-    with engine.failures():
-        sides = []
-        for name, loaded in zip(SIDES, (ledger, processor), strict=True):
-            logger.info("reading and checking the %s (%s)", name, loaded.source)
-            sides.append(checked_rows(engine, name, loaded))
-        led, pro = sides
-        logger.info("pairing and classifying the keys")
-        pro = align_period(engine, led, pro, rules.grace)
-        keys = pair_keys(led, pro, rules)
-        classified = engine.keep(classify(keys, rules), stem="classified")
-        repeated = {
-            side.name: repeated_rows(engine, side, classified)
-            for side in repeats(engine, classified, (led, pro))
-        }
-        if repeated:
-            classified = engine.keep(settle_repeats(engine, classified, repeated, rules), stem="settled")
-        resolved, fx = resolve_fx(engine, classified, rules)
-        flagged = engine.keep(informational_apart(resolved), stem="flagged")
-        logger.info("listing the exceptions")
-        stats = flag_stats(engine, flagged)
-        duplicates = {
-            side.name: duplicate_rows(engine, side, repeated[side.name], flagged)
-            for side in (led, pro)
-            if stats[f"duplicate_in_{side.name}"].sum()
-        }
-        listed = exception_rows(engine, (led, pro), flagged, duplicates, stats, rules)
-        flags = stats[[*EXCEPTION_FLAGS, *INFO_CATEGORIES]]
-        logger.info("adding up the rows and the totals")
-        side_sums = side_aggregates(engine, (led, pro))
-        rejected = {side.name: rejected_rows(engine, side, side_sums[side.name]) for side in (led, pro)}
-        exceptions = held_exceptions(
-            engine,
-            listed,
-            listed_rows=int(flags.sum().sum()),
-            rejected_rows=sum(len(frame) for frame in rejected.values()),
-            held_rows=held_rows,
-            preview_rows=preview_rows,
-        )
-        counts = count_rows((led, pro), stats, side_sums, rejected)
-        matched = matched_summary(engine, stats, flagged, repeated.get("ledger"), side_sums["ledger"])
-        result = summarise(
-            engine, keys, flagged, (led, pro), exceptions, rejected, side_sums, matched, counts
-        )
-        return dataclasses.replace(
-            result,
-            price_moves=price_moves(engine, flagged) if rules.priced else (),
-            amount_tolerance=tolerance,
-            cutoff=None if clock is None else clock.as_of,
-            grace=None if clock is None else clock.grace,
-            fx=fx.frame,
-            missing_rates=fx.missing,
-        )
+    return summarise(run, exceptions, rejected, side_sums)

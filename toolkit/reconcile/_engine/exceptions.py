@@ -4,6 +4,8 @@ rejected rows of each side.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pandas as pd
 
 from toolkit.errors import InputError
@@ -16,7 +18,7 @@ from toolkit.reconcile._engine.details import (
     text,
     transit_detail,
 )
-from toolkit.reconcile._engine.model import DAY, FAILURE, SUM_TYPE, Rules, Side, select, with_names
+from toolkit.reconcile._engine.model import DAY, FAILURE, SUM_TYPE, Run, Side, select, with_names
 from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.inputs import (
     REJECTED_COLUMNS,
@@ -27,6 +29,7 @@ from toolkit.reconcile.schema import (
     CATEGORIES,
     HELD_ROWS,
 )
+from toolkit.reconcile.timing import Timing
 
 
 def duplicate_rows(engine: Backend, side: Side, rows: Kept, flagged: Kept) -> Kept:
@@ -106,23 +109,17 @@ LISTED = {
 }
 
 
-def exception_rows(
-    engine: Backend,
-    sides: tuple[Side, Side],
-    flagged: Kept,
-    duplicates: dict[str, Kept],
-    stats: pd.DataFrame,
-    rules: Rules,
-) -> Relation | None:
-    """One row per exception or informational row (None: there is none), in the backend
-    (``LISTED``)."""
-    led, pro = sides
-    named = with_names(engine, with_names(engine, str(flagged), "l", led), "p", pro)
-    f = engine.keep(named, stem="named")  # a few rows; read once per part
-    parts: list[str] = []
-    cutoff = None if rules.timing is None else rules.timing.cutoff_seconds
+@dataclass
+class _Parts:
+    """The exception rows' queries, a category at a time: only the categories found (a smaller
+    query), each row with the columns of ``LISTED``."""
 
-    def part(
+    stats: pd.DataFrame
+    cutoff: int | None
+    queries: list[str] = field(default_factory=list)
+
+    def add(
+        self,
         category: str,
         table: str,
         on_processor: bool | str,
@@ -132,10 +129,13 @@ def exception_rows(
         dated_by: str | None = None,
         **shown: str,
     ) -> None:
-        if not stats[category].sum():  # a smaller query: only the categories found
+        """The rows of ``category`` in ``table``: shown on the processor's row when
+        ``on_processor`` (a condition, or always or never), their ``detail`` and ``amount``
+        (expressions), the amount's currency (default: the currency of the rows shown), the date
+        their age counts from, and any of the side's values shown otherwise (``shown``)."""
+        if not self.stats[category].sum():
             return
         when = "COALESCE(l_when, p_when)" if dated_by is None else dated_by
-        age = "NULL" if cutoff is None else f"FLOOR(({cutoff} - {when}) / {DAY})"
         processor = on_processor if isinstance(on_processor, str) else ("TRUE" if on_processor else "FALSE")
         columns = {
             "merchantReferenceId": "key",
@@ -147,20 +147,48 @@ def exception_rows(
         columns |= shown
         columns["_row"] = f"CASE WHEN {processor} THEN {columns['p_row']} ELSE {columns['l_row']} END"
         columns["detail"] = detail
-        columns["age_days"] = age
+        columns["age_days"] = "NULL" if self.cutoff is None else f"FLOOR(({self.cutoff} - {when}) / {DAY})"
         # At risk or at stake, a refund's as much as a charge's; only a variance keeps its sign.
         columns["_amount"] = amount if category == "within_tolerance" else f"ABS({amount})"
         shown_currency = f"COALESCE({columns['l_currency']}, {columns['p_currency']})"  # the rows shown
         columns["_cur"] = shown_currency if currency is None else currency
-        parts.append(select([f"CAST({columns[c]} AS {kind}) AS {c}" for c, kind in LISTED.items()], table))
+        self.queries.append(
+            select([f"CAST({columns[c]} AS {kind}) AS {c}" for c, kind in LISTED.items()], table)
+        )
 
-    missing = (("missing_in_processor", False, pro), ("missing_in_ledger", True, led))
-    for category, on_processor, other in missing:
-        if stats[category].sum():
+
+def exception_rows(run: Run, duplicates: dict[str, Kept]) -> Relation | None:
+    """One row per exception or informational row (None: there is none), in the backend
+    (``LISTED``), in the order of ``CATEGORIES``."""
+    engine, (led, pro) = run.engine, run.sides
+    named = with_names(engine, with_names(engine, str(run.flagged), "l", led), "p", pro)
+    f = engine.keep(named, stem="named")  # a few rows; read once per part
+    timing = run.rules.timing
+    parts = _Parts(run.stats, None if timing is None else timing.cutoff_seconds)
+    _compared_parts(parts, f, run.sides)
+    duplicate_detail_parts(parts.add, engine, f, duplicates, run.sides)
+    _outcome_parts(parts, f, timing)
+    if not parts.queries:
+        return None
+    return Relation(" UNION ALL ".join(parts.queries), tuple(LISTED), (f, *duplicates.values()))
+
+
+#: A key's amount was compared at a reference rate (``rates.py``).
+_AT_A_RATE = "fx_state IS NOT NULL"
+
+
+def _compared_parts(parts: _Parts, f: Kept, sides: tuple[Side, Side]) -> None:
+    """A key missing from a side, and a key on both whose amount, currency or status differ."""
+    led, pro = sides
+    for category, on_processor, other in (
+        ("missing_in_processor", False, pro),
+        ("missing_in_ledger", True, led),
+    ):
+        if parts.stats[category].sum():
             only, detail = missing_detail(select(["*"], str(f), category), other)
-            part(category, only, on_processor, detail, "p_minor" if on_processor else "l_minor")
-    fx = "fx_state IS NOT NULL"
-    part(
+            parts.add(category, only, on_processor, detail, "p_minor" if on_processor else "l_minor")
+    fx = _AT_A_RATE
+    parts.add(
         "amount_mismatch",
         select(["*"], str(f), "amount_mismatch"),
         False,
@@ -168,7 +196,7 @@ def exception_rows(
         f"CASE WHEN {fx} THEN ABS(p_minor - fx_expected) ELSE ABS(l_minus_p) END",
         currency=f"CASE WHEN {fx} THEN p_currency ELSE l_currency END",
     )
-    part(
+    parts.add(
         "currency_mismatch",
         select(["*"], str(f), "currency_mismatch"),
         False,
@@ -177,31 +205,35 @@ def exception_rows(
         f"|| '; processor row ' || {text('p_row')}",
         "l_minor",
     )
-    part(
+    parts.add(
         "status_mismatch",
         select(["*"], str(f), "status_mismatch"),
         False,
         f"'ledger ' || l_status || ', processor ' || p_status || '; processor row ' || {text('p_row')}",
         "l_minor",
     )
-    duplicate_detail_parts(part, engine, f, duplicates, sides)
-    part(
+
+
+def _outcome_parts(parts: _Parts, f: Kept, timing: Timing | None) -> None:
+    """An outcome the processor does not know yet, a payment in transit, a match within tolerance."""
+    parts.add(
         "unknown_outcome",
         select(["*"], str(f), "unknown_outcome"),
         True,
         "'the processor does not know the outcome of this payment'",
         "CASE WHEN l_minor IS NULL THEN p_minor ELSE l_minor END",
     )
-    if rules.timing is not None:
-        part(
+    if timing is not None:
+        parts.add(
             "in_transit",
             select(["*"], str(f), "in_transit"),
             "l_n IS NULL",
-            transit_detail(rules.timing),
+            transit_detail(timing),
             "CASE WHEN l_minor IS NULL THEN p_minor ELSE l_minor END",
             dated_by="COALESCE(p_when, l_when)",
         )
-    part(
+    fx = _AT_A_RATE
+    parts.add(
         "within_tolerance",
         select(["*"], str(f), "within_tolerance"),
         False,
@@ -210,9 +242,6 @@ def exception_rows(
         f"CASE WHEN {fx} THEN fx_expected - p_minor ELSE l_minus_p END",
         currency=f"CASE WHEN {fx} THEN p_currency ELSE l_currency END",
     )
-    if not parts:
-        return None
-    return Relation(" UNION ALL ".join(parts), tuple(LISTED), (f, *duplicates.values()))
 
 
 #: Rejected rows of one side a run lists (each held in memory with its reasons), and those

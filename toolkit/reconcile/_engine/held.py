@@ -4,7 +4,7 @@ the rest kept by the engine and read back in batches: ``SpilledRows``), as a fra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.reconcile._engine.model import exact_sum
-from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.result import (
     SpilledRows,
@@ -67,6 +67,12 @@ def held_exceptions(
     kept = engine.keep(
         f"SELECT *, ROW_NUMBER() OVER (ORDER BY {order}) - 1 AS _seq FROM ({listed})", stem="spilled"
     )
+    return _kept_in_engine(engine, kept, held_rows, preview_rows)
+
+
+def _kept_in_engine(engine: Backend, kept: Kept, held_rows: int, preview_rows: int) -> Held:
+    """The exception rows ``kept`` in report order (``_seq``): every one when they fit after all,
+    else the first ``preview_rows`` of each category, the rest read back in batches."""
     tally_table = engine.arrow(
         f"SELECT category, _cur, COUNT(*) AS n, {exact_sum('_amount')} AS total "
         f"FROM {kept} GROUP BY category, _cur"
@@ -87,6 +93,15 @@ def held_exceptions(
         f"SELECT * FROM (SELECT *, {place} AS _place FROM {kept}) "
         f"WHERE _place <= {preview_rows} ORDER BY _seq"
     )
+    frame = _exception_frame(engine.arrow(preview))
+    return Held(frame, tally, SpilledRows(sizes, _batches(engine, kept, sizes)), preview_rows)
+
+
+def _batches(
+    engine: Backend, kept: Kept, sizes: dict[str, int]
+) -> Callable[[str, int, int | None], Iterator[pd.DataFrame]]:
+    """How ``SpilledRows`` reads rows of a category back from ``kept``, whose categories follow
+    each other in report order with ``sizes`` rows each."""
     starts: dict[str, int] = {}  # the first ``_seq`` (from 0) of each category
     position = 0
     for category in sizes:
@@ -105,8 +120,7 @@ def held_exceptions(
             rows = f"SELECT * FROM {kept} WHERE _seq >= {low} AND _seq < {high} ORDER BY _seq"
             yield _exception_frame(engine.arrow(rows))[list(EXCEPTION_COLUMNS)]
 
-    frame = _exception_frame(engine.arrow(preview))
-    return Held(frame, tally, SpilledRows(sizes, read), preview_rows)
+    return read
 
 
 def _tally(table: pa.Table) -> list[tuple[str, str, int, int]]:

@@ -107,6 +107,21 @@ class Rules:
     grace: timedelta = DEFAULT_GRACE
 
 
+@dataclass(frozen=True)
+class Run:
+    """What the steps after classifying read of one run: the backend, the rules, both sides, the
+    keys paired (a query), the flagged keys (kept), each side's rows of keys on more than one row
+    (kept; only the sides that have any), and how many keys of each flag per currency."""
+
+    engine: Backend
+    rules: Rules
+    sides: tuple[Side, Side]
+    keys: str
+    flagged: Kept
+    repeated: dict[str, Kept]
+    stats: pd.DataFrame
+
+
 #: A row that takes part: readable, inside the period, not after the cut-off.
 USABLE = "(NOT _rejected AND NOT _outside AND NOT _after)"
 

@@ -26,7 +26,7 @@ from toolkit.reconcile.tolerance import Tolerance
 
 
 @dataclass(frozen=True)
-class _Fx:
+class FxDecisions:
     """The comparisons at reference rates: the per-payment frame (``FX_COLUMNS``) and every
     rate that was needed and missing."""
 
@@ -100,14 +100,14 @@ def _fx_state(tolerance: Tolerance, variance: int, expected: int, currency: str)
     return _FX_WITHIN if tolerance.allows(variance, expected, currency) else _FX_BEYOND
 
 
-def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[Relation, _Fx]:
+def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[Relation, FxDecisions]:
     """Decide the keys in two currencies (``fx_check``) at the reference rate of the payment's
     day (the processor's ``createTime``, else the ledger's date), exactly, in Python (``fx.py``;
     few keys by nature): matched, ``within_tolerance``, ``amount_mismatch``, or
     ``currency_mismatch`` when there is no rate. The decisions go back into the flags. The
     payments matched through their price are compared at the rate too, for the FX section only
     (what the conversion cost); their outcome stays the price's."""
-    empty = _Fx(pd.DataFrame({c: [] for c in FX_COLUMNS}))
+    empty = FxDecisions(pd.DataFrame({c: [] for c in FX_COLUMNS}))
     nothing = Relation(f"SELECT * FROM {flagged}", CLASSIFIED, (flagged,)).mutate(
         fx_state="CAST(NULL AS TINYINT)", fx_expected="CAST(NULL AS BIGINT)", fx_text="CAST(NULL AS VARCHAR)"
     )
@@ -122,7 +122,7 @@ def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[Relation, 
         return nothing, empty
     decided, lines, missing = _at_rates(table.to_pylist(), rules.rates, rules.tolerance)
     if not decided:
-        return nothing, _Fx(pd.DataFrame(lines, columns=list(FX_COLUMNS)))
+        return nothing, FxDecisions(pd.DataFrame(lines, columns=list(FX_COLUMNS)))
     outcome = engine.register(
         pa.table(
             {
@@ -147,4 +147,4 @@ def resolve_fx(engine: Backend, flagged: Kept, rules: Rules) -> tuple[Relation, 
         fx_text="_j.fx_text",
     )
     frame = pd.DataFrame(lines, columns=list(FX_COLUMNS))
-    return decided_keys.mutate(**decisions), _Fx(frame, tuple(sorted(missing)))
+    return decided_keys.mutate(**decisions), FxDecisions(frame, tuple(sorted(missing)))

@@ -1,4 +1,4 @@
-"""Step 1: each side read and checked in the backend (``inputs.py``), dated for the cut-off, and a
+"""Step 1: each side read and checked in the backend (``inputs/``), dated for the cut-off, and a
 period's boundary payments placed (``align_period``).
 """
 

@@ -15,6 +15,7 @@ from toolkit.reconcile._engine.model import (
     FAILURE,
     PAIRED,
     USABLE,
+    Run,
     Side,
     count_if,
     exact_sum,
@@ -97,19 +98,14 @@ def count_rows(
     return counts[0], counts[1]
 
 
-def matched_summary(
-    engine: Backend,
-    stats: pd.DataFrame,
-    flagged: Kept,
-    repeated: Kept | None,
-    sums: pd.DataFrame,
-) -> list[tuple[str, str, int, Decimal | None]]:
+def matched_summary(run: Run, sums: pd.DataFrame) -> list[tuple[str, str, int, Decimal | None]]:
     """Matched keys per currency (the ledger row compared), without another pass over every key:
     the usable ledger rows minus the rows of flagged keys that are not matched (the one row of
     each key that has one) and the ledger's ``repeated_rows`` but the row compared of a matched
     key."""
+    engine, flagged, repeated = run.engine, run.flagged, run.repeated.get("ledger")
     less: dict[str, tuple[int, int]] = {}
-    for row in frame_records(stats):
+    for row in frame_records(run.stats):
         if isinstance(row["currency"], str) and row["single_n"]:
             less[row["currency"]] = (int(row["single_n"]), int(row["single_total"]))
     if repeated is not None:
@@ -135,18 +131,16 @@ def matched_summary(
 
 
 def summarise(
-    engine: Backend,
-    keys: str,
-    flagged: Kept,
-    sides: tuple[Side, Side],
+    run: Run,
     exceptions: Held,
     rejected: dict[str, pd.DataFrame],
     side_sums: dict[str, pd.DataFrame],
-    matched: list[tuple[str, str, int, Decimal | None]],
-    counts: tuple[RowCounts, RowCounts],
 ) -> ReconciliationResult:
     """The result: exceptions with the rejected rows after them, the summary, totals, counts."""
+    engine, sides = run.engine, run.sides
     led, pro = sides
+    counts = count_rows(sides, run.stats, side_sums, rejected)
+    matched = matched_summary(run, side_sums["ledger"])
     rejected_parts = [rejected_exceptions(rejected[s.name], s.name) for s in sides]
     summary_rows = matched + [
         (category, currency, n, from_minor(total, currency))
@@ -180,7 +174,7 @@ def summarise(
         exceptions=table.reset_index(drop=True),
         matched_rows=LazyRows(  # a key per ledger row compared (a repeat's other rows are matched rows too)
             sum(n for _, _, n, _ in matched),
-            lambda: _matched_frame(engine, matched_keys(engine, keys, flagged, sides)),
+            lambda: _matched_frame(engine, matched_keys(run)),
         ),
         rejected=pd.concat([side for _, side in rejected_parts], ignore_index=True),
         counts=counts,
@@ -210,9 +204,10 @@ def price_moves(engine: Backend, flagged: Kept) -> tuple[SideTotal, ...]:
     )
 
 
-def matched_keys(engine: Backend, keys: str, flagged: Kept, sides: tuple[Side, Side]) -> str:
+def matched_keys(run: Run) -> str:
     """The keys on both sides that are neither an exception nor in transit (``MATCHED_COLUMNS``),
     in ledger order."""
+    engine, keys, flagged, sides = run.engine, run.keys, run.flagged, run.sides
     exception, transit = key_outcome()
     columns = ["key", *(f"{p}_{name}" for p in "lp" for name in PAIRED)]
     both = "l_n IS NOT NULL AND p_n IS NOT NULL"

@@ -4,7 +4,8 @@ Typing ``result`` in a cell should answer what report.html answers, in a cell's 
 matched and how many are exceptions, how every row of each input is accounted for, a bar per
 category, the summary, and the first rows of each category with the call that loads more
 (``exceptions_page``), since a result may hold more rows than a page should. The words and the
-money come from ``controller_view``, so the cell and the page never say a row differently.
+money come from ``words``, ``figures`` and ``sections``, as the page's do, so the cell and the page
+never say a row differently.
 """
 
 from __future__ import annotations
@@ -14,15 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from toolkit.charts import EXCEPTION_COLOUR
-from toolkit.reconcile.controller_view import (
-    Cell,
-    category_label,
-    category_lines,
-    info_sections,
-    records_of,
-    row_cells,
-    source_lines,
-)
+from toolkit.reconcile.render.figures import category_lines, source_lines
+from toolkit.reconcile.render.sections import Cell, info_sections, records_of, row_cells
+from toolkit.reconcile.render.words import category_label
 from toolkit.reconcile.schema import INFO_CATEGORIES, in_report_order
 
 if TYPE_CHECKING:

@@ -1,10 +1,33 @@
-"""The audit log of tracked runs: the SQLite store, its hash chain and heads, and sign-offs.
+"""The audit log of tracked runs: the SQLite store, its hash chain and heads, and reading it back.
 
-What ``tracking.py`` records is kept here: one append-only table, ``entries``, in
-``TOOLKIT_HOME/reconcile/tracks.sqlite`` (why SQLite, what an entry holds and what ``verify``
-proves: ``tracking.py``'s docstring and ``audit.py``). This module imports neither pandas nor the
-engine, so the commands that only read or sign the log (``ack``, ``reopen``, ``void``,
-``verify``, ``history``, ``signoffs``) start in a fraction of a second.
+What ``record.py`` records and ``signing.py`` signs is kept here: one append-only table,
+``entries``, in ``TOOLKIT_HOME/reconcile/tracks.sqlite``, for every track. This module imports
+neither pandas nor the engine, so the commands that only read or sign the log (``ack``,
+``reopen``, ``void``, ``verify``, ``history``, ``signoffs``) start in a fraction of a second.
+
+SQLite rather than DuckDB because (1) two processes can share it safely: a writer takes the file's
+lock (``BEGIN IMMEDIATE``) and a second writer waits for it (``busy_timeout``) instead of failing
+to open the file, which is what DuckDB does when another process holds it; (2) its transactions
+are durable on power loss with ``synchronous=FULL``, and the journal (``toolkit.journal``) already
+relies on the same; (3) the data is small (exceptions, not payments) and read whole, where DuckDB
+brings nothing; (4) anyone can inspect it with the ``sqlite3`` shell.
+
+Every run, acknowledgement and reopening is an entry of its track, numbered 1, 2, ... (entry 1
+creates the track), holding its payload as canonical JSON (a run's payload holds all its
+exceptions with their states, the resolved ones, its counts, and the sha256 of its input files)
+and two hashes: ``prev_hash``, the hash of the track's entry before it (64 zeros for entry 1), and
+``hash``, the sha256 of the entry itself (number, track, kind, time, ``prev_hash`` and payload).
+States are always worked out from the log, so there is nothing beside it to fall out of step.
+``verify`` recomputes the chain and names the first entry that does not match; changing any byte
+of an entry, removing one or inserting one is caught, and so is an entry moved to another track
+name (every track must start at its entry 1). The chain is anchored outside the store and can be
+keyed (``audit.py``): the head saved beside the store, in each report and run.json catches entries
+removed from the end, a recomputed chain and a history deleted; an HMAC key kept apart stops a
+recomputation.
+
+Every run and every sign-off verifies the chain first: a track whose log does not verify refuses
+further runs and sign-offs (``TrackIntegrityError``, exit 2) and never starts a new history by
+itself. Restore the store from a backup, or start a new track under another name on purpose.
 """
 
 from __future__ import annotations
@@ -13,29 +36,20 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolkit import _sqlite
 from toolkit.errors import TrackError, TrackIntegrityError
 from toolkit.reconcile import audit
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-#: The version of the facts an acknowledgement records (``factsVersion``): 2 since a duplicate's
-#: facts are each of its rows, not only how many. One recorded before (none) lapses once on a
-#: duplicate, saying so: it was given on fewer facts than an acknowledgement now covers.
-FACTS_VERSION = 2
 #: How long a run waits for another run of the store to finish recording.
 BUSY_SECONDS = 600.0
 TRACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-#: An exception's id (``exception_ids``): anything else is refused before the store is read.
-EXCEPTION_ID = re.compile(r"E[0-9a-f]{16}")
 _GENESIS = "0" * 64
 _KINDS = ("track", "run", "ack", "reopen", "void")
 _SCHEMA = """
@@ -58,7 +72,8 @@ def utc_text(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _parse_time(text: str) -> datetime:
+def parse_time(text: str) -> datetime:
+    """A time as ``utc_text`` writes it, read back."""
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
@@ -264,51 +279,60 @@ class Store:
                 raise TrackError(f"unknown track {track!r}{hint}")
             return []
         entries: list[Entry] = []
-        previous = _GENESIS
-        keyed_from = 0
-        for expected, (number, kind, at, payload, prev_hash, digest) in enumerate(rows, start=1):
-            if number != expected:
-                raise TrackIntegrityError(
-                    f"track {track}: entry {expected} is missing (the next is entry {number}): "
-                    "the audit log was changed outside the toolkit"
-                )
-
-            def where(number: int = number, kind: object = kind, payload: object = payload) -> str:
-                """The entry in words, for an error only (it parses the payload once more)."""
-                return f"track {track}: entry {number} ({_describe_raw(number, str(kind), str(payload))})"
-
-            if prev_hash != previous:
-                raise TrackIntegrityError(
-                    f"{where()} does not follow entry {number - 1}: its previous hash does not match"
-                )
-            keyed = audit.is_keyed(str(digest))
-            if keyed and self.key is None:
-                raise TrackError(
-                    f"track {track} is keyed (from entry {keyed_from or number}): its audit log is "
-                    f"checked and written only with the audit key ({audit.AUDIT_KEY_VARIABLE} or "
-                    f"{audit.AUDIT_KEY_FILE_VARIABLE})"
-                )
-            if keyed_from and not keyed:
-                raise TrackIntegrityError(
-                    f"{where()} is not keyed, after keyed entry {keyed_from}: a keyed track stays "
-                    "keyed; it was changed outside the toolkit"
-                )
-            keyed_from = keyed_from or (number if keyed else 0)
-            computed = entry_hash(
-                number, track, str(kind), str(at), str(prev_hash), str(payload), self.key if keyed else None
-            )
-            if not audit.matches(computed, str(digest)):
-                raise TrackIntegrityError(
-                    f"{where()} does not match its hash: it was changed outside the toolkit"
-                    + (", or the audit key is not the one it was written with" if keyed else "")
-                )
-            if (kind == "track") != (number == 1) or kind not in _KINDS:
-                raise TrackIntegrityError(f"{where()} is not a valid entry of kind {kind!r}")
-            entries.append(Entry(number, str(kind), str(at), json.loads(payload), str(digest)))
-            previous = str(digest)
+        keyed_from = 0  # the track's first keyed entry (0: none so far)
+        for expected, row in enumerate(rows, start=1):
+            previous = entries[-1].hash if entries else _GENESIS
+            entry = self._verified(track, expected, row, previous, keyed_from)
+            keyed_from = keyed_from or (entry.number if audit.is_keyed(entry.hash) else 0)
+            entries.append(entry)
         self._check_no_orphans()
         self._check_saved_head(track, entries)
         return entries
+
+    def _verified(
+        self, track: str, expected: int, row: Sequence[Any], previous: str, keyed_from: int
+    ) -> Entry:
+        """Entry ``expected`` of the track read from ``row``, checked: its number, that it follows
+        the entry before it (whose hash is ``previous``), that a keyed track stays keyed (from its
+        entry ``keyed_from``, 0 when none is), its own hash and its kind."""
+        number, kind, at, payload, prev_hash, digest = row
+        if number != expected:
+            raise TrackIntegrityError(
+                f"track {track}: entry {expected} is missing (the next is entry {number}): "
+                "the audit log was changed outside the toolkit"
+            )
+
+        def where() -> str:
+            """The entry in words, for an error only (it parses the payload once more)."""
+            return f"track {track}: entry {number} ({_describe_raw(number, str(kind), str(payload))})"
+
+        if prev_hash != previous:
+            raise TrackIntegrityError(
+                f"{where()} does not follow entry {number - 1}: its previous hash does not match"
+            )
+        keyed = audit.is_keyed(str(digest))
+        if keyed and self.key is None:
+            raise TrackError(
+                f"track {track} is keyed (from entry {keyed_from or number}): its audit log is "
+                f"checked and written only with the audit key ({audit.AUDIT_KEY_VARIABLE} or "
+                f"{audit.AUDIT_KEY_FILE_VARIABLE})"
+            )
+        if keyed_from and not keyed:
+            raise TrackIntegrityError(
+                f"{where()} is not keyed, after keyed entry {keyed_from}: a keyed track stays "
+                "keyed; it was changed outside the toolkit"
+            )
+        computed = entry_hash(
+            number, track, str(kind), str(at), str(prev_hash), str(payload), self.key if keyed else None
+        )
+        if not audit.matches(computed, str(digest)):
+            raise TrackIntegrityError(
+                f"{where()} does not match its hash: it was changed outside the toolkit"
+                + (", or the audit key is not the one it was written with" if keyed else "")
+            )
+        if (kind == "track") != (number == 1) or kind not in _KINDS:
+            raise TrackIntegrityError(f"{where()} is not a valid entry of kind {kind!r}")
+        return Entry(number, str(kind), str(at), json.loads(payload), str(digest))
 
     def _check_saved_head(self, track: str, entries: list[Entry]) -> None:
         """The store still holds the head saved beside it (``audit.py``): entries removed from
@@ -355,7 +379,7 @@ class Store:
         return None if row is None else str(row[0])
 
 
-def _runs(chain: list[Entry], *, voided_too: bool = False) -> list[Entry]:
+def runs_of(chain: list[Entry], *, voided_too: bool = False) -> list[Entry]:
     """The track's runs, those voided (``void_run``) left out unless ``voided_too``."""
     runs = [e for e in chain if e.kind == "run"]
     if voided_too:
@@ -364,12 +388,12 @@ def _runs(chain: list[Entry], *, voided_too: bool = False) -> list[Entry]:
     return [r for r in runs if int(r.payload["run"]) not in voided]
 
 
-def _rows(run: Entry) -> dict[str, list[Any]]:
+def rows_of(run: Entry) -> dict[str, list[Any]]:
     """A run's exceptions by id: [category, key, facts, state, firstSeen, reason]."""
     return {row[0]: row[1:] for row in run.payload["exceptions"]}
 
 
-def _signoffs(chain: list[Entry]) -> dict[str, Entry]:
+def latest_signoffs(chain: list[Entry]) -> dict[str, Entry]:
     """The latest ack or reopen entry of each exception id."""
     latest: dict[str, Entry] = {}
     for entry in chain:
@@ -377,107 +401,6 @@ def _signoffs(chain: list[Entry]) -> dict[str, Entry]:
             for exception_id in entry.payload["ids"]:
                 latest[exception_id] = entry
     return latest
-
-
-def _ids(exceptions: Iterable[str] | pd.DataFrame | pd.Series | str) -> list[str]:
-    """The ids given: one, several, or a frame's ``exceptionId`` column (told apart by its
-    columns, so that this module never imports pandas)."""
-    if isinstance(exceptions, str):
-        values: list[Any] = [exceptions]
-    elif hasattr(exceptions, "columns"):
-        frame: Any = exceptions
-        if "exceptionId" not in frame.columns:
-            raise TrackError("the frame has no exceptionId column: pass the exceptions of a tracked run")
-        values = frame["exceptionId"].tolist()
-    else:
-        values = list(exceptions)
-    ids = list(dict.fromkeys(str(v).strip() for v in values))
-    if not ids:
-        raise TrackError("no exception id given")
-    for exception_id in ids:
-        if not EXCEPTION_ID.fullmatch(exception_id):
-            raise TrackError(
-                f"{exception_id!r} is not an exception id (E and 16 hex digits, as in the "
-                "exceptionId column of exceptions.csv)"
-            )
-    return ids
-
-
-def _signer(kind: str, note: str, by: str | None, why: str, does: str) -> str:
-    """Who signs an entry of the log (``by``, else the operating-system user), once the note is
-    shown to say ``why``: an audit trail names a person and a reason, never a blank."""
-    if not note or not note.strip():
-        raise TrackError(f"{kind}: a note is required ({why})")
-    who = (os_user() if by is None else by).strip()
-    if not who:
-        raise TrackError(f"{kind}: who {does} is required (--by NAME, or by= in Python)")
-    return who
-
-
-def _signoff(
-    kind: str,
-    track: str,
-    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
-    *,
-    note: str,
-    by: str | None,
-    home: str | Path | None,
-) -> Entry:
-    check_track_name(track)
-    ids = _ids(exceptions)
-    who = _signer(kind, note, by, "what was found, why it may stay", "signs off")
-    with Store.open(home, create=False) as store, store.writing():
-        chain = store.chain(track)
-        runs = _runs(chain)
-        if not runs:
-            raise TrackError(f"track {track} has no run yet")
-        latest = runs[-1]
-        rows = _rows(latest)
-        signoffs = _signoffs(chain)
-        for exception_id in ids:
-            if exception_id not in rows:
-                raise TrackError(_unknown(store, track, exception_id, chain))
-            held = _held_by(exception_id, rows, latest, signoffs.get(exception_id))
-            if kind == "reopen" and held is None:
-                raise TrackError(f"track {track}: {exception_id} is not acknowledged: nothing to reopen")
-            if kind == "ack" and held is not None:
-                raise TrackError(
-                    f"track {track}: {exception_id} is already acknowledged by {held.payload['by']} "
-                    f"at {held.at}: reopen it first to acknowledge it again"
-                )
-        payload: dict[str, Any] = {
-            "ids": ids,
-            "note": note.strip(),
-            "by": who,
-            "osUser": os_user(),  # beside --by, which is free text: who was logged in
-            "run": latest.payload["run"],
-        }
-        if kind == "ack":
-            payload["facts"] = {i: rows[i][2] for i in ids}
-            payload["factsVersion"] = FACTS_VERSION
-        return store.append(track, kind, payload, chain)
-
-
-def _held_by(
-    exception_id: str, rows: dict[str, list[Any]], latest: Entry, signoff: Entry | None
-) -> Entry | None:
-    """The acknowledgement that holds the exception now, or None: a sign-off after the latest run
-    decides (an acknowledgement holds, a reopening does not); else the latest run's state does.
-    Acknowledging again is refused, so the person and note on record are never replaced unseen."""
-    if signoff is not None and signoff.number > latest.number:
-        return signoff if signoff.kind == "ack" else None
-    if rows[exception_id][3] == "acknowledged" and signoff is not None and signoff.kind == "ack":
-        return signoff
-    return None
-
-
-def _unknown(store: Store, track: str, exception_id: str, chain: list[Entry]) -> str:
-    if any(exception_id in _rows(r) for r in _runs(chain)):
-        return f"track {track}: {exception_id} is resolved (not in the latest run): nothing to sign off"
-    other = store.find_track_of(exception_id)
-    if other is not None and other != track:
-        return f"{exception_id} is an exception of track {other}, not of track {track}"
-    return f"track {track}: unknown exception id {exception_id}"
 
 
 def os_user() -> str:
@@ -494,77 +417,6 @@ def os_user() -> str:
             return getpass.getuser()
         except Exception:
             return f"uid {os.geteuid()}" if hasattr(os, "geteuid") else ""
-
-
-def acknowledge(
-    track: str,
-    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
-    *,
-    note: str,
-    by: str | None = None,
-    home: str | Path | None = None,
-) -> list[str]:
-    """Acknowledge exceptions of the track's latest run (ids, or a frame with ``exceptionId``).
-
-    All or nothing: an unknown id, or one of another track, raises ``TrackError`` naming it and
-    records nothing. ``by`` defaults to the operating-system user, which is recorded beside it
-    (``osUser``) either way. Returns the ids acknowledged.
-    """
-    entry = _signoff("ack", track, exceptions, note=note, by=by, home=home)
-    return list(entry.payload["ids"])
-
-
-def reopen(
-    track: str,
-    exceptions: Iterable[str] | pd.DataFrame | pd.Series | str,
-    *,
-    note: str,
-    by: str | None = None,
-    home: str | Path | None = None,
-) -> list[str]:
-    """Take back acknowledgements (ids, or a frame with ``exceptionId``); all or nothing."""
-    entry = _signoff("reopen", track, exceptions, note=note, by=by, home=home)
-    return list(entry.payload["ids"])
-
-
-def void_run(
-    track: str, run: int, *, note: str, by: str | None = None, home: str | Path | None = None
-) -> tuple[Entry, Entry | None]:
-    """Void the track's latest run, an audited correction of a cut-off given by mistake (a future
-    ``--as-of`` would otherwise lock the track, every later run being "back in time").
-
-    The run stays in the audit log, marked void by an entry with who, why and ``osUser``; the
-    track goes on as if it had not been run: the next run is compared with the run before it (so
-    what the voided run listed as resolved is looked at again, and its new exceptions are new
-    again if still there), its cut-off no longer bounds the next ones, and acknowledgements given
-    since keep holding where the facts are those the person saw. Only the latest run can be
-    voided (void several from the last). Returns the void entry and the run now latest (or None).
-    """
-    check_track_name(track)
-    who = _signer("void", note, by, "why the run was wrong", "voids the run")
-    with Store.open(home, create=False) as store, store.writing():
-        chain = store.chain(track)
-        runs = _runs(chain)
-        latest = int(runs[-1].payload["run"]) if runs else None
-        if latest != run:
-            every = {int(r.payload["run"]) for r in _runs(chain, voided_too=True)}
-            if run not in every:
-                raise TrackError(f"track {track} has no run {run}")
-            if run not in {int(r.payload["run"]) for r in runs}:
-                raise TrackError(f"track {track}: run {run} is void already")
-            raise TrackError(
-                f"track {track}: run {run} is not its latest run ({latest}): void run {latest} first"
-            )
-        voided = runs[-1]
-        payload = {
-            "run": run,
-            "asOf": voided.payload["asOf"],
-            "note": note.strip(),
-            "by": who,
-            "osUser": os_user(),
-        }
-        entry = store.append(track, "void", payload, chain)
-        return entry, runs[-2] if len(runs) > 1 else None
 
 
 def verify(track: str, *, against: Sequence[str | Path] = (), home: str | Path | None = None) -> int:
@@ -627,7 +479,7 @@ def history_rows(track: str, *, home: str | Path | None = None) -> list[tuple[An
     with Store.open(home, create=False) as store:
         chain = store.chain(track)
     rows = []
-    for run in _runs(chain):
+    for run in runs_of(chain):
         counts = run.payload["counts"]
         rows.append(
             (
@@ -653,7 +505,7 @@ def signoff_rows(track: str, *, home: str | Path | None = None) -> list[tuple[An
     check_track_name(track)
     with Store.open(home, create=False) as store:
         chain = store.chain(track)
-    rows_of_run = {run.payload["run"]: _rows(run) for run in _runs(chain, voided_too=True)}
+    rows_of_run = {run.payload["run"]: rows_of(run) for run in runs_of(chain, voided_too=True)}
     rows: list[tuple[Any, ...]] = []
     for entry in chain:
         payload = entry.payload

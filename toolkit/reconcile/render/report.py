@@ -5,8 +5,8 @@ a batch (a category, for the workbook) at a time.
 
 The result is data; this module only renders it. Amounts are written as their exact text
 (``12.30``), never as floats: the CSV files and the workbook hold every exception; the HTML page is
-a controller's view (``controller_view``: period, sources, totals per currency, findings in plain
-words) with the first rows of each category. The environment the data came from is printed at the
+a controller's view (``page``: period, sources, totals per currency, findings in plain words) with
+the first rows of each category. The environment the data came from is printed at the
 top of the HTML page and the workbook, so that a sandbox report is never mistaken for the books.
 
 The files are written to temporary names and moved into place together, so a failed run (a full
@@ -30,12 +30,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from jinja2 import Environment, PackageLoader, select_autoescape
 
 from toolkit.errors import OutputError
 from toolkit.output_record import claim
 from toolkit.outputs import atomic_path, cell_text, ensure_directory, neutralise_cells
-from toolkit.reconcile.controller_view import HTML_ROWS, Period, page
+from toolkit.reconcile.render.page import render_html
+from toolkit.reconcile.render.words import Period
+from toolkit.reconcile.render.workbook import write_xlsx
+from toolkit.reconcile.render.workbook_exceptions import CategoryTexts
 from toolkit.reconcile.result import ReconciliationResult, RowCounts
 from toolkit.reconcile.schema import (
     EXCEPTION_COLUMNS,
@@ -45,7 +47,6 @@ from toolkit.reconcile.schema import (
     TRACKING_COLUMNS,
     in_report_order,
 )
-from toolkit.reconcile.workbook import CategoryTexts, write_xlsx
 
 #: Written by every run.
 REPORT_FILES: tuple[str, ...] = (
@@ -206,31 +207,6 @@ def summary_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
     return frame.assign(amount=[cell_text(a) for a in frame["amount"]])
 
 
-def render_html(
-    result: ReconciliationResult,
-    *,
-    title: str,
-    environment: str,
-    generated_at: datetime | None = None,
-    rows: int = HTML_ROWS,
-    period: Period = None,
-) -> str:
-    """The HTML page as a string (``generated_at`` fixed in tests for stable snapshots).
-
-    A controller's view first (period, sources, totals per currency, findings in plain words with
-    what to do), then the first ``rows`` exceptions of each category in one table that sorts and
-    filters offline; ``controller_view`` works out what it says.
-    """
-    env = Environment(
-        loader=PackageLoader("toolkit.reconcile", "templates"),
-        autoescape=select_autoescape(["html", "j2"]),
-        keep_trailing_newline=True,
-    )
-    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
-    context = page(result, title=title, environment=environment, generated_at=when, period=period, rows=rows)
-    return env.get_template("report.html.j2").render(**context)
-
-
 def write_report(
     result: ReconciliationResult,
     output_dir: str | Path,
@@ -259,15 +235,30 @@ def write_report(
     """
     directory = ensure_directory(output_dir)
     when = generated_at or datetime.now(UTC)
-    tracking = result.tracking
-    with_fx = not result.fx.empty
-    names = REPORT_FILES + (TRACKED_FILES if tracking is not None else ()) + ((FX_FILE,) if with_fx else ())
+    names = _report_names(result)
     paths = {name: directory / name for name in names}
     # A report of another run in the same folder (``--output-dir`` reused) loses the files this
     # one does not write: an fx.csv or states.csv beside it would read as this run's.
     stale = [name for name in (*TRACKED_FILES, FX_FILE) if name not in paths]
     record = claim(directory, names, inputs=(*result.sources, *inputs), remove=stale)
     logging.getLogger("toolkit.reconcile").info("writing the report in %s", directory)
+    _write_files(result, paths, title=title, environment=environment, when=when, period=period)
+    removed = record.remove(stale)
+    record.updated(names, removed)
+    return paths
+
+
+def _write_files(
+    result: ReconciliationResult,
+    paths: dict[str, Path],
+    *,
+    title: str,
+    environment: str,
+    when: datetime,
+    period: Period,
+) -> None:
+    """Every file of ``paths`` written to a temporary name and moved into place only once all are
+    written (the workbook in a thread of its own, the rest in this one); none on failure."""
     texts = exception_texts(result)
     with contextlib.ExitStack() as stack:
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
@@ -290,29 +281,40 @@ def write_report(
             _written(
                 paths["report.html"], lambda: temporary["report.html"].write_text(html, encoding="utf-8")
             )
-            _written(
-                paths["exceptions.csv"],
-                lambda: write_exceptions(
-                    result, texts, temporary["exceptions.csv"], temporary["exceptions.parquet"]
-                ),
-            )
-            summary = summary_csv_frame(result)
-            summary_table = pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS})
-            _written(paths["summary.csv"], lambda: _write_csv(summary_table, temporary["summary.csv"]))
-            if with_fx:
-                fx = fx_text_table(result)
-                _written(paths[FX_FILE], lambda: _write_csv(fx, temporary[FX_FILE]))
-            if tracking is not None:
-                for name, frame in (
-                    ("states.csv", tracking.states()),
-                    ("ages.csv", tracking.age_buckets()),
-                    ("resolved.csv", tracking.resolved),
-                ):
-                    _written(paths[name], functools.partial(_write_csv, _frame_table(frame), temporary[name]))
+            _write_tables(result, texts, paths, temporary)
             workbook.result()
-    removed = record.remove(stale)
-    record.updated(names, removed)
-    return paths
+
+
+def _report_names(result: ReconciliationResult) -> tuple[str, ...]:
+    """The files ``result``'s report is made of: ``REPORT_FILES``, then ``TRACKED_FILES`` for a
+    tracked run and ``FX_FILE`` when payments were compared at reference rates."""
+    tracked = TRACKED_FILES if result.tracking is not None else ()
+    return REPORT_FILES + tracked + ((FX_FILE,) if not result.fx.empty else ())
+
+
+def _write_tables(
+    result: ReconciliationResult, texts: CategoryTexts, paths: dict[str, Path], temporary: dict[str, Path]
+) -> None:
+    """The CSV files (and exceptions.parquet) into their temporary names, in the report's order:
+    the exceptions, the summary, then fx.csv and a tracked run's files where the report has them."""
+    _written(
+        paths["exceptions.csv"],
+        lambda: write_exceptions(result, texts, temporary["exceptions.csv"], temporary["exceptions.parquet"]),
+    )
+    summary = summary_csv_frame(result)
+    summary_table = pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS})
+    _written(paths["summary.csv"], lambda: _write_csv(summary_table, temporary["summary.csv"]))
+    if FX_FILE in paths:
+        fx = fx_text_table(result)
+        _written(paths[FX_FILE], lambda: _write_csv(fx, temporary[FX_FILE]))
+    tracking = result.tracking
+    if tracking is not None:
+        for name, frame in (
+            ("states.csv", tracking.states()),
+            ("ages.csv", tracking.age_buckets()),
+            ("resolved.csv", tracking.resolved),
+        ):
+            _written(paths[name], functools.partial(_write_csv, _frame_table(frame), temporary[name]))
 
 
 def _written(target: Path, write: Callable[[], object]) -> None:

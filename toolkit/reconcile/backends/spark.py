@@ -1,0 +1,257 @@
+"""Spark: the engine's queries, written in DuckDB's dialect, in Spark's by sqlglot (``spark_sql``).
+
+Spark comes from the environment: ``TOOLKIT_SPARK_MASTER`` (``spark://host:7077``, ``yarn``,
+``local[4]``) or ``SPARK_REMOTE`` (a Spark Connect address, ``sc://host:15002``); without either,
+a local session on this machine. A session that already runs in the process (a Databricks or
+Jupyter kernel with Spark) is used as it is. pyspark and sqlglot are imported when Spark is first
+used, never by a run on DuckDB.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+
+from toolkit.errors import EngineError
+from toolkit.reconcile.backends.base import Backend
+from toolkit.reconcile.backends.memory import RESERVE_SHARE
+from toolkit.reconcile.relation import Relation
+from toolkit.reconcile.schema import BackendName
+from toolkit.reconcile.sources.formats import WRITTEN
+from toolkit.reconcile.sources.rows import FILE_SHIFT, csv_header, readable, with_csv_lines
+
+if TYPE_CHECKING:
+    from toolkit.reconcile.sources.described import Described
+
+#: Shuffle partitions of a local Spark session (Spark's 200 suit a cluster, not one machine).
+LOCAL_SHUFFLE_PARTITIONS = 8
+
+
+@functools.lru_cache(maxsize=512)
+def spark_sql(query: str) -> str:
+    """A query of the engine (DuckDB's dialect) in Spark's, by sqlglot: the engine's queries are
+    written once; the same query text is transpiled once per process."""
+    import sqlglot
+
+    return str(sqlglot.transpile(query, read="duckdb", write="spark")[0])
+
+
+@dataclass
+class SparkBackend(Backend):
+    """A Spark session: kept tables are local checkpoints, registered ones frames, both temporary
+    views; files are read by Spark's readers."""
+
+    name: ClassVar[BackendName] = "pyspark"
+
+    #: Spark's checkpointed frames of the kept tables, by name (their blocks live while they do).
+    _frames: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, limit: int, spill: Path | None, in_memory: bool) -> SparkBackend:
+        """The process's session, or one started from the environment (``in_memory`` is
+        DuckDB's only: Spark ignores it)."""
+        try:
+            from pyspark.sql import SparkSession
+        except ImportError:
+            raise EngineError("the pyspark backend needs pyspark: pip install 'pyspark>=4.0,<4.1'") from None
+        session = SparkSession.getActiveSession()
+        if session is None:
+            session = _start_spark(SparkSession, limit, spill)
+        return cls(session, limit, spill_dir=spill)
+
+    def _keep(self, name: str, query: str) -> None:
+        """A local checkpoint: its plan is its rows, so no step's plan grows with the steps before."""
+        frame = self.con.sql(spark_sql(query))
+        try:
+            frame = frame.localCheckpoint(eager=True)
+        except NotImplementedError:  # Spark Connect before 4.0: cached instead
+            frame = frame.cache()
+        frame.createOrReplaceTempView(name)
+        self._frames[name] = frame
+
+    def _register(self, name: str, table: pa.Table) -> None:
+        frame = self.con.createDataFrame(table)
+        frame.createOrReplaceTempView(name)
+        self._frames[name] = frame
+
+    def _arrow(self, query: str) -> pa.Table:
+        table: pa.Table = self.con.sql(spark_sql(query)).toArrow()
+        return table
+
+    def _drop(self, name: str) -> None:
+        self._frames.pop(name, None)
+        self.con.catalog.dropTempView(name)
+
+    def read(self, described: Described, wanted: list[str]) -> Relation:
+        """A CSV file, Parquet files or a table of the session's catalog, by Spark's readers."""
+        view = self.temp_name("rows")
+        if described.kind == "csv":
+            return self._read_csv(described, wanted, view)
+        if described.kind == "parquet":
+            return self._read_parquet(described, wanted, view)
+        return self._read_table(described, wanted, view)
+
+    def _read_csv(self, described: Described, wanted: list[str], view: str) -> Relation:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        path, offset = readable(described)
+        header = csv_header(path, described.delimiter)[0]
+        schema = StructType([StructField(n, StringType()) for n in header])
+        # A CSV read with values spanning lines is one partition per file, so the increasing
+        # id is the row's place in the file.
+        frame = (
+            self.con.read.option("header", True)
+            .option("multiLine", True)
+            .option("escape", '"')
+            .option("sep", described.delimiter)
+            .option("mode", "FAILFAST")
+            .schema(schema)
+            .csv(str(path))
+        )
+        written = functools.reduce(
+            lambda a, b: a | b, (F.coalesce(F.col(f"`{n}`").rlike(WRITTEN), F.lit(False)) for n in header)
+        )
+        frame = frame.select(
+            *[F.col(f"`{n}`").alias(n.strip()) for n in header if n.strip() in wanted],
+            (~written).alias("_blank"),
+            F.monotonically_increasing_id().alias("_ord"),
+        )
+        frame.createOrReplaceTempView(view)
+        rows = Relation(f"SELECT * FROM {view}", tuple(frame.columns))
+        return with_csv_lines(self, rows, described, header, (path, offset))
+
+    def _read_parquet(self, described: Described, wanted: list[str], view: str) -> Relation:
+        """One read per file, numbered by its place in the sorted list: a file's own path as Spark
+        reports it need not be the path it was given. Files of different schemas come together
+        as text (``ParquetPart``)."""
+        from pyspark.sql import Column
+        from pyspark.sql import functions as F
+
+        as_text = len(described.parts) > 1
+        raw = {path: {c.strip(): c for c in part.columns} for part in described.parts for path in part.paths}
+
+        def column(path: Path, name: str) -> Column:
+            value = F.col(f"`{raw[path][name]}`") if name in raw[path] else F.lit(None)
+            return (value.cast("string") if as_text else value).alias(name)
+
+        parts = [
+            self.con.read.parquet(str(path)).select(
+                *[column(path, c) for c in wanted],
+                (F.col("_metadata.row_index") + 1).alias("source_row"),
+                F.lit(str(path) if len(described.paths) > 1 else described.name).alias("_source"),
+                (F.lit(index << FILE_SHIFT) + F.col("_metadata.row_index") + 1).alias("_ord"),
+            )
+            for index, path in enumerate(described.paths)
+        ]
+        frame = functools.reduce(lambda a, b: a.unionByName(b), parts)
+        frame.createOrReplaceTempView(view)
+        return Relation(f"SELECT * FROM {view}", tuple(frame.columns))
+
+    def _read_table(self, described: Described, wanted: list[str], view: str) -> Relation:
+        """A table of the session's catalog, numbered in the order Spark gives its rows."""
+        from pyspark.sql import functions as F
+
+        frame = self.con.table(described.table_name)
+        columns = [c for c in frame.columns if c.strip() in wanted] if wanted else frame.columns
+        frame = frame.select(
+            *[F.col(f"`{c}`").alias(c.strip()) for c in columns],
+            F.monotonically_increasing_id().alias("_ord"),
+        )
+        frame.createOrReplaceTempView(view)
+        number = "ROW_NUMBER() OVER (ORDER BY _ord)"
+        return Relation(f"SELECT * FROM {view}", tuple(frame.columns)).mutate(source_row=number, _ord=number)
+
+
+def _spark_hint(remote: str | None, master: str | None) -> str:
+    """What to change when Spark does not start: the Java it needs, first."""
+    java_home = os.environ.get("JAVA_HOME")
+    if remote:
+        return "is the Spark Connect server reachable (pip install 'pyspark[connect]' for its client)?"
+    if java_home and not (Path(java_home) / "bin" / "java").is_file():
+        return f"JAVA_HOME {java_home} has no bin/java: point it at a Java 17."
+    if not java_home and shutil.which("java") is None:
+        return "no java on PATH and JAVA_HOME is not set: install Java 17."
+    if master and not master.startswith("local"):
+        return "is the cluster reachable at TOOLKIT_SPARK_MASTER?"
+    return (
+        "is TOOLKIT_SPARK_MASTER a master URL (local[4], spark://host:7077, yarn)?"
+        if master
+        else "is Java 17 installed?"
+    )
+
+
+def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
+    """A Spark session from the environment: a master URL, Spark Connect, or local."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = session_class.builder.appName("toolkit-reconcile")
+    remote = os.environ.get("SPARK_REMOTE")
+    master = os.environ.get("TOOLKIT_SPARK_MASTER")
+    if remote:
+        builder = builder.remote(remote)
+    else:
+        builder = (
+            builder.master(master or "local[*]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())  # a terminal's only
+        )
+        if not master or master.startswith("local"):
+            # A local session stays on the loopback interface: Spark would otherwise bind to the
+            # machine's first network address (and warn that it does).
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            # Nothing is written where the command runs (Spark's default warehouse is ./).
+            warehouse = Path(tempfile.mkdtemp(prefix="toolkit-spark-"))
+            atexit.register(shutil.rmtree, warehouse, True)
+            builder = (
+                # The JVM's heap, like DuckDB's buffers, gets what RESERVE_SHARE leaves: the JVM
+                # grows its heap to the full setting before collecting, and beside it the Python
+                # process holds the results (a 14 GB heap of 24 GB was killed for memory in CI).
+                builder.config("spark.driver.memory", f"{max(int(limit * (1 - RESERVE_SHARE)) >> 20, 512)}m")
+                .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+                .config("spark.sql.warehouse.dir", str(warehouse))
+                .config("spark.sql.session.timeZone", "UTC")
+            )
+        if spill is not None:
+            builder = builder.config("spark.local.dir", str(spill))
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:
+        where = remote or master or "a local session"
+        lines = str(exc).strip().splitlines()
+        cause = lines[0][:200] if lines else type(exc).__name__
+        hint = _spark_hint(remote, master)
+        raise EngineError(
+            f"Spark could not start ({where}): {cause}; {hint} Or run with --backend duckdb"
+        ) from None
+    if not remote:
+        # Spark's warnings (a window over a whole table: the report order, by design) would fill
+        # the command's output; its errors still show. A session of the user's keeps its level.
+        session.sparkContext.setLogLevel("ERROR")
+        _quiet_codegen_fallback(session)
+    return session
+
+
+#: Spark's logger of whole-stage code generation: a check's plan compiles to Java code past the
+#: JVM's 64 KB method limit, and Spark then runs it interpreted, after logging the whole
+#: generated class as an ERROR (400 lines on stderr for a run that succeeds).
+_CODEGEN_LOGGER = "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator"
+
+
+def _quiet_codegen_fallback(session: Any) -> None:
+    """Turn off ``_CODEGEN_LOGGER`` (Spark goes on without the generated code, as it would)."""
+    try:
+        jvm = session.sparkContext._jvm
+        level = jvm.org.apache.logging.log4j.Level.OFF
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(_CODEGEN_LOGGER, level)
+    except Exception:  # another logging backend, or no JVM of ours (Spark Connect): its errors show
+        return

@@ -1,0 +1,122 @@
+"""report.html: what the page says, gathered for its template (``page``), the page's inline
+script with its hash for the Content-Security-Policy, and the page rendered (``render_html``).
+
+The page is read by a controller who did not run the reconciliation: so it states the period and
+the sources in words, totals per currency, each category in plain words with what to do about
+it, and only then the exceptions. The words come from ``words``, the headline from ``figures``,
+the tables from ``sections``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from datetime import UTC, datetime
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from toolkit.reconcile.render.figures import (
+    category_lines,
+    currency_lines,
+    information_line,
+    not_final_text,
+    source_lines,
+    verdict,
+)
+from toolkit.reconcile.render.sections import HTML_ROWS, exception_rows, fx_view, info_sections, tracking_view
+from toolkit.reconcile.render.words import (
+    FOOTNOTE,
+    INFO_FOOTNOTE,
+    Period,
+    period_text,
+    timing_text,
+    tolerance_text,
+)
+
+if TYPE_CHECKING:
+    from toolkit.reconcile.result import ReconciliationResult
+
+
+def render_html(
+    result: ReconciliationResult,
+    *,
+    title: str,
+    environment: str,
+    generated_at: datetime | None = None,
+    rows: int = HTML_ROWS,
+    period: Period = None,
+) -> str:
+    """The HTML page as a string (``generated_at`` fixed in tests for stable snapshots).
+
+    A controller's view first (period, sources, totals per currency, findings in plain words with
+    what to do), then the first ``rows`` exceptions of each category in one table that sorts and
+    filters offline; ``page`` gathers what it says.
+    """
+    env = Environment(
+        loader=PackageLoader("toolkit.reconcile.render", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        keep_trailing_newline=True,
+    )
+    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    context = page(result, title=title, environment=environment, generated_at=when, period=period, rows=rows)
+    return env.get_template("report.html.j2").render(**context)
+
+
+def script(*, more: bool = False) -> tuple[str, str]:
+    """The inline script (sorting, filtering; with ``more``, revealing held rows too) and its CSP
+    hash, so no other script can run. A page with no held rows gets the script alone, as before."""
+    templates = resources.files("toolkit.reconcile.render").joinpath("templates")
+    text = templates.joinpath("report.js").read_text("utf-8")
+    if more:
+        text += templates.joinpath("report-more.js").read_text("utf-8")
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return text, f"sha256-{digest}"
+
+
+def page(
+    result: ReconciliationResult,
+    *,
+    title: str,
+    environment: str,
+    generated_at: str,
+    period: Period,
+    rows: int,
+) -> dict[str, Any]:
+    """Everything the template shows, as plain values."""
+    found, clear = category_lines(result)
+    table, cut = exception_rows(result, rows)
+    held = any(row.held for row in table)
+    information = info_sections(result, rows)
+    code, script_hash = script(more=held)
+    return {
+        "title": title,
+        "environment": environment,
+        "generated_at": generated_at,
+        "period": period_text(period),
+        "tolerance": tolerance_text(result.amount_tolerance),
+        "timing": timing_text(result.cutoff, result.grace),
+        "verdict": verdict(result),
+        "information": " ".join(t for t in (information_line(result), not_final_text(result, period)) if t),
+        "sources": source_lines(result),
+        "outside": any(c.outside for c in result.counts),
+        "in_transit": any(c.in_transit for c in result.counts),
+        "after_cutoff": any(c.after_cutoff for c in result.counts),
+        "adds_up": all(c.adds_up for c in result.counts),
+        "currencies": currency_lines(result),
+        "footnote": FOOTNOTE + (f" {INFO_FOOTNOTE}" if information else ""),
+        "unreadable": result.category_counts.get("rejected_row", 0),
+        "found": found,
+        "clear": clear,
+        "rows": table,
+        "cut": cut,
+        "per_category": rows,
+        "shown": sum(not row.held for row in table),
+        "held": held,
+        "script": code,
+        "script_hash": script_hash,
+        "tracking": tracking_view(result, rows),
+        "info": information,
+        "fx": fx_view(result, rows),
+    }

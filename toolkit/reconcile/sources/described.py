@@ -1,0 +1,65 @@
+"""What a source is, as ``describe`` found it (``Described``): its kind, its columns, and how the
+backends read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+import pyarrow as pa
+
+from toolkit.errors import InputError
+
+#: A source: a file path (CSV, XLSX, Parquet file, folder or glob), a pandas frame, or
+#: ``table:NAME`` for a table of the backend's catalog (Spark).
+Source = str | Path | pd.DataFrame
+_Kind = Literal["csv", "xlsx", "parquet", "frame", "table"]
+
+
+@dataclass(frozen=True)
+class ParquetPart:
+    """Parquet files with the same schema: their columns (as written) are read as they are; the
+    parts of a set are brought together as text, since a backend widening one file's type to
+    another's can round amounts (DuckDB makes ``DECIMAL(38,10)`` and ``DECIMAL(38,2)`` the
+    latter) or make them floats."""
+
+    paths: tuple[Path, ...]
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Described:
+    """What a source is: its kind, its name for people, its columns, and how to read it."""
+
+    name: str
+    kind: _Kind
+    columns: tuple[str, ...]  # as in the source, trimmed
+    paths: tuple[Path, ...] = ()
+    table: pa.Table | None = field(default=None, compare=False)  # frames and sheets, as text
+    table_name: str = ""
+    # CSV: how the file is written, and the line its header is on (1-based).
+    delimiter: str = ","
+    encoding: str = "utf-8"
+    bom: bool = False
+    header_line: int = 1
+    titled: bool = False  # the header was given below the first lines (a title above it)
+    sheet: str = ""  # Excel: the sheet read
+    sheets: tuple[str, ...] = ()  # Excel: the workbook's sheets, in order
+    decimal: str = "."  # the amounts' decimal mark (``,``: ``1.234,56``), or ``POINT_UNDECIDED``
+    parts: tuple[ParquetPart, ...] = ()  # Parquet: the files, grouped by their schema
+
+
+def _columns_of(names: list[str], name: str) -> tuple[str, ...]:
+    trimmed = tuple(str(n).strip() for n in names)
+    seen: set[str] = set()
+    for column in trimmed:
+        if column in seen:
+            raise InputError(f"{name}: column {column!r} appears twice")
+        seen.add(column)
+    return trimmed
+
+
+def _columns(table: pa.Table, name: str) -> tuple[str, ...]:
+    return _columns_of([c for c in table.column_names if c not in ("_ord", "source_row")], name)
