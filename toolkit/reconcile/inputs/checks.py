@@ -15,8 +15,6 @@ from toolkit.payment_status import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES
 from toolkit.reconcile import sources
 from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.period import Period, period_bounds
-from toolkit.reconcile.period import period_seconds as period_seconds  # re-exported: its home before
-from toolkit.reconcile.period import select_period as select_period  # re-exported: its home before
 from toolkit.reconcile.relation import Relation, ident, literal
 from toolkit.reconcile.schema import MAX_DIGITS, PRICING_COLUMNS, SUBSCRIPTION_STATES
 

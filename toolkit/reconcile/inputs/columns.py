@@ -9,8 +9,6 @@ import json
 from collections.abc import Mapping, Sequence
 
 from toolkit.errors import InputError
-from toolkit.reconcile.period import period_seconds as period_seconds  # re-exported: its home before
-from toolkit.reconcile.period import select_period as select_period  # re-exported: its home before
 from toolkit.reconcile.sources import Described
 
 

@@ -23,8 +23,6 @@ from toolkit.reconcile.inputs.checks import (
     TOO_MANY_DIGITS,
     currency_codes,
 )
-from toolkit.reconcile.period import period_seconds as period_seconds  # re-exported: its home before
-from toolkit.reconcile.period import select_period as select_period  # re-exported: its home before
 from toolkit.reconcile.relation import Relation, ident
 from toolkit.reconcile.schema import PRICING_COLUMNS, REJECTED_COLUMNS
 
