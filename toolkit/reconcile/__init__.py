@@ -17,8 +17,9 @@ log (``toolkit reconcile verify``) loads neither the engine, pandas nor DuckDB.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolkit._lazy import lazy_names
 
 #: Each public name: (its module under toolkit.reconcile, its name there).
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -59,18 +60,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    found = _EXPORTS.get(name)
-    if found is None:
-        raise AttributeError(f"module 'toolkit.reconcile' has no attribute {name!r}")
-    module, attribute = found
-    value = getattr(importlib.import_module(f"toolkit.reconcile.{module}"), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

@@ -22,8 +22,9 @@ of its modules, so that ``result.view()`` loads neither the workbook nor the pag
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolkit._lazy import lazy_names
 
 #: Each public name: its module under toolkit.reconcile.render.
 _EXPORTS: dict[str, str] = {
@@ -37,17 +38,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolkit.reconcile.render' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"toolkit.reconcile.render.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

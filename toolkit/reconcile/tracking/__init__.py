@@ -22,8 +22,9 @@ the engine (``tests/test_import_graph.py``). Names are imported on first use, as
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolkit._lazy import lazy_names
 
 #: Each public name: (its module under toolkit.reconcile.tracking, its name there).
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -52,18 +53,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    found = _EXPORTS.get(name)
-    if found is None:
-        raise AttributeError(f"module 'toolkit.reconcile.tracking' has no attribute {name!r}")
-    module, attribute = found
-    value = getattr(importlib.import_module(f"toolkit.reconcile.tracking.{module}"), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
