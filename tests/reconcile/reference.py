@@ -11,6 +11,12 @@ meant to be: a few dozen rows per example.
 or a frame (the first row is row 1), and returns an ``Expected``: every part of a
 ``ReconciliationResult`` as lists of plain tuples, in the engine's order where the engine
 documents one.
+
+Movements (``toolkit/reconcile/movements.py``): with no type column, a usable row with a negative
+amount is money returned on its key (kind ``returned``), reconciled apart from the key's payments
+per currency, as one movement: its rows' total, its first row's status and row number; never a
+duplicate; counted once in the summary and in the matched keys, each of its rows in the row
+accounting; a missing one is "not found" on the other side (a row that cannot be read has no sign).
 """
 
 from __future__ import annotations
@@ -21,18 +27,21 @@ from decimal import Context, Decimal, localcontext
 
 #: One input row as text: (merchantReferenceId, amount, currency, status).
 Row = tuple[str, str, str, str]
-#: merchantReferenceId, category, ledger_amount, processor_amount, ledger_currency,
-#: processor_currency, ledger_status, processor_status, source, source_row, detail, severity,
-#: age_days (none here: the reference has no cut-off).
+#: merchantReferenceId, category, kind, ledger_amount, processor_amount, ledger_currency,
+#: processor_currency, ledger_status, processor_status, processor_reference (none: no export
+#: layout here), source, source_row, detail, severity, age_days (none here: the reference has no
+#: cut-off).
 ExceptionRow = tuple[
     str,
     str,
+    str,
     Decimal | None,
     Decimal | None,
     str | None,
     str | None,
     str | None,
     str | None,
+    None,
     str,
     int,
     str,
@@ -88,12 +97,14 @@ SUMMARY_ORDER: tuple[str, ...] = ("matched", *CATEGORIES)
 EXCEPTION_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
     "category",
+    "kind",
     "ledger_amount",
     "processor_amount",
     "ledger_currency",
     "processor_currency",
     "ledger_status",
     "processor_status",
+    "processor_reference",
     "source",
     "source_row",
     "detail",
@@ -190,12 +201,17 @@ def _ungrouped(text: str, marks: str) -> str | None:
 def read_amount(text: str, digits: int | None, currency: str) -> int | str:
     """The exact minor units of an amount, or the sentence saying why it cannot be read.
 
-    An optional sign, ASCII digits with at most one decimal point, at least one digit. Extra
+    An optional sign (or a negative amount as accounting writes it: ``(12.50)``, SAP's
+    ``12.50-``), ASCII digits with at most one decimal point, at least one digit. Extra
     decimals are accepted only when they are zeros (never rounded); at most 18 digits in minor
     units, zeros that change nothing left out. An unknown currency leaves the
     amount unjudged beyond "is it a number" (the currency's own reason says enough): then the sentence is empty.
     """
     body = text.strip()
+    if len(body) > 2 and body[0] == "(" and body[-1] == ")":
+        body = "-" + body[1:-1]
+    elif len(body) > 1 and body[-1] == "-" and body[0] not in "+-":
+        body = "-" + body[:-1]
     # Thousands grouped (1,234.56), unless 1,234 of three decimals: 1.234 with a decimal comma?
     ambiguous = _ungrouped(body, ",") is not None and body.count(",") == 1 and "." not in body
     ungrouped = _ungrouped(body, ", \u00a0\u202f'")
@@ -286,6 +302,31 @@ class _Found:
     detail: str
     amount: int  # at risk: unsigned, but for a variance
     currency: str | None = None  # the summary's currency, when not the ledger row's
+    returned: bool = False  # of the key's money returned, not of its payments
+
+
+#: The words before the detail of an exception of money returned, by category.
+RETURNED_WORDS: dict[str, str] = {
+    "missing_in_ledger": "money returned at the processor (refunds and chargebacks) the books do not show: book it",
+    "missing_in_processor": "a refund or credit note in the books the processor never made: refund the "
+    "customer at the processor, or reverse the credit note",
+    "amount_mismatch": "the money returned differs between the books and the processor: book the refunds "
+    "and chargebacks as the processor made them",
+}
+
+
+def _group(payment: Payment) -> tuple[str, bool, str]:
+    """What a row is reconciled with: its key's payments, or its key's money returned in its currency."""
+    returned = payment.minor < 0
+    return payment.key, returned, payment.currency if returned else ""
+
+
+def _as_one(rows: list[Payment]) -> list[Payment]:
+    """The money returned on a key as one movement (see the module docstring)."""
+    if not rows:
+        return []
+    first = rows[0]
+    return [Payment(first.key, sum(p.minor for p in rows), first.currency, first.status, first.row)]
 
 
 def _compared(rows: list[Payment], other: Payment | None) -> Payment | None:
@@ -348,6 +389,26 @@ def _not_found(side: str, unread: int | None) -> str:
 
 
 def _exceptions_of_key(
+    key: str,
+    led: list[Payment],
+    pro: list[Payment],
+    tolerance: int,
+    unread: dict[str, dict[str, int]],
+    returned: bool = False,
+) -> list[_Found]:
+    if returned:
+        # A row that cannot be read has no sign: it is no money returned that a missing refund's
+        # detail points to (only its payment's does).
+        found = _payment_exceptions(key, _as_one(led), _as_one(pro), tolerance, {side: {} for side in SIDES})
+        for f in found:
+            words = RETURNED_WORDS.get(f.category)
+            f.detail = f"{words}; {f.detail}" if words else f.detail
+            f.returned = True
+        return found
+    return _payment_exceptions(key, led, pro, tolerance, unread)
+
+
+def _payment_exceptions(
     key: str, led: list[Payment], pro: list[Payment], tolerance: int, unread: dict[str, dict[str, int]]
 ) -> list[_Found]:
     found: list[_Found] = []
@@ -467,12 +528,14 @@ def _exception_row(found: _Found, sources: dict[str, str]) -> ExceptionRow:
     return (
         found.key,
         found.category,
+        "returned" if found.returned else "payment",
         major(led.minor, led.currency) if led else None,
         major(pro.minor, pro.currency) if pro else None,
         led.currency if led else None,
         pro.currency if pro else None,
         led.status if led else None,
         pro.status if pro else None,
+        None,
         sources[found.side],
         found.row,
         found.detail,
@@ -495,6 +558,43 @@ def _summary(groups: Iterable[tuple[str, str, int]]) -> list[SummaryRow]:
     return rows
 
 
+def _matched_row(key: str, led: list[Payment], pro: list[Payment], returned: bool) -> MatchedRow:
+    """A matched key as ``ReconciliationResult.matched`` lists it, on the rows compared."""
+    if returned:
+        led, pro = _as_one(led), _as_one(pro)
+    first_p = _compared(pro, led[0])
+    first_l = _compared(led, first_p)
+    assert first_l is not None and first_p is not None
+    return (
+        key,
+        first_l.minor,
+        first_l.currency,
+        first_l.status,
+        first_l.row,
+        first_p.row,
+        first_p.minor,
+        first_p.currency,
+        None,
+        None,
+    )
+
+
+class NoUsableRows(Exception):
+    """A side has rows and not one of them can be used: the run stops (exit 2), naming it."""
+
+    def __init__(self, side: str) -> None:
+        super().__init__(side)
+        self.side = side
+
+
+def _refuse_no_usable_rows(
+    sides: tuple[Sequence[Row], Sequence[Row]], usable: dict[str, dict[tuple[str, bool, str], list[Payment]]]
+) -> None:
+    for side, rows in zip(SIDES, sides, strict=True):
+        if rows and not usable[side]:
+            raise NoUsableRows(side)
+
+
 def reference_reconcile(
     ledger_rows: Sequence[Row],
     processor_rows: Sequence[Row],
@@ -504,7 +604,9 @@ def reference_reconcile(
 ) -> Expected:
     """Reconcile two lists of text rows by brute force; see the module docstring."""
     source_of = dict(zip(SIDES, sources, strict=True))
-    usable: dict[str, dict[str, list[Payment]]] = {side: {} for side in SIDES}
+    #: Each side's usable rows by (key, money returned?, its currency): a key's payments, and its
+    #: money returned in each currency.
+    usable: dict[str, dict[tuple[str, bool, str], list[Payment]]] = {side: {} for side in SIDES}
     rejected: list[RejectedRow] = []
     rejected_exceptions: list[ExceptionRow] = []
     unread: dict[str, dict[str, int]] = {side: {} for side in SIDES}  # key -> its first rejected row
@@ -512,7 +614,7 @@ def reference_reconcile(
         for number, raw in enumerate(rows, start=1):
             read = read_row(raw, number)
             if isinstance(read, Payment):
-                usable[side].setdefault(read.key, []).append(read)
+                usable[side].setdefault(_group(read), []).append(read)
                 continue
             key_text, amount_text, currency_text, status_text = raw
             unread[side].setdefault(read_key(key_text), number)
@@ -525,12 +627,14 @@ def reference_reconcile(
                 (
                     key_text,
                     "rejected_row",
+                    "",
                     None,
                     None,
                     own_currency if ledger_side else None,
                     None if ledger_side else own_currency,
                     own_status if ledger_side else None,
                     None if ledger_side else own_status,
+                    None,
                     source_of[side],
                     number,
                     read,
@@ -539,33 +643,20 @@ def reference_reconcile(
                 )
             )
 
+    _refuse_no_usable_rows((ledger_rows, processor_rows), usable)
     led_keys, pro_keys = usable["ledger"], usable["processor"]
     found: list[_Found] = []
     matched: list[MatchedRow] = []
-    flagged: set[str] = set()
-    for key in sorted(set(led_keys) | set(pro_keys)):
-        mine = _exceptions_of_key(key, led_keys.get(key, []), pro_keys.get(key, []), amount_tolerance, unread)
+    flagged: set[tuple[str, bool, str]] = set()
+    for group in sorted(set(led_keys) | set(pro_keys)):
+        key, returned, _ = group
+        led, pro = led_keys.get(group, []), pro_keys.get(group, [])
+        mine = _exceptions_of_key(key, led, pro, amount_tolerance, unread, returned)
         found.extend(mine)
         if any(f.category not in INFO for f in mine):
-            flagged.add(key)
+            flagged.add(group)
         else:  # matched, within tolerance or exactly, on the rows compared
-            first_p = _compared(pro_keys[key], led_keys[key][0])
-            first_l = _compared(led_keys[key], first_p)
-            assert first_l is not None and first_p is not None
-            matched.append(
-                (
-                    key,
-                    first_l.minor,
-                    first_l.currency,
-                    first_l.status,
-                    first_l.row,
-                    first_p.row,
-                    first_p.minor,
-                    first_p.currency,
-                    None,
-                    None,
-                )
-            )
+            matched.append(_matched_row(key, led, pro, returned))
 
     side_rank = {side: i for i, side in enumerate(SIDES)}
     category_rank = {category: i for i, category in enumerate(CATEGORIES)}
@@ -590,7 +681,7 @@ def reference_reconcile(
     totals: list[TotalRow] = []
     for side, rows in zip(SIDES, (ledger_rows, processor_rows), strict=True):
         payments = [p for per_key in usable[side].values() for p in per_key]
-        in_exceptions = sum(1 for p in payments if p.key in flagged)
+        in_exceptions = sum(1 for p in payments if _group(p) in flagged)
         counts.append(
             (
                 side,

@@ -511,8 +511,10 @@ def test_decimal_comma_books_reconcile_with_the_mark_detected_or_given(
     out = capsys.readouterr().out
     assert "2 rows = 2 matched + 0 in exceptions + 0 rejected" in out  # 12,30 USD and 1.200 JPY
     ledger.write_bytes(books.replace("m1;12,30;USD;success\n", "").encode("cp1252"))  # only 1.200
-    assert main([*args, "--output-dir", str(tmp_path / "b")]) == 0
-    assert "1 rows = 0 matched + 0 in exceptions + 1 rejected" in capsys.readouterr().out  # JPY 1.200?
+    assert main([*args, "--output-dir", str(tmp_path / "b")]) == 2  # JPY 1.200? not one row read
+    assert (
+        "none of the ledger's 1 rows can be used; the first: row 2: amount '1.200'" in capsys.readouterr().err
+    )
     assert main([*args, "--ledger-decimal", ",", "--output-dir", str(tmp_path / "c")]) == 0
     assert "1 rows = 1 matched + 0 in exceptions + 0 rejected" in capsys.readouterr().out
     assert main([*args, "--decimal", ";", "--output-dir", str(tmp_path / "d")]) == 2

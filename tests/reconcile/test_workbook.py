@@ -32,7 +32,7 @@ from toolkit.reconcile.render.workbook_exceptions import AMOUNT_COLUMNS
 from toolkit.reconcile.result import FX_COLUMNS
 
 ENVIRONMENT = "embedded sandbox (.toolkit/sandbox.sqlite)"
-LAST_COLUMN = "M"  # thirteen exception columns
+LAST_COLUMN = "O"  # fifteen exception columns
 DETAIL = EXCEPTION_COLUMNS.index("detail")
 
 
@@ -151,14 +151,14 @@ def test_headers_are_frozen_filtered_and_columns_sized(tmp_path: Path) -> None:
         assert all(c.font.b for c in sheet[1])
         widths = {k: d.width for k, d in sheet.column_dimensions.items()}
         assert len(widths) == len(EXCEPTION_COLUMNS)
-        assert all(len("source") < w <= MAX_COLUMN_WIDTH for w in widths.values())
+        assert all(len("kind") < w <= MAX_COLUMN_WIDTH for w in widths.values())
         assert widths["A"] >= len("merchantReferenceId")
-    assert workbook["rejected_row"].column_dimensions["K"].width == MAX_COLUMN_WIDTH  # long details (K)
+    assert workbook["rejected_row"].column_dimensions["M"].width == MAX_COLUMN_WIDTH  # long details (M)
     # Excel's hidden name of each filter range.
     with zipfile.ZipFile(paths["report.xlsx"]) as archive:
         book = archive.read("xl/workbook.xml").decode()
         assert archive.namelist()[0] == "[Content_Types].xml"  # what file-type sniffers read
-    assert "'amount_mismatch'!$A$1:$M$4" in book
+    assert f"'amount_mismatch'!$A$1:${LAST_COLUMN}$4" in book
     # The summary comes first; its filter covers the table of counts and amounts.
     summary = workbook["Summary"]
     assert workbook.sheetnames[0] == "Summary" and workbook.active.title == "Summary"

@@ -71,6 +71,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--processor-map", default=None, metavar="JSON", help="column mapping of the processor file"
     )
     parser.add_argument(
+        "--ledger-format",
+        default=None,
+        metavar="LAYOUT",
+        help="the ledger's export layout: datev_extf_buchungsstapel or a .toml file of your own "
+        "(default: recognised from the header)",
+    )
+    parser.add_argument(
+        "--processor-format",
+        default=None,
+        metavar="LAYOUT",
+        help="the processor's export layout: stripe_balance_itemized, adyen_settlement_details or a .toml "
+        "file of your own (default: recognised from the header)",
+    )
+    parser.add_argument(
         "--amount-tolerance",
         default="0",
         metavar="TOLERANCE",

@@ -19,8 +19,10 @@ from toolkit.output_record import claim
 from toolkit.outputs import fresh_folder
 from toolkit.reconcile._engine import reconcile
 from toolkit.reconcile.backends import connect
+from toolkit.reconcile.exports import Layout, recognised
 from toolkit.reconcile.fx import load_rates
 from toolkit.reconcile.inputs import (
+    BOOKED,
     REQUIRED_COLUMNS,
     LoadedInput,
     closest_column,
@@ -73,8 +75,16 @@ def _loaded_inputs(args: argparse.Namespace) -> tuple[LoadedInput, LoadedInput]:
     ledger_options, processor_options = _read_options(args, "ledger"), _read_options(args, "processor")
     if args.backend == "pyspark":  # started as asked before a table input is looked up in it
         connect("pyspark", memory_limit=args.memory_limit, spill_dir=args.spill_dir)
-    ledger = load_ledger(args.ledger, mapping=ledger_map, carry=False, **ledger_options)
-    processor = load_processor(args.processor, mapping=processor_map, carry=False, **processor_options)
+    ledger = load_ledger(
+        args.ledger, mapping=ledger_map, carry=False, export_format=args.ledger_format, **ledger_options
+    )
+    processor = load_processor(
+        args.processor,
+        mapping=processor_map,
+        carry=False,
+        export_format=args.processor_format,
+        **processor_options,
+    )
     _refuse_options_that_do_not_apply(args, ledger, processor)
     period = (args.period_start, args.period_end)
     return select_period(ledger, "date", *period), select_period(processor, "createTime", *period)
@@ -302,6 +312,8 @@ def _manifest(
         "output_dir",
         "ledger_map",
         "processor_map",
+        "ledger_format",
+        "processor_format",
         "amount_tolerance",
         "grace",
         "fx_rates",
@@ -375,6 +387,9 @@ def _mapping_lines(described: Described, side: str) -> list[str]:
         else:
             proposed[canonical] = found
     option = map_option(side)
+    if side == "ledger" and "status" in unmatched:  # a booking is a payment that happened
+        unmatched.remove("status")
+        lines.append(f"status: no column; every row is taken as booked ({BOOKED})")
     if proposed:
         lines.append(
             f"proposed mapping (required name = the file's column): {option} {mapping_text(proposed)}"
@@ -428,5 +443,38 @@ def inspection_text(
         shown = frame.map(lambda v: v if len(v) <= 24 else v[:23] + "…")
         lines.append(f"first {len(rows)} row(s):")
         lines.extend("  " + line for line in shown.to_string(index=False).splitlines())
-    lines.extend(_mapping_lines(described, side))
+    layout = recognised(described.columns, "processor") or recognised(described.columns, "ledger")
+    lines.extend(_mapping_lines(described, side) if layout is None else _layout_lines(described, layout))
     return "\n".join(lines)
+
+
+def _layout_lines(described: Described, layout: Layout) -> list[str]:
+    """How a processor's export the toolkit recognises is read (``exports/``): its columns, its
+    row types, the columns that may hold the order key."""
+    mapping = layout.mapping(described.columns)
+    lines = [
+        f"export: {layout.title} ({layout.name}), recognised from its header: read as the {layout.side} "
+        f"with no option (--{layout.side}-format NAME or FILE forces a layout)"
+    ]
+    for canonical, column in mapping.items():
+        fallback = dict(layout.fallback).get(canonical)
+        lines.append(f"  {canonical} = {column}" + (f" (where empty: {fallback})" if fallback else ""))
+    if {"debit", "credit"} <= set(mapping):
+        positive = "credit" if layout.credit_positive else "debit"
+        lines.append(f"  amount = the Debit/Credit pair, the {positive} positive")
+    if layout.zone:
+        lines.append(f"  createTime in the time zone of column {layout.zone}")
+    if layout.date_written:
+        lines.append(
+            f"  date written {layout.date_written}, its year from the file's first line (its period)"
+        )
+    if "merchantReferenceId" not in mapping:
+        choices = layout.key_candidates(described.columns)
+        lines.append(
+            f"  merchantReferenceId = the one of {', '.join(choices)} whose values match the ledger's keys"
+            if choices
+            else f"  merchantReferenceId: no column; {layout.key_help}"
+        )
+    if layout.references:
+        lines.append(f"  the processor's references: {', '.join(layout.references)}")
+    return lines

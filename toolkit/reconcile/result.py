@@ -66,11 +66,12 @@ def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class RowCounts:
     """What became of the rows of one input: ``rows == matched + exceptions + in_transit +
-    rejected + outside + after_cutoff``.
+    rejected + outside + after_cutoff + movements``.
 
     ``matched`` includes matches within tolerance; ``in_transit``: rows of payments inside the
     settlement window (not a break yet); ``outside``: rows dated outside the period that was asked
-    for; ``after_cutoff``: rows dated after the cut-off (both counted, not reconciled).
+    for; ``after_cutoff``: rows dated after the cut-off (both counted, not reconciled);
+    ``movements``: fees, payouts and adjustments (no order's: totalled, ``ReconciliationResult.movements``).
     """
 
     side: str
@@ -82,6 +83,7 @@ class RowCounts:
     outside: int = 0
     in_transit: int = 0
     after_cutoff: int = 0
+    movements: int = 0
 
     @property
     def adds_up(self) -> bool:
@@ -93,7 +95,20 @@ class RowCounts:
             + self.rejected
             + self.outside
             + self.after_cutoff
+            + self.movements
         )
+
+
+@dataclass(frozen=True)
+class MovementTotal:
+    """One side's movements of one kind (``movements.KINDS``) in one currency that are not a
+    failed attempt: how many, and their exact signed sum (a refund is negative)."""
+
+    side: str
+    kind: str
+    currency: str
+    rows: int
+    amount: Decimal
 
 
 @dataclass(frozen=True)
@@ -221,6 +236,8 @@ class ReconciliationResult:
     #: ``charged``) and priced (side ``priced``), so that a net difference per currency counts
     #: them in the books' currency (``net_by_currency``).
     price_moves: tuple[SideTotal, ...] = ()
+    #: Each side's movements per kind and currency (charges, refunds, chargebacks, fees, payouts).
+    movements: tuple[MovementTotal, ...] = ()
     spilled: SpilledRows | None = field(default=None, repr=False, compare=False)
 
     def net_by_currency(self) -> dict[str, Decimal]:
@@ -361,6 +378,7 @@ class ReconciliationResult:
             fx=self.fx,
             missing_rates=self.missing_rates,
             price_moves=self.price_moves + other.price_moves,
+            movements=self.movements + other.movements,
             spilled=spilled,
         )
 
@@ -455,6 +473,8 @@ def rejected_exceptions(rejected: pd.DataFrame, side: str) -> tuple[pd.DataFrame
         {
             "merchantReferenceId": rejected["merchantReferenceId"].astype(object).to_numpy(),
             "category": np.full(n, "rejected_row", dtype=object),
+            "kind": np.full(n, "", dtype=object),
+            "processor_reference": np.full(n, None, dtype=object),
             f"{prefix_own}_amount": nothing,
             f"{prefix_other}_amount": nothing,
             f"{prefix_own}_currency": currencies,

@@ -55,12 +55,14 @@ def severity_of(category: str) -> str:
 EXCEPTION_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
     "category",
+    "kind",  # the movement (``movements.KINDS``): payment, refund, chargeback, ...; empty for a row unread
     "ledger_amount",
     "processor_amount",
     "ledger_currency",
     "processor_currency",
     "ledger_status",
     "processor_status",
+    "processor_reference",  # the processor's own references (PSP reference, batch), of an export it documents
     "source",
     "source_row",
     "detail",

@@ -56,8 +56,8 @@ class _Exceptions:
     currencies: list[str] = field(default_factory=list)
 
     def add(self, record: dict[str, Any], currency: str, at_risk: int | None) -> None:
-        """One exception row."""
-        self.records.append(record)
+        """One exception row (a subscription is no movement: its ``kind`` is empty)."""
+        self.records.append({"kind": "", "processor_reference": None, **record})
         self.currencies.append(currency)
         self.amounts.append(at_risk)
 

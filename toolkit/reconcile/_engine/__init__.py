@@ -153,6 +153,7 @@ def reconcile(
         )
     )
     with engine.failures():
+        processor = processor.with_key_of(engine, ledger)  # of an export's metadata columns
         run, fx = _flagged(engine, rules, (ledger, processor))
         result = _listed(run, held_rows, preview_rows)
         clock = rules.timing

@@ -29,6 +29,7 @@ from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.inputs import (
     currency_codes,
 )
+from toolkit.reconcile.movements import is_returned
 from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.schema import (
     INFO_CATEGORIES,
@@ -55,7 +56,10 @@ def classify(keys: str, rules: Rules) -> str:
     )
     classes = _classes(rules, l_charges="l_n", p_charges="p_n")
     flagged = select([*_columns(CLASSIFIED, classes)], keys, f"NOT COALESCE({clean}, FALSE)")
-    return select(CLASSIFIED, flagged, " OR ".join(FLAGS))
+    # The money returned on a key in more than one ledger row is kept even when it matches: the
+    # summary counts it once (``flag_stats``' ``returned_extra``), as one matched key.
+    summed = f"COALESCE({is_returned('key')} AND l_n > 1, FALSE)"
+    return select(CLASSIFIED, flagged, " OR ".join([*FLAGS, summed]))
 
 
 def _columns(names: tuple[str, ...], values: dict[str, str]) -> list[str]:
@@ -68,6 +72,7 @@ def _classes(rules: Rules, *, l_charges: str, p_charges: str) -> dict[str, str]:
     compared through its price (``priced``), as expressions over a key's paired columns; a side
     is a duplicate when its ``*_charges`` (rows that took or may take money) are more than one."""
     has_l, has_p = "l_n IS NOT NULL", "p_n IS NOT NULL"
+    returned = is_returned("key")  # money returned is a total per key: never a duplicate
     both = f"({has_l} AND {has_p})"
     charged = "(l_cur = p_cur)"
     priced = f"COALESCE(p_pcur = l_cur AND NOT {charged}, FALSE)" if rules.priced else "FALSE"
@@ -87,8 +92,8 @@ def _classes(rules: Rules, *, l_charges: str, p_charges: str) -> dict[str, str]:
         "amount_mismatch": f"{comparable} AND NOT {within}",
         "currency_mismatch": f"{cross} AND {'TRUE' if rules.rates is None else 'FALSE'}",
         "status_mismatch": f"{status_differs} AND NOT {status_transit}",
-        "duplicate_in_processor": f"{has_p} AND {p_charges} > 1",
-        "duplicate_in_ledger": f"{has_l} AND {l_charges} > 1",
+        "duplicate_in_processor": f"{has_p} AND {p_charges} > 1 AND NOT {returned}",
+        "duplicate_in_ledger": f"{has_l} AND {l_charges} > 1 AND NOT {returned}",
         "unknown_outcome": f"{has_p} AND {unknown}",
         "in_transit": f"{status_transit} OR {only_l_transit} OR {only_p_transit}",
         "within_tolerance": f"{comparable} AND {within} AND {difference} <> 0",
@@ -105,7 +110,7 @@ def settle_repeats(engine: Backend, classified: Kept, repeated: dict[str, Kept],
     took or may take money: a failed attempt before the payment that went through is no double
     charge, and the row that matches is no amount or status difference. Few keys; each stays
     (one without a flag is matched, its other rows with it)."""
-    multi = "(COALESCE(l_n > 1, FALSE) OR COALESCE(p_n > 1, FALSE))"
+    multi = f"((COALESCE(l_n > 1, FALSE) OR COALESCE(p_n > 1, FALSE)) AND NOT {is_returned('key')})"
     columns = ("key", *(f"{p}_{name}" for p in "lp" for name in PAIRED))
     keys = engine.keep(select(columns, str(classified), multi), stem="multi")
     query, columns = str(keys), (*columns,)
@@ -208,7 +213,10 @@ def flag_stats(engine: Backend, flagged: Kept) -> pd.DataFrame:
     each side the exception keys hold (``*_rows``) and the keys in transit (``*_transit``), and
     the keys not matched with one ledger row (count and exact sum)."""
     exception, transit = key_outcome()
-    single = f"l_n = 1 AND ({exception} OR {transit})"
+    # A key of one ledger row, or the money returned on a key (its rows' total, ``_per_key``).
+    single = f"(l_n = 1 OR (l_n IS NOT NULL AND {is_returned('key')})) AND ({exception} OR {transit})"
+    # The other ledger rows of money returned on a key that matched (one matched key).
+    summed = f"COALESCE({is_returned('key')} AND l_n > 1 AND NOT ({exception} OR {transit}), FALSE)"
 
     def rows_of(outcome: str, p: str) -> str:
         return f"CAST(COALESCE(SUM(CASE WHEN {outcome} THEN COALESCE({p}_n, 0) ELSE 0 END), 0) AS BIGINT)"
@@ -219,8 +227,9 @@ def flag_stats(engine: Backend, flagged: Kept) -> pd.DataFrame:
         f"{rows_of(exception, 'p')} AS p_rows",
         f"{rows_of(transit, 'l')} AS l_transit",
         f"{rows_of(transit, 'p')} AS p_transit",
-        f"{count_if(single)} AS single_n",
+        f"CAST(COALESCE(SUM(CASE WHEN {single} THEN l_n ELSE 0 END), 0) AS BIGINT) AS single_n",
         f"{exact_sum(f'CASE WHEN {single} THEN l_minor ELSE 0 END')} AS single_total",
+        f"CAST(COALESCE(SUM(CASE WHEN {summed} THEN l_n - 1 ELSE 0 END), 0) AS BIGINT) AS returned_extra",
     ]
     query = f"SELECT l_cur AS currency, {', '.join(aggregates)} FROM {flagged} GROUP BY l_cur"
     return named_currencies(engine.arrow(query).to_pandas())

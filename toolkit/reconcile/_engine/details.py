@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from toolkit.reconcile._engine.model import USABLE, Side, with_names
 from toolkit.reconcile.backends import Backend, Kept
+from toolkit.reconcile.movements import RETURNED, code
+from toolkit.reconcile.relation import literal
 from toolkit.reconcile.sources import row_sql
 from toolkit.reconcile.timing import Timing, duration_text
 
@@ -48,7 +50,7 @@ def duplicate_detail_parts(
         )
         joined = with_names(engine, keyed, f"{p}2", sides[side == "processor"])
         # The row shown is the extra one: the one that should not be there.
-        shown = ("minor", "currency", "digits", "status", "row", "source")
+        shown = ("minor", "currency", "digits", "status", "row", "source", "ord")
         own = {f"{p}_{name}": f"{p}2_{name}" for name in shown}
         part(
             f"duplicate_in_{side}",
@@ -59,6 +61,40 @@ def duplicate_detail_parts(
             currency=f"{p}2_currency",
             **own,
         )
+
+
+#: What a key's money returned lacks, and what to do, by category and kind (the words before the
+#: detail of a refund's exception: never "charged more than once").
+RETURNED_WORDS: dict[str, dict[str, str]] = {
+    "missing_in_ledger": {
+        "refund": "a refund at the processor the books do not show: book the refund (a credit note)",
+        "chargeback": "a chargeback at the processor the books do not show: book the chargeback and its fee",
+        "chargeback_reversal": "a dispute won at the processor the books do not show: book the money back",
+        "returned": "money returned at the processor (refunds and chargebacks) the books do not "
+        "show: book it",
+    },
+    "missing_in_processor": {
+        "returned": "a refund or credit note in the books the processor never made: refund the "
+        "customer at the processor, or reverse the credit note",
+    },
+    "amount_mismatch": {
+        "returned": "the money returned differs between the books and the processor: book the "
+        "refunds and chargebacks as the processor made them",
+    },
+}
+
+
+def returned_words(category: str, kind: str, detail: str) -> str:
+    """``detail`` led by what the money returned on a key lacks (``RETURNED_WORDS``), for a key of
+    money returned whose kind is the code ``kind``; as it is for a payment."""
+    words = RETURNED_WORDS.get(category)
+    if not words:
+        return detail
+    fallback = words["returned"] if "returned" in words else next(iter(words.values()))
+    cases = " ".join(
+        f"WHEN {code(name)} THEN {literal(words.get(name, fallback) + '; ')}" for name in RETURNED
+    )
+    return f"(CASE {kind} {cases} ELSE '' END || {detail})"
 
 
 def missing_detail(table: str, other: Side) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from toolkit.reconcile._engine.details import (
     fx_detail,
     minor_text,
     missing_detail,
+    returned_words,
     text,
     transit_detail,
 )
@@ -24,7 +25,9 @@ from toolkit.reconcile.inputs import (
     REJECTED_COLUMNS,
     rejected_frame,
 )
-from toolkit.reconcile.relation import Relation
+from toolkit.reconcile.inputs.checks import trimmed
+from toolkit.reconcile.movements import kind_name, shown_key
+from toolkit.reconcile.relation import Relation, ident, literal
 from toolkit.reconcile.schema import (
     CATEGORIES,
     HELD_ROWS,
@@ -87,6 +90,7 @@ _SHOWN = ("minor", "digits", "currency", "status", "row", "source")
 LISTED = {
     "merchantReferenceId": "VARCHAR",
     "category": "VARCHAR",
+    "kind": "VARCHAR",
     "_rank": "BIGINT",
     "_on_processor": "BOOLEAN",
     "l_minor": "BIGINT",
@@ -106,6 +110,7 @@ LISTED = {
     "age_days": "BIGINT",
     "_amount": "BIGINT",
     "_cur": "VARCHAR",
+    "_p_ord": "BIGINT",
 }
 
 
@@ -138,15 +143,17 @@ class _Parts:
         when = "COALESCE(l_when, p_when)" if dated_by is None else dated_by
         processor = on_processor if isinstance(on_processor, str) else ("TRUE" if on_processor else "FALSE")
         columns = {
-            "merchantReferenceId": "key",
+            "merchantReferenceId": shown_key("key"),
             "category": f"'{category}'",
+            "kind": kind_name("COALESCE(p_kind, l_kind)"),
             "_rank": str(CATEGORIES.index(category)),
             "_on_processor": processor,
             **{f"{p}_{name}": f"{p}_{name}" for p in "lp" for name in _SHOWN},
         }
         columns |= shown
         columns["_row"] = f"CASE WHEN {processor} THEN {columns['p_row']} ELSE {columns['l_row']} END"
-        columns["detail"] = detail
+        columns["_p_ord"] = columns.get("p_ord", "p_ord")  # the processor's row shown, for its references
+        columns["detail"] = returned_words(category, "COALESCE(p_kind, l_kind)", detail)
         columns["age_days"] = "NULL" if self.cutoff is None else f"FLOOR(({self.cutoff} - {when}) / {DAY})"
         # At risk or at stake, a refund's as much as a charge's; only a variance keeps its sign.
         columns["_amount"] = amount if category == "within_tolerance" else f"ABS({amount})"
@@ -170,7 +177,29 @@ def exception_rows(run: Run, duplicates: dict[str, Kept]) -> Relation | None:
     _outcome_parts(parts, f, timing)
     if not parts.queries:
         return None
-    return Relation(" UNION ALL ".join(parts.queries), tuple(LISTED), (f, *duplicates.values()))
+    listed = Relation(" UNION ALL ".join(parts.queries), tuple(LISTED), (f, *duplicates.values()))
+    return with_references(listed, pro)
+
+
+def with_references(listed: Relation, pro: Side) -> Relation:
+    """``listed`` with ``processor_reference``: the processor's own references of the row shown
+    (``Psp Reference 8800...; Batch Number 7``), read again for those few rows from the file as
+    written, where its export layout names them (``exports/``); null otherwise."""
+    layout = pro.loaded.layout
+    own = [c for c in (layout.references if layout else ()) if c in pro.written.columns]
+    if not own:
+        return listed.mutate(processor_reference="CAST(NULL AS VARCHAR)")
+    said = ", ".join(
+        f"CASE WHEN {trimmed(ident(c))} <> '' THEN {literal(c + ' ')} || {trimmed(ident(c))} END" for c in own
+    )
+    shown = f"SELECT DISTINCT _p_ord AS _wanted FROM ({listed}) WHERE _p_ord IS NOT NULL"
+    written = pro.written.filter(f"_ord IN ({shown})")
+    references = f"SELECT _ord AS _ref_ord, CONCAT_WS('; ', {said}) AS _ref FROM ({written})"
+    joined = (
+        f"SELECT _l.*, _r._ref AS processor_reference FROM ({listed}) AS _l "
+        f"LEFT JOIN ({references}) AS _r ON _l._p_ord = _r._ref_ord"
+    )
+    return Relation(joined, (*listed.columns, "processor_reference"), (*listed.needs, *written.needs))
 
 
 #: A key's amount was compared at a reference rate (``rates.py``).
@@ -254,7 +283,9 @@ _QUOTED_REJECTED = 3
 
 def rejected_rows(engine: Backend, side: Side, sums: pd.DataFrame) -> pd.DataFrame:
     """The rows of one side that cannot be used, with their reasons (few, by nature): only those
-    rows are read and checked again, with the columns the reasons quote.
+    rows are read and checked again, with the columns the reasons quote. A side none of whose
+    rows taking part can be used stops the run (``InputError``, exit 2): the file is not read as
+    payments, and a report of it as rejected rows would say "ok".
 
     More than ``REJECTED_ROWS`` of them (a whole file misread: a wrong decimal mark, a column
     mapped wrong) would take gigabytes with their reasons (3M: 8.7 GB): the run stops instead,
@@ -267,12 +298,31 @@ def rejected_rows(engine: Backend, side: Side, sums: pd.DataFrame) -> pd.DataFra
         quoted = engine.arrow(f"{bad} ORDER BY _ord LIMIT {_QUOTED_REJECTED}").column("_ord").to_pylist()
         bad = ", ".join(str(int(ord)) for ord in quoted)
     written = side.written.filter(f"_ord IN ({bad})")
-    frame = rejected_frame(side.loaded, engine, side.loaded.check(engine, written))
+    # Checked again into a table of their own, then read: a filter on the check itself would be
+    # pushed down through each of its stages by Spark's optimizer, every column inlined on the
+    # way (minutes, for a few rows).
+    query = side.loaded.check(engine, written)
+    checked = engine.keep(query, stem="rejected")
+    frame = rejected_frame(
+        side.loaded, engine, Relation(f"SELECT * FROM {checked}", query.columns, (checked,))
+    )
     if count > REJECTED_ROWS:
-        quoted = "; ".join(f"row {r.source_row}: {r.detail}" for r in frame.itertuples())
         raise InputError(
             f"{side.loaded.source}: {count:,} rows cannot be used, more than a run lists "
-            f"({REJECTED_ROWS:,}); the first: {quoted}. Is the file read as it should be (--decimal, "
+            f"({REJECTED_ROWS:,}); the first: {_quoted(frame)}. Is the file read as it should be (--decimal, "
             "a column map)?"
         )
+    taking_part = int(sums["rows"].sum()) - int(sums["outside"].sum()) - int(sums["after"].sum())
+    if count == taking_part:  # not one usable row: no reconciliation to speak of, not an "ok"
+        raise InputError(
+            f"{side.loaded.source}: none of the {side.name}'s {count:,} rows can be used; the first: "
+            f"{_quoted(frame)}. Does it hold payments, and is it read as it should be "
+            f"(toolkit reconcile inspect; --{side.name}-map, --decimal, --header-row)?"
+        )
     return frame
+
+
+def _quoted(rejected: pd.DataFrame) -> str:
+    """The first rejected rows with their reasons, for an error that stops the run."""
+    first = rejected.head(_QUOTED_REJECTED)
+    return "; ".join(f"row {r.source_row}: {r.detail}" for r in first.itertuples())

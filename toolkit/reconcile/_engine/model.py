@@ -18,6 +18,7 @@ from toolkit.reconcile.inputs import (
     currency_codes,
     currency_table,
 )
+from toolkit.reconcile.movements import APART, codes
 from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.relation import count_if as count_if  # the steps' aggregates
 from toolkit.reconcile.schema import (
@@ -53,6 +54,7 @@ SLIM = (
     "_day",
     "_pminor",
     "_pcur",
+    "_kind",
 )
 
 
@@ -122,12 +124,17 @@ class Run:
     stats: pd.DataFrame
 
 
-#: A row that takes part: readable, inside the period, not after the cut-off.
-USABLE = "(NOT _rejected AND NOT _outside AND NOT _after)"
+#: A row that takes part: readable, inside the period, not after the cut-off, an order's movement
+#: (a payment or money returned; fees, payouts and adjustments are totalled apart, ``APART_ROW``).
+USABLE = f"(NOT _rejected AND NOT _outside AND NOT _after AND _kind NOT IN ({codes(APART)}))"
+
+
+#: A fee, payout or adjustment that would take part: counted and totalled, not reconciled by key.
+APART_ROW = f"(NOT _rejected AND NOT _outside AND NOT _after AND _kind IN ({codes(APART)}))"
 
 
 #: The per-key columns of each side after pairing, as ``classify`` reads them.
-PAIRED = ("n", "ord", "minor", "cur", "st", "when", "pminor", "pcur")
+PAIRED = ("n", "ord", "minor", "cur", "st", "when", "pminor", "pcur", "kind")
 
 
 #: The flags ``classify`` computes (``price_match`` is kept for ``price_moves``).

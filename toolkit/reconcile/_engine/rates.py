@@ -18,6 +18,7 @@ from toolkit.reconcile.fx import Rates
 from toolkit.reconcile.inputs import (
     currency_codes,
 )
+from toolkit.reconcile.movements import shown
 from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.schema import (
     FX_COLUMNS,
@@ -71,7 +72,7 @@ def _at_rates(
             category = next((name for name in flags if row[name]), "matched")
         lines.append(
             {
-                "merchantReferenceId": row["key"],
+                "merchantReferenceId": shown(row["key"]),
                 "date": day,
                 "ledger_amount": from_minor(int(row["l_minor"]), base),
                 "ledger_currency": base,

@@ -12,6 +12,7 @@ from toolkit.money import from_minor
 from toolkit.payment_status import PAYMENT_STATUS_NAMES
 from toolkit.reconcile._engine.held import Held
 from toolkit.reconcile._engine.model import (
+    APART_ROW,
     FAILURE,
     PAIRED,
     USABLE,
@@ -28,8 +29,10 @@ from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.inputs import (
     currency_codes,
 )
+from toolkit.reconcile.movements import KINDS, shown_key
 from toolkit.reconcile.result import (
     LazyRows,
+    MovementTotal,
     ReconciliationResult,
     RowCounts,
     SideTotal,
@@ -47,9 +50,10 @@ from toolkit.reconcile.schema import (
 
 
 def side_aggregates(engine: Backend, sides: tuple[Side, Side]) -> dict[str, pd.DataFrame]:
-    """Per side and currency: rows, usable rows and their exact sum, those of them that are not a
-    failed attempt (``moved``: money taken or that may be) and their sum, rejected, outside the
-    period, after the cut-off."""
+    """Per side, currency and kind of movement (``kind``): rows, usable rows and their exact sum,
+    those of them that are not a failed attempt (``moved``: money taken or that may be) and their
+    sum, rejected, outside the period, after the cut-off, and the fees, payouts and adjustments
+    (``apart``, and ``apart_total`` of those not failed). ``per_currency`` adds the kinds up."""
     moved = f"{USABLE} AND _st <> {FAILURE}"
     aggregates = (
         "COUNT(*) AS rows",
@@ -60,14 +64,44 @@ def side_aggregates(engine: Backend, sides: tuple[Side, Side]) -> dict[str, pd.D
         f"{count_if('_rejected')} AS rejected",
         f"{count_if('_outside')} AS outside",
         f"{count_if('_after')} AS after",
+        f"{count_if(APART_ROW)} AS apart",
+        f"{exact_sum(f'CASE WHEN {APART_ROW} AND _st <> {FAILURE} THEN _minor ELSE 0 END')} AS apart_total",
     )
     parts = [
-        f"SELECT _cur AS currency, {', '.join(aggregates)}, '{side.name}' AS side "
-        f"FROM ({side.rows}) GROUP BY _cur"
+        f"SELECT _cur AS currency, CAST(_kind AS BIGINT) AS kind, {', '.join(aggregates)}, "
+        f"'{side.name}' AS side FROM ({side.rows}) GROUP BY _cur, _kind"
         for side in sides
     ]
     frame = named_currencies(engine.arrow(" UNION ALL ".join(parts)).to_pandas())
     return {side.name: frame[frame["side"] == side.name].reset_index(drop=True) for side in sides}
+
+
+def per_currency(sums: pd.DataFrame) -> pd.DataFrame:
+    """One side's ``side_aggregates`` added up over the kinds: a row per currency."""
+    numbers = [c for c in sums.columns if c not in ("currency", "kind", "side")]
+    if sums.empty:
+        return sums.drop(columns="kind")
+    return sums.groupby("currency", sort=True, dropna=False)[numbers].sum().reset_index()
+
+
+def movement_totals(
+    sides: tuple[Side, Side], side_sums: dict[str, pd.DataFrame]
+) -> tuple[MovementTotal, ...]:
+    """Each side's movements per kind and currency that are not a failed attempt (``moved`` and
+    ``apart``: a kind is one or the other), in the order of ``KINDS``."""
+    totals = []
+    for side in sides:
+        for row in frame_records(side_sums[side.name].sort_values(["kind", "currency"])):
+            rows = int(row["moved"]) + int(row["apart"])
+            if rows and isinstance(row["currency"], str):
+                amount = int(row["moved_total"]) + int(row["apart_total"])
+                currency = str(row["currency"])
+                totals.append(
+                    MovementTotal(
+                        side.name, KINDS[int(row["kind"])], currency, rows, from_minor(amount, currency)
+                    )
+                )
+    return tuple(totals)
 
 
 def count_rows(
@@ -93,6 +127,7 @@ def count_rows(
                 outside=int(sums["outside"].sum()),
                 in_transit=transit_rows,
                 after_cutoff=int(sums["after"].sum()),
+                movements=int(sums["apart"].sum()),
             )
         )
     return counts[0], counts[1]
@@ -106,8 +141,9 @@ def matched_summary(run: Run, sums: pd.DataFrame) -> list[tuple[str, str, int, D
     engine, flagged, repeated = run.engine, run.flagged, run.repeated.get("ledger")
     less: dict[str, tuple[int, int]] = {}
     for row in frame_records(run.stats):
-        if isinstance(row["currency"], str) and row["single_n"]:
-            less[row["currency"]] = (int(row["single_n"]), int(row["single_total"]))
+        if isinstance(row["currency"], str) and (row["single_n"] or row["returned_extra"]):
+            n = int(row["single_n"]) + int(row["returned_extra"])
+            less[row["currency"]] = (n, int(row["single_total"] or 0))
     if repeated is not None:
         exception, transit = key_outcome()
         outcome = f"SELECT key AS _fk, l_ord AS _lord, ({exception} OR {transit}) AS _out FROM {flagged}"
@@ -140,7 +176,7 @@ def summarise(
     engine, sides = run.engine, run.sides
     led, pro = sides
     counts = count_rows(sides, run.stats, side_sums, rejected)
-    matched = matched_summary(run, side_sums["ledger"])
+    matched = matched_summary(run, per_currency(side_sums["ledger"]))
     rejected_parts = [rejected_exceptions(rejected[s.name], s.name) for s in sides]
     summary_rows = matched + [
         (category, currency, n, from_minor(total, currency))
@@ -166,7 +202,7 @@ def summarise(
             from_minor(int(row["moved_total"]), str(row["currency"])),
         )
         for side in sides
-        for row in frame_records(side_sums[side.name].sort_values("currency"))
+        for row in frame_records(per_currency(side_sums[side.name]))
         if row["moved"]
     )
     return ReconciliationResult(
@@ -180,6 +216,7 @@ def summarise(
         counts=counts,
         sources=(led.loaded.source, pro.loaded.source),
         totals=totals,
+        movements=movement_totals(sides, side_sums),
         spilled=spilled,
     )
 
@@ -221,7 +258,8 @@ def matched_keys(run: Run) -> str:
     matched = f"{unflagged} UNION ALL {kept}"
     matched = with_names(engine, with_names(engine, matched, "l", sides[0]), "p", sides[1])
     return (
-        'SELECT key AS "merchantReferenceId", l_minor AS "amountMinor", l_currency AS currency, '
+        f'SELECT {shown_key("key")} AS "merchantReferenceId", l_minor AS "amountMinor", '
+        "l_currency AS currency, "
         'l_status AS status, l_row AS ledger_row, p_row AS processor_row, p_minor AS "charged_amountMinor", '
         'p_currency AS charged_currency, p_pminor AS "pricing_amountMinor", p_pcur AS _pcur '
         f"FROM ({matched}) ORDER BY l_ord"

@@ -19,34 +19,47 @@ side's columns found by their required names (``columns.py``); every name the mo
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from toolkit.errors import InputError
 from toolkit.payment_status import PAYMENT_STATUS_NAMES
 from toolkit.reconcile import sources
 from toolkit.reconcile.backends import Backend, connect
-from toolkit.reconcile.inputs.checks import check_payments, check_subscriptions, dated_by, in_period, trimmed
+from toolkit.reconcile.exports import Layout, layout_named, recognised
+from toolkit.reconcile.inputs.checks import (
+    check_payments,
+    check_subscriptions,
+    dated_by,
+    in_period,
+    signed_amounts,
+    trimmed,
+)
 from toolkit.reconcile.inputs.checks import currency_codes as currency_codes
 from toolkit.reconcile.inputs.checks import currency_table as currency_table
 from toolkit.reconcile.inputs.checks import parse_amounts as parse_amounts
 from toolkit.reconcile.inputs.checks import with_epoch_seconds as with_epoch_seconds
+from toolkit.reconcile.inputs.columns import SIGNED_COLUMNS, renames_of, usual_columns
 from toolkit.reconcile.inputs.columns import closest_column as closest_column
 from toolkit.reconcile.inputs.columns import column_error as column_error
 from toolkit.reconcile.inputs.columns import map_option as map_option
 from toolkit.reconcile.inputs.columns import mapping_text as mapping_text
 from toolkit.reconcile.inputs.columns import parse_mapping as parse_mapping
-from toolkit.reconcile.inputs.columns import renames_of
+from toolkit.reconcile.inputs.laid_out import extf_facts, key_column_matching, laid_out
 from toolkit.reconcile.inputs.reasons import rejected_frame as rejected_frame
+from toolkit.reconcile.movements import TYPE_COLUMNS, shown_key
 from toolkit.reconcile.period import Period
 from toolkit.reconcile.period import period_seconds as period_seconds
 from toolkit.reconcile.period import select_period as select_period
-from toolkit.reconcile.relation import Relation, count_if, ident
+from toolkit.reconcile.relation import Relation, count_if, ident, literal
 from toolkit.reconcile.schema import MAX_DIGITS as MAX_DIGITS
 from toolkit.reconcile.schema import PRICING_COLUMNS as PRICING_COLUMNS
 from toolkit.reconcile.schema import REJECTED_COLUMNS as REJECTED_COLUMNS
@@ -68,6 +81,10 @@ class Dated:
     fallback: str | None = None
 
 
+#: The status of a ledger's rows when it has no status column: a booking is a payment that happened.
+BOOKED = "success"
+
+
 @dataclass(frozen=True)
 class LoadedInput:
     """One side of a reconciliation: where its rows are and how they are read and checked.
@@ -84,6 +101,21 @@ class LoadedInput:
     carry: bool = True
     period: Period | None = None
     dated: Dated | None = None
+    #: The status of every row of a side that has no status column (a ledger: ``BOOKED``).
+    booked: str | None = None
+    #: Where a ledger's sign is: a Debit/Credit ``pair`` of columns, or a Debit/Credit ``flag``.
+    signed: str | None = None
+    #: Whether the ``type`` column says each row's kind of movement (``movements.py``); else a
+    #: negative amount is money returned.
+    typed: bool = False
+    #: The processor's export layout (``exports/``), when the file is one it knows.
+    layout: Layout | None = None
+    #: The file's columns that may hold the order key (a layout's metadata columns), when more
+    #: than one does: ``with_key_of`` takes the one whose values match the ledger's keys.
+    key_choices: tuple[str, ...] = ()
+    #: What the file says of itself above its header that its layout reads (DATEV's period and
+    #: currency: ``laid_out.extf_facts``).
+    facts: tuple[tuple[str, str], ...] = ()
 
     @property
     def source(self) -> str:
@@ -123,10 +155,18 @@ class LoadedInput:
         own = {canonical: column for column, canonical in self.renames}
         needed = None
         if not self.carry:
-            needed = frozenset(own.get(c, c) for c in self.checked_columns()) & set(self.described.columns)
+            references = set(self.layout.references) if self.layout is not None else set()
+            needed = frozenset({own.get(c, c) for c in self.checked_columns()} | references) & set(
+                self.described.columns
+            )
         table = sources.read(backend, self.described, needed)
         renamed = {canonical: column for column, canonical in self.renames if column in table.columns}
-        return table.rename(renamed) if renamed else table
+        table = table.rename(renamed) if renamed else table
+        table = table.mutate(status=literal(self.booked)) if self.booked else table
+        if self.layout is not None:
+            table = laid_out(table, self.layout, dict(self.facts))
+        credit_positive = self.layout is not None and self.layout.credit_positive
+        return signed_amounts(table, self.signed, credit_positive=credit_positive) if self.signed else table
 
     def checked_columns(self) -> frozenset[str]:
         """The canonical columns the check reads (the others are only carried)."""
@@ -137,13 +177,27 @@ class LoadedInput:
             canonical.update(c for c in (self.dated.column, self.dated.fallback) if c)
         if self.side == "processor":
             canonical.update(PRICING_COLUMNS)
+        if self.signed:
+            canonical.update(("debit", "credit") if self.signed == "pair" else ("debitCredit",))
+        if self.typed:
+            canonical.add("type")
+        if self.layout is not None:
+            canonical.update(column for _, column in self.layout.fallback)
+            canonical.update([self.layout.zone] if self.layout.zone else [])
         return frozenset(canonical)
 
     def check(self, backend: Backend, table: Relation) -> Relation:
         """The rows ``read`` gave, checked (see ``rows``)."""
         decimal = self.described.decimal
         if self.kind == "payments":
-            checked = check_payments(backend, table, priced=self.side == "processor", decimal=decimal)
+            checked = check_payments(
+                backend,
+                table,
+                priced=self.side == "processor",
+                decimal=decimal,
+                typed=self.typed,
+                words=self.layout.kinds if self.layout is not None else (),
+            )
         else:
             checked = check_subscriptions(backend, table, decimal=decimal)
         checked = in_period(checked, self.period, self.source)
@@ -153,7 +207,22 @@ class LoadedInput:
     def columns(self) -> frozenset[str]:
         """The canonical names of the columns the source has."""
         own = {column for column, _ in self.renames}
-        return frozenset({canonical for _, canonical in self.renames} | (set(self.described.columns) - own))
+        booked = {"status"} if self.booked else set()
+        return frozenset(
+            {canonical for _, canonical in self.renames} | (set(self.described.columns) - own) | booked
+        )
+
+    def with_key_of(self, backend: Backend, ledger: LoadedInput) -> LoadedInput:
+        """This side with its order key in the one of ``key_choices`` whose values match the most
+        of the ledger's keys (the first on a tie); as it is without choices."""
+        if not self.key_choices:
+            return self
+        best = key_column_matching(backend, self, ledger)
+        renames = tuple(
+            (best if canonical == "merchantReferenceId" else own, canonical)
+            for own, canonical in self.renames
+        )
+        return dataclasses.replace(self, renames=renames, key_choices=())
 
     # -- as pandas, for a notebook -------------------------------------------------------------
 
@@ -212,7 +281,7 @@ def usable_frame(loaded: LoadedInput, backend: Backend, rows: Relation) -> pd.Da
     usable = rows.filter("NOT _rejected AND NOT _outside")
     internal = {c for c in rows.columns if c.startswith("_")}
     if loaded.kind == "payments":
-        usable = usable.mutate(merchantReferenceId="_key", currency="_currency", status="_status")
+        usable = usable.mutate(merchantReferenceId=shown_key("_key"), currency="_currency", status="_status")
     else:
         usable = usable.mutate(
             currency="_currency", state=f"LOWER({trimmed(ident('state'))})", quantity="_quantity"
@@ -268,22 +337,110 @@ def load_payments(
     side: str,
     mapping: Mapping[str, str] | None = None,
     carry: bool = True,
+    export_format: str | Path | None = None,
     **reading: Unpack[Reading],
 ) -> LoadedInput:
     """One side of a payments reconciliation (``side`` is ``ledger`` or ``processor``).
 
     ``carry=False`` reads only the columns the engine needs (faster; nothing is carried).
+    ``export_format``: the export's layout by name or TOML file (``exports/``: Stripe, Adyen, DATEV);
+    None: recognised from the header, where it is one the toolkit knows.
     ``reading`` says how to read the file where detection is not enough (``Reading``).
     """
     # A float in either amount is refused, under its own name or the one mapped to it.
     amounts = frozenset(
         name
-        for canonical in ("amount", "pricingAmount")
-        for name in (canonical, (mapping or {}).get(canonical, canonical))
+        for canonical in ("amount", "pricingAmount", *SIGNED_COLUMNS)
+        for name in (canonical, *SIGNED_COLUMNS.get(canonical, ()), (mapping or {}).get(canonical, canonical))
     )
     described = sources.describe(source, side, amounts, sources.ReadOptions(**reading))
-    renames = renames_of(described, mapping, REQUIRED_COLUMNS, side)
-    return LoadedInput(side=side, described=described, renames=renames, carry=carry)
+    layout = layout_named(export_format) if export_format else recognised(described.columns, side)
+    if layout is not None and layout.side != side:
+        raise InputError(
+            f"{described.name}: {layout.name} is a layout of a {layout.side}'s file, not a {side}'s"
+        )
+    laid_amount = layout.mapping(described.columns).get("amount", "") if layout else ""
+    if laid_amount and laid_amount.lower() not in amounts:  # its decimal mark read from that column
+        amounts |= {laid_amount, laid_amount.lower()}
+        described = sources.describe(source, side, amounts, sources.ReadOptions(**reading))
+    if side != "ledger":
+        return _processor(described, mapping or {}, carry, side, layout)
+    return _ledger(described, mapping or {}, carry, layout)
+
+
+def _processor(
+    described: Described, mapping: Mapping[str, str], carry: bool, side: str, layout: Layout | None
+) -> LoadedInput:
+    """A processor's export: its columns as its ``layout`` maps them (the user's mapping over
+    them), its movement ``type`` column found by its usual names (``movements.TYPE_COLUMNS``);
+    with one (a settlement or balance report, which lists money that moved) its status column is
+    optional, every row then settled; an unsigned Debit/Credit pair signed as the layout says."""
+    choices: tuple[str, ...] = ()
+    if layout is not None:
+        laid = layout.mapping(described.columns)
+        if "merchantReferenceId" not in laid and "merchantReferenceId" not in mapping:
+            choices = tuple(layout.key_candidates(described.columns))
+            laid |= {"merchantReferenceId": choices[0]} if choices else {}
+        mapping = {**laid, **mapping}
+    mapping = {**usual_columns(described.columns, mapping, {"type": TYPE_COLUMNS}), **mapping}
+    typed = "type" in mapping
+    pair = "amount" not in mapping and {"debit", "credit"} <= set(mapping)
+    required = tuple(
+        c for c in REQUIRED_COLUMNS if not (typed and c == "status") and not (pair and c == "amount")
+    )
+    optional = ("type", *(["status"] if typed else []), *(["debit", "credit"] if pair else []))
+    try:
+        renames = renames_of(described, mapping, required, side, optional=optional)
+    except InputError as exc:
+        if layout is None or "merchantReferenceId" in mapping:
+            raise
+        raise InputError(f"{exc}. {layout.title}: {layout.key_help}") from None
+    found = {canonical for _, canonical in renames} | set(described.columns)
+    return LoadedInput(
+        side=side,
+        described=described,
+        renames=renames,
+        carry=carry,
+        booked=None if "status" in found else BOOKED,
+        signed="pair" if pair else None,
+        typed="type" in found,
+        layout=layout,
+        key_choices=choices if len(choices) > 1 else (),
+    )
+
+
+def _ledger(
+    described: Described, mapping: Mapping[str, str], carry: bool, layout: Layout | None = None
+) -> LoadedInput:
+    """A ledger as books are kept: without a status column every row is booked (``success``);
+    the amount signed by a Debit/Credit pair of columns where it has no amount column, or by a
+    Debit/Credit flag (``SIGNED_COLUMNS``, found by their usual names or mapped). Books rarely
+    say a movement's kind the processor's way (QuickBooks' ``Transaction Type``): a ``type``
+    column is read only when mapped, else a negative amount is money returned. A ``layout``
+    (DATEV's booking batch) maps the columns of a bookkeeping export (the user's mapping over it)."""
+    facts: tuple[tuple[str, str], ...] = ()
+    if layout is not None:
+        mapping = {**layout.mapping(described.columns), **mapping}
+        facts = extf_facts(described) if layout.date_year == "extf-header" else ()
+    mapping = {**usual_columns(described.columns, mapping, SIGNED_COLUMNS), **mapping}
+    own = {name.strip().lower() for name in described.columns}
+    pair = "amount" not in mapping and "amount" not in own and {"debit", "credit"} <= set(mapping)
+    required = tuple(c for c in REQUIRED_COLUMNS if c != "status" and not (pair and c == "amount"))
+    optional = ("status", *(SIGNED_COLUMNS if pair else ("debitCredit",)))
+    renames = renames_of(described, mapping, required, "ledger", optional=optional)
+    found = {canonical for _, canonical in renames} | set(described.columns)
+    signed = "pair" if pair else ("flag" if "debitCredit" in found else None)
+    return LoadedInput(
+        side="ledger",
+        described=described,
+        renames=renames,
+        carry=carry,
+        booked=None if "status" in found else BOOKED,
+        signed=signed,
+        typed="type" in mapping,
+        layout=layout,
+        facts=facts,
+    )
 
 
 def load_ledger(
@@ -291,10 +448,14 @@ def load_ledger(
     *,
     mapping: Mapping[str, str] | None = None,
     carry: bool = True,
+    export_format: str | Path | None = None,
     **reading: Unpack[Reading],
 ) -> LoadedInput:
-    """The merchant's books: CSV, .xlsx, Parquet (a file, folder or glob) or a frame."""
-    return load_payments(source, side="ledger", mapping=mapping, carry=carry, **reading)
+    """The merchant's books: CSV, .xlsx, Parquet (a file, folder or glob) or a frame; a
+    bookkeeping export the toolkit knows (DATEV's booking batch) recognised by its header."""
+    return load_payments(
+        source, side="ledger", mapping=mapping, carry=carry, export_format=export_format, **reading
+    )
 
 
 def load_processor(
@@ -302,10 +463,14 @@ def load_processor(
     *,
     mapping: Mapping[str, str] | None = None,
     carry: bool = True,
+    export_format: str | Path | None = None,
     **reading: Unpack[Reading],
 ) -> LoadedInput:
-    """The processor side: a settlement export, the journal's payments frame, or a table."""
-    return load_payments(source, side="processor", mapping=mapping, carry=carry, **reading)
+    """The processor side: a settlement export (Stripe's and Adyen's recognised by their header,
+    ``exports/``), the journal's payments frame, or a table."""
+    return load_payments(
+        source, side="processor", mapping=mapping, carry=carry, export_format=export_format, **reading
+    )
 
 
 def load_subscription_ledger(

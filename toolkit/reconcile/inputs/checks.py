@@ -5,6 +5,7 @@ prices, dates, the period and the cut-off; each problem a code in ``_problem`` (
 from __future__ import annotations
 
 import functools
+import hashlib
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -14,6 +15,16 @@ from toolkit.money import minor_digits
 from toolkit.payment_status import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES
 from toolkit.reconcile import sources
 from toolkit.reconcile.backends import Backend, Kept
+from toolkit.reconcile.movements import (
+    APART,
+    INCOMING,
+    OUTGOING,
+    RETURNED,
+    code,
+    codes,
+    returned_key,
+    vocabulary_table,
+)
 from toolkit.reconcile.period import Period, period_bounds
 from toolkit.reconcile.relation import Relation, ident, literal
 from toolkit.reconcile.schema import MAX_DIGITS, PRICING_COLUMNS, SUBSCRIPTION_STATES
@@ -122,9 +133,10 @@ def parse_amounts(
     rounding, either way. Built in stages, each a select of its own, so that every value is
     computed once.
     """
-    written = trimmed(ident(text))
+    t = table.mutate(_t=trimmed(ident(text)))
+    written = _accounting_sign("_t")
     point = decimal in (".", sources.POINT_UNDECIDED)
-    t = table.mutate(_w=written if point else _point_decimal(written))
+    t = t.mutate(_w=written if point else _point_decimal(written)).drop("_t")
     is_number = _matches("_w", NUMBER)
     if decimal == sources.POINT_UNDECIDED:
         is_number = f"({is_number} AND NOT {_matches('_w', f'^{sources.ONE_POINT.pattern}$')})"
@@ -154,6 +166,49 @@ def parse_amounts(
         t.mutate(**{minor: value})
         .rename({problem: "_problem_code"})
         .drop("_w", "_is_number", "_dot", "_signed", "_whole_len", "_fraction_len")
+    )
+
+
+#: A Debit/Credit flag's values (compared in upper case): debit positive, credit negative.
+DEBIT_FLAGS = ("S", "D", "DR", "DEBIT", "SOLL")
+CREDIT_FLAGS = ("H", "C", "CR", "CREDIT", "HABEN")
+_ZERO = "^[+-]?0*([.,]0*)?$"
+
+
+def signed_amounts(table: Relation, signed: str, *, credit_positive: bool = False) -> Relation:
+    """``amount`` as written, signed from a Debit/Credit ``pair`` of columns (the one written,
+    the credit negative, or with ``credit_positive`` the debit: a processor's account of the
+    merchant's money; both written and not zero cannot be read) or a Debit/Credit ``flag`` (an
+    unknown flag cannot be read): the check then reads it as any amount."""
+    if signed == "pair" and credit_positive:
+        return signed_amounts(table.rename({"credit": "debit", "debit": "credit"}), "pair")
+    if signed == "pair":
+        t = table.mutate(_dt=trimmed(ident("debit")), _ct=trimmed(ident("credit")))
+        debit_only = f"(_ct = '' OR {_matches('_ct', _ZERO)})"
+        credit_only = f"(_dt = '' OR {_matches('_dt', _ZERO)})"
+        amount = (
+            f"CASE WHEN _ct <> '' AND {credit_only} AND NOT {_matches('_ct', _ZERO)} THEN '-' || _ct "
+            f"WHEN {debit_only} THEN _dt ELSE 'debit ' || _dt || ' and credit ' || _ct END"
+        )
+        return t.mutate(amount=amount).drop("_dt", "_ct")
+    t = table.mutate(_flag=f"UPPER({trimmed(ident('debitCredit'))})", _at=trimmed(ident("amount")))
+    debit, credit = (", ".join(literal(v) for v in flags) for flags in (DEBIT_FLAGS, CREDIT_FLAGS))
+    amount = (
+        f"CASE WHEN _flag IN ({debit}) THEN _at WHEN _flag IN ({credit}) THEN '-' || _at "
+        f"ELSE _at || ' (debit or credit? ' || {ident('debitCredit')} || ')' END"
+    )
+    return t.mutate(amount=amount).drop("_flag", "_at")
+
+
+def _accounting_sign(written: str) -> str:
+    """A negative amount as accounting writes it, with its sign in front: ``(12.50)`` and SAP's
+    trailing minus ``12.50-`` are ``-12.50``; any other text as it is."""
+    return (
+        f"CASE WHEN LENGTH({written}) > 2 AND STARTS_WITH({written}, '(') AND ENDS_WITH({written}, ')') "
+        f"THEN '-' || SUBSTRING({written}, 2, LENGTH({written}) - 2) "
+        f"WHEN LENGTH({written}) > 1 AND ENDS_WITH({written}, '-') AND NOT STARTS_WITH({written}, '-') "
+        f"AND NOT STARTS_WITH({written}, '+') THEN '-' || SUBSTRING({written}, 1, LENGTH({written}) - 1) "
+        f"ELSE {written} END"
     )
 
 
@@ -231,10 +286,18 @@ def _currency_codes(table: Relation, iso: Kept, column: str, *, code: str, digit
 
 
 def check_payments(
-    backend: Backend, table: Relation, *, priced: bool = False, decimal: str = "."
+    backend: Backend,
+    table: Relation,
+    *,
+    priced: bool = False,
+    decimal: str = ".",
+    typed: bool = False,
+    words: tuple[tuple[str, str], ...] = (),
 ) -> Relation:
     """Key, amount, currency and status of every row, each checked; with ``priced`` (the
-    processor's side) also its price, where it has one."""
+    processor's side) also its price, where it has one; with ``typed``, its kind of movement from
+    the ``type`` column (else from its sign), in the words of ``movements.VOCABULARY`` and an
+    export layout's own ``words`` (its row types, normalised, and their kinds)."""
     raw_key = ident("merchantReferenceId")
     # The toolkit's CSV files guard a cell a spreadsheet would run ('=1+1): read back the key.
     # Compared one by one behind the quote: a list (``IN``) becomes a join on DuckDB.
@@ -251,18 +314,57 @@ def check_payments(
         table.drop("_written").mutate(_places="COALESCE(_digits, 0)"), "amount", "_places", decimal=decimal
     )
     table = _with_pricing(backend, table.drop("_places"), priced=priced, decimal=decimal)
+    table = _with_kind(backend, table, typed=typed, words=words)
+    apart = f"(_kind IN ({codes(APART)}))"
     table = table.mutate(
-        _bad_key="LENGTH(_key) = 0",
+        _bad_key=f"LENGTH(_key) = 0 AND NOT {apart}",
         _bad_currency="_digits IS NULL",
-        _bad_status="_status IS NULL",
+        _bad_status=f"_status IS NULL AND NOT {apart}",
         _amount_error=_amount_error(),
     )
-    bad = "(_bad_key OR _bad_currency OR _bad_status OR _amount_error <> 0 OR _bad_pricing)"
+    bad = "(_bad_key OR _bad_currency OR _bad_status OR _bad_type OR _amount_error <> 0 OR _bad_pricing)"
+    # Money returned on an order pairs apart from its payments, per currency (``returned_key``).
+    returned = f"_kind IN ({codes(RETURNED)})"
+    settled = PAYMENT_STATUS_NAMES.index("success")
     return table.mutate(
         _problem=f"CASE WHEN {bad} THEN 'rejected' END",
-        _minor=f"CASE WHEN {bad} THEN CAST(NULL AS BIGINT) ELSE _minor END",
-        _pminor=f"CASE WHEN {bad} THEN CAST(NULL AS BIGINT) ELSE _pminor END",
+        _minor=f"CASE WHEN {bad} THEN CAST(NULL AS BIGINT) ELSE {_signed_by_kind('_minor')} END",
+        _pminor=f"CASE WHEN {bad} THEN CAST(NULL AS BIGINT) ELSE {_signed_by_kind('_pminor')} END",
+        _key=f"CASE WHEN NOT {bad} AND {returned} THEN {returned_key('_key', '_currency')} ELSE _key END",
+        _st=f"CASE WHEN _status IS NULL AND {apart} THEN CAST({settled} AS TINYINT) ELSE _st END",
+        _status=f"CASE WHEN _status IS NULL AND {apart} THEN 'success' ELSE _status END",
     ).drop("_amount_problem")
+
+
+def _with_kind(
+    backend: Backend, table: Relation, *, typed: bool, words: tuple[tuple[str, str], ...] = ()
+) -> Relation:
+    """``_kind`` (a code of ``movements.KINDS``): from the ``type`` column where it has a word of
+    ``movements.VOCABULARY``, else from the sign (a negative amount is money ``returned``);
+    ``_bad_type`` where the type is written but no kind the toolkit knows (refused, not guessed)."""
+    by_sign = f"CASE WHEN _minor < 0 THEN {code('returned')} ELSE {code('payment')} END"
+    if not typed:
+        return table.mutate(_kind=f"CAST({by_sign} AS TINYINT)", _bad_type="FALSE")
+    stem = "kinds" if not words else "kinds_" + hashlib.sha256(repr(words).encode()).hexdigest()[:8]
+    vocabulary = backend.constant(stem, lambda: vocabulary_table(dict(words)))
+    spaced = f"LOWER(REPLACE({trimmed(ident('type'))}, '-', ' '))"
+    table = table.mutate(_typed=f"REGEXP_REPLACE({spaced}, '[ ]+', '_', 'g')")
+    table = table.left_join(vocabulary, "_s._typed = _j._word", _word_kind="_j._word_kind")
+    written = "COALESCE(LENGTH(_typed) > 0, FALSE)"
+    kind = f"CASE WHEN {written} AND _word_kind IS NOT NULL THEN _word_kind ELSE {by_sign} END"
+    return table.mutate(
+        _kind=f"CAST({kind} AS TINYINT)",
+        _bad_type=f"{written} AND _word_kind IS NULL",
+    ).drop("_typed", "_word_kind")
+
+
+def _signed_by_kind(minor: str) -> str:
+    """``minor`` signed as its kind moves money: a refund or chargeback out (negative), a
+    chargeback reversal in, whatever sign the file wrote (a ``Type`` column says the direction)."""
+    return (
+        f"CASE WHEN _kind IN ({codes(OUTGOING)}) THEN -ABS({minor}) "
+        f"WHEN _kind IN ({codes(INCOMING)}) THEN ABS({minor}) ELSE {minor} END"
+    )
 
 
 def _amount_error() -> str:

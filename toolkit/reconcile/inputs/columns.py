@@ -11,15 +11,45 @@ from collections.abc import Mapping, Sequence
 from toolkit.errors import InputError
 from toolkit.reconcile.sources import Described
 
+#: The columns that sign a ledger's amounts, with the names books give them: a Debit/Credit pair
+#: (a ledger with no amount column; debit positive) and a Debit/Credit flag (``S``/``H``,
+#: ``D``/``C``, ``Dr``/``Cr``, DATEV's ``Soll/Haben-Kennzeichen``).
+SIGNED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "debit": ("debit", "soll", "debit amount"),
+    "credit": ("credit", "haben", "credit amount"),
+    "debitCredit": ("soll/haben-kennzeichen", "debit/credit", "d/c", "dr/cr"),
+}
+
+
+def usual_columns(
+    names: Sequence[str], mapping: Mapping[str, str] | None, usual: Mapping[str, tuple[str, ...]]
+) -> dict[str, str]:
+    """The file's columns found by their usual names (``usual``: canonical name -> the names in
+    lower case; ``SIGNED_COLUMNS``, ``movements.TYPE_COLUMNS``): canonical name -> the file's
+    column, for those the mapping does not name already, and only where one column answers."""
+    mapped = set((mapping or {}).values())
+    found: dict[str, str] = {}
+    for canonical, said in usual.items():
+        matches = [n for n in names if n.strip().lower() in said and n not in mapped]
+        if len(matches) == 1 and canonical not in (mapping or {}):
+            found[canonical] = matches[0]
+    return found
+
 
 def renames_of(
-    described: Described, mapping: Mapping[str, str] | None, required: tuple[str, ...], side: str
+    described: Described,
+    mapping: Mapping[str, str] | None,
+    required: tuple[str, ...],
+    side: str,
+    *,
+    optional: tuple[str, ...] = (),
 ) -> tuple[tuple[str, str], ...]:
     """The user's column names -> canonical names; every required column must be there.
 
     A required column that is missing is taken from the one column whose name differs from it
     only in case (``Amount`` for ``amount``); otherwise the error lists the file's columns, the
-    closest name and the mapping that would fix it.
+    closest name and the mapping that would fix it. An ``optional`` column is found the same
+    way, and may be missing.
     """
     names = list(described.columns)
     renames: dict[str, str] = {}
@@ -36,15 +66,15 @@ def renames_of(
                 renames[column] = f"{column} (original)"
     final = [renames.get(n, n) for n in names]
     missing = []
-    for column in required:
+    for column in (*required, *optional):
         if column in final:
             continue
-        free = [n for n in names if n not in renames and n not in required]
+        free = [n for n in names if n not in renames and n not in required and n not in optional]
         same = [n for n in free if n.strip().lower() == column.lower()]
         if len(same) == 1:
             renames[same[0]] = column
             final = [renames.get(n, n) for n in names]
-        else:
+        elif column in required:
             missing.append(column)
     if missing:
         raise InputError(column_error(described.name, missing, names, side) + _mistyped(mapping, missing))

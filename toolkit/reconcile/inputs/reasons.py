@@ -23,6 +23,7 @@ from toolkit.reconcile.inputs.checks import (
     TOO_MANY_DIGITS,
     currency_codes,
 )
+from toolkit.reconcile.movements import KINDS
 from toolkit.reconcile.relation import Relation, ident
 from toolkit.reconcile.schema import PRICING_COLUMNS, REJECTED_COLUMNS
 
@@ -45,6 +46,7 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: Relation) -> pd.
         *flags,
         *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
         *(["_when_text"] if "_when_text" in rows.columns else []),
+        *(["type"] if loaded.typed else []),
         *[c for c in PRICING_COLUMNS if c in rows.columns],
     ]
     file = sources.source_sql(loaded.described, "_ord")
@@ -127,6 +129,11 @@ def _reasons(row: dict[str, Any], status: str, period: str, dated: str = "", dec
         parts.append("merchantReferenceId is empty")
     if row.get("_bad_currency"):
         parts.append(f"currency {row['currency']!r} is not an ISO 4217 code")
+    if row.get("_bad_type"):
+        parts.append(
+            f"type {str(row['type']).strip(SPACE)!r} is not a kind of movement the toolkit knows "
+            f"({', '.join(KINDS)}, or their usual names)"
+        )
     if row.get("_bad_status"):
         parts.append(f"status {row[status]!r} is not one of {', '.join(PAYMENT_STATUS_NAMES)} or 1/2/3/5")
     code = int(row.get("_amount_error") or 0)

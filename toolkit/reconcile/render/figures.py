@@ -84,6 +84,59 @@ def currency_lines(result: ReconciliationResult) -> list[CurrencyLine]:
     return lines
 
 
+#: Each kind of movement in a report's words.
+KIND_WORDS: dict[str, str] = {
+    "payment": "payments (charges)",
+    "refund": "refunds",
+    "chargeback": "chargebacks",
+    "chargeback_reversal": "chargebacks reversed (disputes won)",
+    "returned": "money returned (credit notes)",
+    "fee": "fees",
+    "payout": "payouts",
+    "adjustment": "adjustments",
+}
+
+
+@dataclass(frozen=True)
+class MovementLine:
+    """One currency's movements of one kind on each side (formatted; '' where a side has none);
+    the kind ``net`` is a currency's every movement added up."""
+
+    currency: str
+    kind: str
+    ledger_count: int
+    ledger: str
+    processor_count: int
+    processor: str
+
+
+def movement_lines(result: ReconciliationResult) -> list[MovementLine]:
+    """Per currency, each kind's count and signed total on each side, then their net; empty when
+    every movement is a payment (the totals by currency say it all)."""
+    if all(m.kind == "payment" for m in result.movements):
+        return []
+    sums: dict[tuple[str, str, str], tuple[int, Decimal]] = {}
+    for m in result.movements:
+        for kind in (m.kind, "net"):
+            count, amount = sums.get((m.currency, kind, m.side), (0, Decimal(0)))
+            sums[(m.currency, kind, m.side)] = (count + m.rows, amount + m.amount)
+    order = [*KIND_WORDS, "net"]
+    lines = []
+    for currency, kind in sorted({(c, k) for c, k, _ in sums}, key=lambda ck: (ck[0], order.index(ck[1]))):
+        led, pro = (sums.get((currency, kind, side)) for side in ("ledger", "processor"))
+        lines.append(
+            MovementLine(
+                currency=currency,
+                kind=KIND_WORDS.get(kind, "net (every movement)"),
+                ledger_count=led[0] if led else 0,
+                ledger=money_text(led[1], currency, signed=True) if led else "",
+                processor_count=pro[0] if pro else 0,
+                processor=money_text(pro[1], currency, signed=True) if pro else "",
+            )
+        )
+    return lines
+
+
 def category_lines(result: ReconciliationResult) -> tuple[list[CategoryLine], list[str]]:
     """The categories with exceptions (in report order), and the labels of those without."""
     counts = result.category_counts

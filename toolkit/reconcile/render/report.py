@@ -23,8 +23,9 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import pandas as pd
 import pyarrow as pa
@@ -34,6 +35,7 @@ import pyarrow.parquet as pq
 from toolkit.errors import OutputError
 from toolkit.output_record import claim
 from toolkit.outputs import atomic_path, cell_text, ensure_directory, neutralise_cells
+from toolkit.reconcile.movements import KINDS
 from toolkit.reconcile.render.page import render_html
 from toolkit.reconcile.render.words import Period
 from toolkit.reconcile.render.workbook import write_xlsx
@@ -204,7 +206,34 @@ def write_exceptions(
 def summary_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
     """The summary as summary.csv holds it (amount as exact text, '' when not applicable)."""
     frame = result.summary.reindex(columns=list(SUMMARY_COLUMNS))
-    return frame.assign(amount=[cell_text(a) for a in frame["amount"]])
+    frame = frame.assign(amount=[cell_text(a) for a in frame["amount"]])
+    if all(m.kind == "payment" for m in result.movements):
+        return frame
+    # Each side's movements per kind, and their net, after the categories (``movement_rows``).
+    moves = pd.DataFrame(movement_rows(result), columns=list(SUMMARY_COLUMNS))
+    return pd.concat([frame, moves.assign(amount=[cell_text(a) for a in moves["amount"]])], ignore_index=True)
+
+
+def movement_rows(result: ReconciliationResult) -> list[tuple[str, str, int, Decimal]]:
+    """summary.csv's rows of movements: ``<side>_<kind>`` (``processor_refund``) and
+    ``<side>_net`` per currency, with their count of rows and signed exact total."""
+    rows: dict[tuple[str, str], list[Any]] = {}
+    for m in result.movements:
+        for name in (f"{m.side}_{m.kind}", f"{m.side}_net"):
+            entry = rows.setdefault((name, m.currency), [0, Decimal(0)])
+            entry[0] += m.rows
+            entry[1] += m.amount
+    kinds = [*KINDS, "net"]
+
+    def order(item: tuple[tuple[str, str], list[Any]]) -> tuple[str, int, str]:
+        (name, currency), _ = item
+        side, _, kind = name.partition("_")
+        return side, kinds.index(kind), currency
+
+    return [
+        (name, currency, count, amount)
+        for (name, currency), (count, amount) in sorted(rows.items(), key=order)
+    ]
 
 
 def write_report(
@@ -344,6 +373,7 @@ def _accounting_line(counts: RowCounts) -> str:
         (counts.in_transit, "in transit"),
         (counts.outside, "outside the period"),
         (counts.after_cutoff, "after the cut-off"),
+        (counts.movements, "fees, payouts and adjustments"),
     )
     return (
         f"{counts.side}: {counts.source}: {counts.rows:,} rows = {counts.matched:,} matched + "

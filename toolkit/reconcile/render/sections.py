@@ -130,8 +130,14 @@ def row_cells(
     run's) and the detail; ``ranks`` sort the sides, the place and the state."""
     ledger, processor, where, state = ranks
     reason = f" ({record['stateReason']})" if tracked and record["stateReason"] else ""
+    reference = cell_text(record.get("processor_reference"))
+    reason += f" (at the processor: {reference})" if reference else ""
+    kind = cell_text(record.get("kind"))
     return (
-        Cell(cell_text(record["merchantReferenceId"])),
+        Cell(
+            cell_text(record["merchantReferenceId"]),
+            kind.replace("_", " ") if kind not in ("", "payment") else "",
+        ),
         _side_cell(record, "ledger", ledger),
         _side_cell(record, "processor", processor),
         Cell(source_words(cell_text(record["source"]), short=True), f"row {record['source_row']}", where),

@@ -30,12 +30,14 @@ CATEGORY_WORDS: dict[str, tuple[str, str]] = {
     "missing_in_processor": (
         "In the books, not at the processor",
         "Check whether the payment was really taken (look it up at the processor by its "
-        "reference); if it never happened, reverse the booking.",
+        "reference); if it never happened, reverse the booking. A credit note the processor "
+        "never refunded: refund the customer, or reverse the credit note.",
     ),
     "missing_in_ledger": (
         "At the processor, not in the books",
         "Money moved that the books do not show: find the order and book it, or refund the "
-        "customer if the payment is not ours.",
+        "customer if the payment is not ours. A refund or chargeback (its kind says which): "
+        "book it, and a chargeback's fee.",
     ),
     "amount_mismatch": (
         "Amounts differ",

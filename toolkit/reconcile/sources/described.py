@@ -3,6 +3,7 @@ backends read it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -51,8 +52,15 @@ class Described:
     parts: tuple[ParquetPart, ...] = ()  # Parquet: the files, grouped by their schema
 
 
-def _columns_of(names: list[str], name: str) -> tuple[str, ...]:
-    trimmed = tuple(str(n).strip() for n in names)
+def named_cells(names: Sequence[object]) -> list[str]:
+    """A header's cells, an empty one named by its place (``column 1``): an accounting export
+    leaves the header of its first column, the account or row labels, empty (QuickBooks), and an
+    empty name can be neither mapped nor read by the engine."""
+    return [str(n) if str(n).strip() else f"column {i}" for i, n in enumerate(names, 1)]
+
+
+def _columns_of(names: Sequence[object], name: str) -> tuple[str, ...]:
+    trimmed = tuple(n.strip() for n in named_cells(names))
     seen: set[str] = set()
     for column in trimmed:
         if column in seen:

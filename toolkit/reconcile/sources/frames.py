@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.errors import InputError
-from toolkit.reconcile.sources.described import Described, _columns
+from toolkit.reconcile.sources.described import Described, _columns, named_cells
 from toolkit.reconcile.sources.formats import WRITTEN
 
 
@@ -23,6 +23,7 @@ def _describe_frame(frame: pd.DataFrame, side: str, amount_columns: frozenset[st
         frame = frame.reset_index()
     name = f"<{side} frame>"
     table = _numbered_table(_frame_to_table(frame, name, amount_columns), first=1)
+    table = table.rename_columns(named_cells(table.column_names))
     return Described(name, "frame", _columns(table, name), table=table)
 
 

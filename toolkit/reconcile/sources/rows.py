@@ -24,6 +24,7 @@ import pyarrow.csv as pacsv
 
 from toolkit.errors import InputError
 from toolkit.reconcile.relation import Relation, literal
+from toolkit.reconcile.sources.described import named_cells
 from toolkit.reconcile.sources.formats import _BLOCK
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def csv_header(path: Path, delimiter: str) -> tuple[list[str], int]:
         reader = csv.reader(handle, delimiter=delimiter)
         for record in reader:
             if record:
-                return record, reader.line_num - 1
+                return named_cells(record), reader.line_num - 1
     return [], 0
 
 

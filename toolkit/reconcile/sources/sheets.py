@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from toolkit.errors import InputError
-from toolkit.reconcile.sources.described import Described, _columns
+from toolkit.reconcile.sources.described import Described, _columns, named_cells
 from toolkit.reconcile.sources.formats import MAX_COLUMNS, WHITESPACE
 from toolkit.reconcile.sources.frames import _text_of
 from toolkit.reconcile.sources.options import ReadOptions
@@ -62,6 +62,7 @@ def _describe_xlsx(path: Path, options: ReadOptions, amount_columns: frozenset[s
         header_row = options.header_row if options.header_row is not None else _header_row(top)
         where = _Sheet(path, sheet, declared[sheet])
         table = _sheet_table(where, book[sheet], header_row, options.decimal or ".")
+        table = table.rename_columns(named_cells(table.column_names))
     finally:
         book.close()
     return Described(

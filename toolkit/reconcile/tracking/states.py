@@ -17,7 +17,9 @@ Rules where the issue leaves the choice:
 
 * ``exceptionId`` is ``E`` + the first 16 hex digits of the sha256 of the track, the category and
   the key (``merchantReferenceId``). A rejected row may have no key, or share it with another
-  rejected row, so its id also takes its side and its row number. Should a (key, category) repeat
+  rejected row, so its id also takes its side and its row number. The exception of a key's money
+  returned (its ``kind`` a refund, chargeback, ...) also takes its kind, so that an
+  acknowledgement of the charge never covers its refund. Should a (key, category) repeat
   within a run all the same, the repeats are numbered in order.
 * An acknowledgement is of the facts of the latest run; it holds while the exception stays and its
   facts stay the same. Once a run did not hold it (a re-run of a day included), it has lapsed for
@@ -87,14 +89,18 @@ def exception_ids(track: str, exceptions: pd.DataFrame, sides: dict[str, str]) -
     its side, for rejected rows."""
     ids: list[str] = []
     seen: dict[str, int] = {}
-    for key, category, source, row in zip(
+    kinds = exceptions["kind"].tolist() if "kind" in exceptions.columns else [""] * len(exceptions)
+    for key, category, kind, source, row in zip(
         exceptions["merchantReferenceId"].tolist(),
         exceptions["category"].astype(str).tolist(),
+        kinds,
         exceptions["source"].tolist(),
         exceptions["source_row"].tolist(),
         strict=True,
     ):
         parts = [track, category, cell_text(key)]
+        if cell_text(kind) not in ("", "payment"):  # a refund's exception is not its charge's
+            parts.append(cell_text(kind))
         if category == "rejected_row":
             parts += [sides.get(cell_text(source), cell_text(source)), cell_text(row)]
         base = "\x1f".join(parts)
