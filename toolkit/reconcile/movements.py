@@ -135,14 +135,10 @@ def returned_key(key: str, currency: str) -> str:
     return f"'{RETURNED_MARK}' || {currency} || {key}"
 
 
-def order_key(key: str) -> str:
-    """SQL: the order's key of a key of money returned (``returned_key``)."""
-    return f"SUBSTRING({key}, {_MARKED + 1})"
-
-
 def shown_key(key: str) -> str:
-    """SQL: the order's key as written, of the engine's key ``key`` (its mark taken off)."""
-    return f"CASE WHEN {is_returned(key)} THEN {order_key(key)} ELSE {key} END"
+    """SQL: the order's key as written, of the engine's key ``key`` (the mark and currency of
+    money returned taken off)."""
+    return f"CASE WHEN {is_returned(key)} THEN SUBSTRING({key}, {_MARKED + 1}) ELSE {key} END"
 
 
 def kind_name(kind: str) -> str:

@@ -90,9 +90,8 @@ def returned_words(category: str, kind: str, detail: str) -> str:
     words = RETURNED_WORDS.get(category)
     if not words:
         return detail
-    fallback = words["returned"] if "returned" in words else next(iter(words.values()))
     cases = " ".join(
-        f"WHEN {code(name)} THEN {literal(words.get(name, fallback) + '; ')}" for name in RETURNED
+        f"WHEN {code(name)} THEN {literal(words.get(name, words['returned']) + '; ')}" for name in RETURNED
     )
     return f"(CASE {kind} {cases} ELSE '' END || {detail})"
 

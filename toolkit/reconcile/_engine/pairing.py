@@ -38,9 +38,9 @@ def _per_key(side: Side, *, when: bool, price: bool) -> str:
         *(["pminor", "pcur"] if price else []),
     ]
     repeated_returned = f"(_c._rkey IS NOT NULL AND {is_returned('_u._key')})"
-    total, mixed = repeated_returned, f"{repeated_returned} AND NOT _c._one_kind"
+    mixed = f"{repeated_returned} AND NOT _c._one_kind"  # refunds and chargebacks on one key
     special = {
-        "minor": f"CASE WHEN {total} THEN CAST(_c._sum AS BIGINT) ELSE _u._minor END",
+        "minor": f"CASE WHEN {repeated_returned} THEN CAST(_c._sum AS BIGINT) ELSE _u._minor END",
         "kind": f"CASE WHEN {mixed} THEN {code('returned')} ELSE _u._kind END",
     }
     values = [

@@ -110,20 +110,27 @@ class MovementLine:
     processor: str
 
 
-def movement_lines(result: ReconciliationResult) -> list[MovementLine]:
-    """Per currency, each kind's count and signed total on each side, then their net; empty when
-    every movement is a payment (the totals by currency say it all)."""
+def movement_sums(result: ReconciliationResult) -> dict[tuple[str, str, str], tuple[int, Decimal]]:
+    """(side, kind, currency) -> rows and signed total of each side's movements, with the kind
+    ``net`` for every movement of a currency added up; empty when every movement is a payment
+    (the totals by currency say it all). report.html's table and summary.csv's rows read it."""
     if all(m.kind == "payment" for m in result.movements):
-        return []
+        return {}
     sums: dict[tuple[str, str, str], tuple[int, Decimal]] = {}
     for m in result.movements:
         for kind in (m.kind, "net"):
-            count, amount = sums.get((m.currency, kind, m.side), (0, Decimal(0)))
-            sums[(m.currency, kind, m.side)] = (count + m.rows, amount + m.amount)
+            count, amount = sums.get((m.side, kind, m.currency), (0, Decimal(0)))
+            sums[(m.side, kind, m.currency)] = (count + m.rows, amount + m.amount)
+    return sums
+
+
+def movement_lines(result: ReconciliationResult) -> list[MovementLine]:
+    """Per currency, each kind's count and signed total on each side, then their net."""
+    sums = movement_sums(result)
     order = [*KIND_WORDS, "net"]
     lines = []
-    for currency, kind in sorted({(c, k) for c, k, _ in sums}, key=lambda ck: (ck[0], order.index(ck[1]))):
-        led, pro = (sums.get((currency, kind, side)) for side in ("ledger", "processor"))
+    for currency, kind in sorted({(c, k) for _, k, c in sums}, key=lambda ck: (ck[0], order.index(ck[1]))):
+        led, pro = (sums.get((side, kind, currency)) for side in ("ledger", "processor"))
         lines.append(
             MovementLine(
                 currency=currency,

@@ -23,9 +23,8 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import pandas as pd
 import pyarrow as pa
@@ -36,6 +35,7 @@ from toolkit.errors import OutputError
 from toolkit.output_record import claim
 from toolkit.outputs import atomic_path, cell_text, ensure_directory, neutralise_cells
 from toolkit.reconcile.movements import KINDS
+from toolkit.reconcile.render.figures import movement_sums
 from toolkit.reconcile.render.page import render_html
 from toolkit.reconcile.render.words import Period
 from toolkit.reconcile.render.workbook import write_xlsx
@@ -207,33 +207,18 @@ def summary_csv_frame(result: ReconciliationResult) -> pd.DataFrame:
     """The summary as summary.csv holds it (amount as exact text, '' when not applicable)."""
     frame = result.summary.reindex(columns=list(SUMMARY_COLUMNS))
     frame = frame.assign(amount=[cell_text(a) for a in frame["amount"]])
-    if all(m.kind == "payment" for m in result.movements):
+    sums = movement_sums(result)
+    if not sums:
         return frame
-    # Each side's movements per kind, and their net, after the categories (``movement_rows``).
-    moves = pd.DataFrame(movement_rows(result), columns=list(SUMMARY_COLUMNS))
-    return pd.concat([frame, moves.assign(amount=[cell_text(a) for a in moves["amount"]])], ignore_index=True)
-
-
-def movement_rows(result: ReconciliationResult) -> list[tuple[str, str, int, Decimal]]:
-    """summary.csv's rows of movements: ``<side>_<kind>`` (``processor_refund``) and
-    ``<side>_net`` per currency, with their count of rows and signed exact total."""
-    rows: dict[tuple[str, str], list[Any]] = {}
-    for m in result.movements:
-        for name in (f"{m.side}_{m.kind}", f"{m.side}_net"):
-            entry = rows.setdefault((name, m.currency), [0, Decimal(0)])
-            entry[0] += m.rows
-            entry[1] += m.amount
+    # Each side's movements per kind, and their net, after the categories: ``<side>_<kind>``
+    # (``processor_refund``) and ``<side>_net`` per currency, with their rows and signed total.
     kinds = [*KINDS, "net"]
-
-    def order(item: tuple[tuple[str, str], list[Any]]) -> tuple[str, int, str]:
-        (name, currency), _ = item
-        side, _, kind = name.partition("_")
-        return side, kinds.index(kind), currency
-
-    return [
-        (name, currency, count, amount)
-        for (name, currency), (count, amount) in sorted(rows.items(), key=order)
+    ordered = sorted(sums.items(), key=lambda item: (item[0][0], kinds.index(item[0][1]), item[0][2]))
+    moves = [
+        (f"{side}_{kind}", currency, rows, cell_text(amount))
+        for (side, kind, currency), (rows, amount) in ordered
     ]
+    return pd.concat([frame, pd.DataFrame(moves, columns=list(SUMMARY_COLUMNS))], ignore_index=True)
 
 
 def write_report(
