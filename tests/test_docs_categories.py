@@ -28,6 +28,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "summary.csv": schema.SUMMARY_COLUMNS,
     "matched": schema.MATCHED_COLUMNS,
     "fx.csv": schema.FX_COLUMNS,
+    "payouts.csv": schema.PAYOUT_TOTAL_COLUMNS,
 }
 CATEGORY_TABLES = ("Payment categories", "Subscription categories", "Informational categories")
 

@@ -52,7 +52,15 @@ def test_values_are_read_as_the_parameter_wants(text: str, default: Any, value: 
         ({"ledger_encoding": "klingon"}, "ledger_encoding: unknown encoding 'klingon'"),
         ({"ledger_sheet": "0"}, "ledger_sheet: 0 must be"),
         ({"ledger_header_row": -2}, "ledger_header_row: -2 must be"),
+        ({"ledger_date_format": "%d/%m/%j"}, "ledger_date_format: %j in '%d/%m/%j' is not a directive"),
+        ({"ledger_timezone": "Europe/Nowhere"}, "ledger_timezone: 'Europe/Nowhere' is not a time zone"),
+        ({"ledger_currency": "EURO"}, "ledger_currency: 'EURO' is not an ISO 4217 code"),
         ({"ledger_map": "amount"}, "ledger_map: give required=file column pairs"),
+        ({"processor_format": "paypal"}, "processor_format: no export layout 'paypal'"),
+        (
+            {"ledger_format": "stripe_unified_payments"},
+            "ledger_format: stripe_unified_payments is a layout of a processor's",
+        ),
         ({"processor_map": "{"}, "processor_map: not valid JSON"),
     ],
 )

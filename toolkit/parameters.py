@@ -109,6 +109,8 @@ def _value_problem(name: str, value: Any) -> str | None:
         return f"{name}: {value} is less than {least}"
     if name.endswith("_tolerance") or name in ("as_of", "grace"):
         return _rule_problem(name, value)
+    if name in ("ledger_format", "processor_format"):
+        return _layout_problem(name, value)
     if name.endswith("_map") or (name.startswith("ledger_") and not name.endswith("_path")):
         return _reading_problem(name, value)
     if not isinstance(value, str) or not value.strip():
@@ -132,6 +134,24 @@ def _readable_path(value: str) -> bool:
         or path.is_dir()
         or any(Path(p).is_file() for p in glob.iglob(str(path), recursive=True))
     )
+
+
+def _layout_problem(name: str, value: Any) -> str | None:
+    """An export layout (``ledger_format``, ``processor_format``): a shipped one's name or a
+    layout file, read as the loaders will read it; blank: recognised from the header."""
+    from toolkit.errors import InputError
+    from toolkit.reconcile.exports import layout_named
+
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        layout = layout_named(value.strip())
+    except InputError as exc:
+        return f"{name}: {exc}"
+    side = name.removesuffix("_format")
+    if layout.side != side:
+        return f"{name}: {layout.name} is a layout of a {layout.side}'s file, not a {side}'s"
+    return None
 
 
 def _reading_problem(name: str, value: Any) -> str | None:

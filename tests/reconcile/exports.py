@@ -98,6 +98,13 @@ ADYEN_HEADER = [
 ]
 
 
+#: The month's EUR payout: what its items add up to, net of fees (each charge's 0.45), refunds,
+#: the chargeback and its fee, and the fee line; ORD-11's USD (Stripe's and Adyen's settlement
+#: in USD; EUR in the balance history) is paid out apart, in ``po_0002``, which the month's file
+#: does not hold.
+PAID_OUT = "1578.04"
+
+
 def _movements() -> list[tuple[str, str, str, int]]:
     """(order key or "", kind, amount unsigned, day of May) of the processor's month."""
     moves = []
@@ -115,7 +122,7 @@ def _movements() -> list[tuple[str, str, str, int]]:
         ("", "dispute_fee", "15.00", 22),
         ("ORD-19", "refund", "5.00", 23),
         ("", "fee", "2.35", 28),
-        ("", "payout", "500.00", 30),
+        ("", "payout", PAID_OUT, 30),
     ]
     return moves
 
@@ -133,8 +140,15 @@ def ledger_csv() -> str:
     return _csv(rows)
 
 
+#: ORD-11 is a EUR order settled in USD: its amount in the balance's currency, and the fee of a
+#: charge (Stripe's and Adyen's costs), in the settlement currency.
+SETTLED_IN_USD = ("ORD-11", "120.45")
+CHARGE_FEE = "0.45"
+
+
 def stripe_balance_csv() -> str:
-    """Stripe's itemized balance change from activity report of the month."""
+    """Stripe's itemized balance change from activity report of the month: each charge with its
+    fee; ORD-11 charged in EUR and settled in USD (``customer_facing_amount`` the EUR)."""
     rows: list[list[str]] = [STRIPE_HEADER]
     category = {"charge": "charge", "refund": "refund", "chargeback": "dispute", "dispute_fee": "fee"}
     category |= {"fee": "fee", "payout": "payout"}
@@ -142,22 +156,26 @@ def stripe_balance_csv() -> str:
         signed = amount if kind == "charge" else f"-{amount}"
         when = f"2025-05-{day:02d} 10:{i:02d}:00"
         source = {"charge": "ch_", "refund": "re_", "chargeback": "du_", "payout": "po_"}.get(kind, "")
+        usd = key == SETTLED_IN_USD[0]
+        gross = SETTLED_IN_USD[1] if usd else signed
+        fee = CHARGE_FEE if kind == "charge" else "0.00"
         row = {
             "balance_transaction_id": f"txn_{i:04d}",
             "created_utc": when,
             "created": when,
             "available_on_utc": f"2025-05-{min(day + 2, 31):02d} 00:00:00",
             "available_on": f"2025-05-{min(day + 2, 31):02d} 00:00:00",
-            "currency": "eur",
-            "gross": signed,
-            "fee": "0.00",
-            "net": signed,
+            "currency": "usd" if usd else "eur",
+            "gross": gross,
+            "fee": fee,
+            "net": f"{float(gross) - float(fee):.2f}",
             "reporting_category": category[kind],
-            "source_id": f"{source}{i:04d}" if source else "",
+            "source_id": "po_0001" if kind == "payout" else f"{source}{i:04d}" if source else "",
             "description": "Dispute fee" if kind == "dispute_fee" else "",
             "customer_facing_amount": amount if key else "",
             "customer_facing_currency": "eur" if key else "",
-            "automatic_payout_id": "po_0001",
+            # A payout is in no payout: its own id is its source.
+            "automatic_payout_id": "" if kind == "payout" else "po_0002" if usd else "po_0001",
             "charge_id": f"ch_{i:04d}" if key else "",
             "payment_intent_id": f"pi_{i:04d}" if key else "",
             "payment_metadata[customer_ref]": f"CUS-{i % 7}" if key else "",
@@ -169,7 +187,8 @@ def stripe_balance_csv() -> str:
 
 def adyen_settlement_csv() -> str:
     """Adyen's settlement details report of the month (batch 7); times in CEST, one of them
-    after midnight local time on June 1st, which is May 31st in UTC."""
+    after midnight local time on June 1st, which is May 31st in UTC; each settled payment's
+    costs (0.45 in all) in the net columns; ORD-11 charged in EUR and settled in USD."""
     rows: list[list[str]] = [ADYEN_HEADER]
     types = {"charge": "Settled", "refund": "Refunded", "chargeback": "Chargeback", "dispute_fee": "Fee"}
     types |= {"fee": "Fee", "payout": "MerchantPayout"}
@@ -177,6 +196,8 @@ def adyen_settlement_csv() -> str:
         when = f"2025-05-{day:02d} 12:{i:02d}:00" if key != "ORD-12" else "2025-06-01 01:30:00"
         gross = key != "" and kind != "dispute_fee"
         credit = kind == "charge"
+        usd = key == SETTLED_IN_USD[0]
+        settled = SETTLED_IN_USD[1] if usd else amount
         row = {
             "Company Account": "AcmeCompany",
             "Merchant Account": "AcmeEU",
@@ -190,14 +211,14 @@ def adyen_settlement_csv() -> str:
             "Gross Currency": "EUR",
             "Gross Debit (GC)": amount if gross and not credit else "",
             "Gross Credit (GC)": amount if gross and credit else "",
-            "Exchange Rate": "1" if gross else "",
-            "Net Currency": "EUR",
+            "Exchange Rate": ("1.09" if usd else "1") if gross else "",
+            "Net Currency": "USD" if usd else "EUR",
             "Net Debit (NC)": "" if credit else amount,
-            "Net Credit (NC)": amount if credit else "",
-            "Commission (NC)": "",
+            "Net Credit (NC)": f"{float(settled) - 0.45:.2f}" if credit else "",
+            "Commission (NC)": "0.30" if credit else "",
             "Markup (NC)": "",
-            "Scheme Fees (NC)": "",
-            "Interchange (NC)": "",
+            "Scheme Fees (NC)": "0.05" if credit else "",
+            "Interchange (NC)": "0.10" if credit else "",
             "Payment Method Variant": "visaclassic" if key else "",
             "Modification Merchant Reference": "",
             "Batch Number": "7",
@@ -313,6 +334,255 @@ def datev_extf() -> bytes:
     return ("\r\n".join(lines) + "\r\n").encode("latin-1")
 
 
+#: Stripe's Dashboard payments export (unified_payments.csv), its columns as the Dashboard writes
+#: them (Stripe publishes no reference; the header of a donation importer of such files), with the
+#: merchant's ``order_id (metadata)`` column after them.
+UNIFIED_HEADER = [
+    "id",
+    "Description",
+    "Seller Message",
+    "Created (UTC)",
+    "Amount",
+    "Amount Refunded",
+    "Currency",
+    "Converted Amount",
+    "Converted Amount Refunded",
+    "Fee",
+    "Tax",
+    "Converted Currency",
+    "Mode",
+    "Status",
+    "Statement Descriptor",
+    "Customer ID",
+    "Customer Description",
+    "Customer Email",
+    "Captured",
+    "Card ID",
+    "Card Last4",
+    "Card Brand",
+    "Card Funding",
+    "Card Exp Month",
+    "Card Exp Year",
+    "Card Name",
+    "Card Address Line1",
+    "Card Address Line2",
+    "Card Address City",
+    "Card Address State",
+    "Card Address Country",
+    "Card Address Zip",
+    "Card Issue Country",
+    "Card Fingerprint",
+    "Card CVC Status",
+    "Card AVS Zip Status",
+    "Card AVS Line1 Status",
+    "Card Tokenization Method",
+    "Disputed Amount",
+    "Dispute Status",
+    "Dispute Reason",
+    "Dispute Date (UTC)",
+    "Dispute Evidence Due (UTC)",
+    "Invoice ID",
+    "Payment Source Type",
+    "Destination",
+    "Transfer",
+    "Interchange Costs",
+    "Merchant Service Charge",
+    "Transfer Group",
+    "PaymentIntent ID",
+    "order_id (metadata)",
+]
+
+
+def stripe_unified_csv() -> str:
+    """Stripe's payments export of the month: a row per charge, the refunded and disputed amounts
+    in their columns (ORD-17's two refunds as one 30.00, ORD-19's 5.00, ORD-18's dispute lost),
+    a failed attempt that took no money, ORD-11 converted to USD; no fee or payout rows (the
+    export lists charges only)."""
+    refunded = {"ORD-17": "30.00", "ORD-19": "5.00"}
+    rows: list[list[str]] = [UNIFIED_HEADER]
+    for i, (key, kind, amount, day) in enumerate(_movements(), start=1):
+        if kind != "charge":
+            continue
+        usd = key == SETTLED_IN_USD[0]
+        disputed = key == "ORD-18"
+        row = {
+            "id": f"ch_{i:04d}",
+            "Created (UTC)": f"2025-05-{day:02d} 10:{i:02d}:00",
+            "Amount": amount,
+            "Amount Refunded": refunded.get(key, "0.00"),
+            "Currency": "eur",
+            "Converted Amount": SETTLED_IN_USD[1] if usd else amount,
+            "Converted Amount Refunded": refunded.get(key, "0.00"),
+            "Fee": CHARGE_FEE,
+            "Tax": "0.00",
+            "Converted Currency": "usd" if usd else "eur",
+            "Mode": "Live",
+            "Status": "Refunded" if key in refunded else "Paid",
+            "Captured": "true",
+            "Card Brand": "Visa",
+            "Disputed Amount": amount if disputed else "",
+            "Dispute Status": "lost" if disputed else "",
+            "Dispute Date (UTC)": "2025-05-22 09:00:00" if disputed else "",
+            "Payment Source Type": "card",
+            "PaymentIntent ID": f"pi_{i:04d}",
+            "order_id (metadata)": key,
+        }
+        rows.append([row.get(name, "") for name in UNIFIED_HEADER])
+    failed = {"id": "ch_0099", "Created (UTC)": "2025-05-09 11:00:00", "Amount": ORDERS[8][1]}
+    failed |= {"Amount Refunded": "0.00", "Currency": "eur", "Fee": "0.00", "Status": "Failed"}
+    failed |= {"Captured": "false", "order_id (metadata)": ORDERS[8][0]}
+    rows.append([failed.get(name, "") for name in UNIFIED_HEADER])
+    return _csv(rows)
+
+
+#: Stripe's balance history as the Dashboard's Balance page exported it (no vendor reference; the
+#: header parsers of such files agree on), with the merchant's metadata column.
+HISTORY_HEADER = [
+    "id",
+    "Type",
+    "Source",
+    "Amount",
+    "Fee",
+    "Net",
+    "Currency",
+    "Created (UTC)",
+    "Available On (UTC)",
+    "Description",
+    "Transfer",
+    "order_id (metadata)",
+]
+
+
+def stripe_history_csv() -> str:
+    """Stripe's balance history of the month: types of the BalanceTransaction object; the
+    dispute's withdrawal an ``adjustment`` without the order's metadata (as this export writes
+    it), the dispute fee a ``stripe_fee``."""
+    rows: list[list[str]] = [HISTORY_HEADER]
+    types = {"charge": "charge", "refund": "refund", "chargeback": "adjustment"}
+    types |= {"dispute_fee": "stripe_fee", "fee": "stripe_fee", "payout": "payout"}
+    for i, (key, kind, amount, day) in enumerate(_movements(), start=1):
+        fee = CHARGE_FEE if kind == "charge" else "0.00"
+        signed = amount if kind == "charge" else f"-{amount}"
+        source = {"charge": "ch_", "refund": "re_", "chargeback": "du_", "payout": "po_"}.get(kind, "")
+        description = "Chargeback withdrawal for ch_0018" if kind == "chargeback" else ""
+        row = {
+            "id": f"txn_{i:04d}",
+            "Type": types[kind],
+            "Source": "po_0001" if kind == "payout" else f"{source}{i:04d}" if source else "",
+            "Amount": signed,
+            "Fee": fee,
+            "Net": f"{float(signed) - float(fee):.2f}",
+            "Currency": "eur",
+            "Created (UTC)": f"2025-05-{day:02d} 10:{i:02d}",
+            "Available On (UTC)": f"2025-05-{min(day + 2, 31):02d} 00:00",
+            "Description": description,
+            "Transfer": "" if kind == "payout" else "po_0002" if key == SETTLED_IN_USD[0] else "po_0001",
+            "order_id (metadata)": key if kind in ("charge", "refund") else "",
+        }
+        rows.append([row[name] for name in HISTORY_HEADER])
+    return _csv(rows)
+
+
+def quickbooks_csv() -> str:
+    """The books as QuickBooks Online's Transaction Detail by Account report of the clearing
+    account the processor's money is booked on: the company, report name and dates above the
+    header, its empty first header cell, the account's heading and total rows; US dates; a
+    customer's payment per order (its number the order key), refund receipts (one as
+    ``$(180.50)``), the processor's fee as an expense and its payout as a transfer, amounts with
+    thousands grouped."""
+    width = 9
+    rows: list[list[str]] = [
+        ["Acme Shop LLC", *[""] * (width - 1)],
+        ["Transaction Detail by Account", *[""] * (width - 1)],
+        ["May 1-31, 2025", *[""] * (width - 1)],
+        [""] * width,
+        ["", "Date", "Transaction Type", "Num", "Name", "Memo/Description", "Split", "Amount", "Balance"],
+        ["Stripe Clearing", *[""] * (width - 1)],
+    ]
+    for n, (key, amount) in enumerate(ORDERS, start=1):
+        if key != "ORD-16":  # charged, never booked
+            rows.append(
+                ["", f"05/{n:02d}/2025", "Payment", key, "Customer", "", "Accounts Receivable", amount, ""]
+            )
+    rows.append(["", "05/21/2025", "Refund Receipt", "ORD-17", "Customer", "Refund", "Sales", "-30.00", ""])
+    rows.append(
+        ["", "05/22/2025", "Refund Receipt", "ORD-18", "Customer", "Chargeback", "Sales", "$(180.50)", ""]
+    )
+    rows.append(["", "05/28/2025", "Expense", "", "Stripe", "Fees", "Bank Charges", "-2.35", ""])
+    rows.append(["", "05/30/2025", "Transfer", "", "", "Payout", "Checking", f"-{PAID_OUT}", ""])
+    rows.append(["Total for Stripe Clearing", *[""] * 6, "$-41.89", ""])
+    rows.append([""] * width)
+    rows.append(["TOTAL", *[""] * 6, "$-41.89", ""])
+    return _csv(rows)
+
+
+def xero_csv() -> str:
+    """The books as Xero's Account Transactions report of the clearing account: the report's
+    name, the organisation and the period above the header (one cell each); the account's heading
+    (its row as wide as the table), opening and closing balances and total; ``01 May 2025`` dates;
+    unsigned Debit and Credit: a payment per order a debit, the refunds credits, the processor's
+    fee spent money, its payout a transfer."""
+    header = [
+        "Date",
+        "Source",
+        "Description",
+        "Reference",
+        "Debit",
+        "Credit",
+        "Running Balance",
+        "Gross",
+        "GST",
+    ]
+    rows: list[list[str]] = [
+        ["Account Transactions"],
+        ["Acme Shop Ltd"],
+        ["For the period 1 May 2025 to 31 May 2025"],
+    ]
+    rows += [
+        [],
+        header,
+        ["Stripe Clearing", *[""] * 8],
+        ["Opening Balance", "", "", "", "", "", "0.00", "", ""],
+    ]
+    for n, (key, amount) in enumerate(ORDERS, start=1):
+        if key != "ORD-16":
+            rows.append(
+                [f"{n:02d} May 2025", "Receivable Payment", "Customer", key, amount, "", "", amount, "0.00"]
+            )
+    rows.append(["21 May 2025", "Receivable Payment", "Refund", "ORD-17", "", "30.00", "", "-30.00", "0.00"])
+    rows.append(
+        ["22 May 2025", "Receivable Payment", "Chargeback", "ORD-18", "", "180.50", "", "-180.50", "0.00"]
+    )
+    rows.append(["28 May 2025", "Spend Money", "Stripe fees", "", "", "2.35", "", "-2.35", "0.00"])
+    rows.append(
+        ["30 May 2025", "Bank Transfer", "Stripe payout", "", "", PAID_OUT, "", f"-{PAID_OUT}", "0.00"]
+    )
+    rows.append(["Total Stripe Clearing", "", "", "", "1,749.00", "1,790.89", "", "", ""])
+    rows.append(["Closing Balance", "", "", "", "", "", "-41.89", "", ""])
+    return _csv(rows)
+
+
+#: An SAP-style customer line items list (FBL5N) saved as a semicolon CSV, with the mapping that
+#: reads it.
+SAP_MAP = "merchantReferenceId=Assignment,amount=Amount in DC,currency=Curr.,date=Doc. Date"
+
+
+def sap_csv() -> str:
+    """The books as an SAP line items list: ';', decimal comma, a credit with SAP's trailing
+    minus (``30,00-``), dotted day-first dates."""
+    rows = [["Assignment", "DocumentNo", "Doc. Date", "Amount in DC", "Curr.", "Text"]]
+    for n, (key, amount) in enumerate(ORDERS, start=1):
+        if key != "ORD-16":
+            rows.append(
+                [key, f"90000{n:03d}", f"{n:02d}.05.2025", amount.replace(".", ","), "EUR", "Invoice"]
+            )
+    rows.append(["ORD-17", "90000101", "21.05.2025", "30,00-", "EUR", "Credit memo"])
+    rows.append(["ORD-18", "90000102", "22.05.2025", "180,50-", "EUR", "Chargeback"])
+    out = io.StringIO()
+    csv.writer(out, delimiter=";", lineterminator="\n").writerows(rows)
+    return out.getvalue()
+
+
 def _csv(rows: Sequence[Sequence[str]]) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(rows)
@@ -326,6 +596,11 @@ def write_month(folder: Path) -> dict[str, Path]:
         "ledger": ("ledger.csv", ledger_csv()),
         "stripe": ("balance_change_from_activity.csv", stripe_balance_csv()),
         "adyen": ("settlement_detail_report_batch_7.csv", adyen_settlement_csv()),
+        "stripe_payments": ("unified_payments.csv", stripe_unified_csv()),
+        "stripe_history": ("balance_history.csv", stripe_history_csv()),
+        "quickbooks": ("Transaction Detail by Account.csv", quickbooks_csv()),
+        "xero": ("Account_Transactions.csv", xero_csv()),
+        "sap": ("FBL5N.csv", sap_csv()),
     }
     paths = {}
     for name, (file, text) in files.items():

@@ -5,17 +5,21 @@ each backend."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
+import openpyxl
 import pandas as pd
 import pytest
 
-from tests.reconcile.exports import DATEV_COLUMNS, DATEV_HEADER, PLANTED, write_month
+from tests.reconcile.exports import DATEV_COLUMNS, DATEV_HEADER, PAID_OUT, PLANTED, SAP_MAP, write_month
 from toolkit.cli import main
 from toolkit.errors import InputError
 from toolkit.reconcile import load_ledger, load_processor, reconcile, write_report
 from toolkit.reconcile.backends import Backend
 from toolkit.reconcile.exports import layout_named, recognised
+from toolkit.reconcile.inputs import parse_mapping
+from toolkit.reconcile.period import select_period
 from toolkit.reconcile.result import ReconciliationResult
 
 pytestmark = [
@@ -31,27 +35,53 @@ def _found(result: ReconciliationResult) -> set[tuple[str, str, str]]:
     return set(zip(frame["merchantReferenceId"], frame["category"].astype(str), frame["kind"], strict=True))
 
 
-@pytest.mark.parametrize("export", ["stripe", "adyen"])
+#: Each download's layout, what it finds beyond the planted cases, and its processor totals per
+#: (kind, currency): each charge's fee (0.45, Adyen's in three costs) totalled with the fee rows;
+#: ORD-11 settled in USD.
+DOWNLOADS = {
+    "stripe": ("stripe_balance_itemized", set(), {("fee", "EUR"): "-25.45", ("fee", "USD"): "-0.45"}),
+    "adyen": ("adyen_settlement_details", set(), {("fee", "EUR"): "-25.45", ("fee", "USD"): "-0.45"}),
+    # Charges only: no fee or payout rows, each charge's fee beside it.
+    "stripe_payments": ("stripe_unified_payments", set(), {("fee", "EUR"): "-8.10", ("fee", "USD"): "-0.45"}),
+    # The dispute's withdrawal is an adjustment without the order's key in this export: the
+    # books' chargeback is then one the processor does not show.
+    "stripe_history": (
+        "stripe_balance_history",
+        {("ORD-18", "missing_in_processor", "returned")},
+        {("fee", "EUR"): "-25.90", ("adjustment", "EUR"): "-180.50"},
+    ),
+}
+
+
+#: The currency of the items each export pays out in a payout it does not hold (ORD-11's).
+more_payout = {"stripe": "USD", "adyen": "USD", "stripe_history": "EUR"}
+
+
+@pytest.mark.parametrize("export", list(DOWNLOADS))
 def test_an_export_as_downloaded_reconciles_with_no_option(
     tmp_path: Path, backend: Backend, export: str
 ) -> None:
     paths = write_month(tmp_path)
+    layout, more, totals = DOWNLOADS[export]
     processor = load_processor(paths[export])
-    assert processor.layout is not None and processor.layout.name in (
-        "stripe_balance_itemized",
-        "adyen_settlement_details",
-    )
+    assert processor.layout is not None and processor.layout.name == layout
     result = reconcile(load_ledger(paths["ledger"]), processor, backend=backend, as_of="2025-05-31")
-    assert _found(result) == PLANTED
+    assert _found(result) == PLANTED | more
     ledger, pro = result.counts
-    assert pro.rejected == 0 and pro.movements == 3  # the fee, the dispute fee and the payout
+    assert pro.rejected == 0
     assert pro.after_cutoff == 0  # ORD-12, at 01:30 CEST on June 1st, is May 31st in UTC
     assert ledger.adds_up and pro.adds_up
-    totals = {(m.side, m.kind): str(m.amount) for m in result.movements}
-    assert totals["processor", "refund"] == "-35.00"
-    assert totals["processor", "chargeback"] == "-180.50"
-    assert totals["processor", "fee"] == "-17.35"
-    assert totals["processor", "payout"] == "-500.00"
+    found = {(m.kind, m.currency): str(m.amount) for m in result.movements if m.side == "processor"}
+    assert found["refund", "EUR"] == "-35.00"
+    assert found.get(("chargeback", "EUR")) == (None if export == "stripe_history" else "-180.50")
+    assert found.get(("payout", "EUR")) == (None if export == "stripe_payments" else f"-{PAID_OUT}")
+    assert {k: v for k, v in found.items() if k in totals} == totals
+    paid = {(p.currency, p.state) for p in result.payouts}
+    assert paid == (
+        set()
+        if export == "stripe_payments"
+        else {("EUR", "adds up"), (more_payout[export], "no payout row in the file")}
+    )
 
 
 def test_stripes_order_key_is_the_metadata_column_that_matches_the_books(tmp_path: Path) -> None:
@@ -102,6 +132,11 @@ def test_the_command_reconciles_an_export_and_inspect_says_how_it_is_read(
     assert "export: Adyen settlement details report (adyen_settlement_details), recognised" in said
     assert "merchantReferenceId = Merchant Reference" in said
     assert "credit = Gross Credit (GC) (where empty: Net Credit (NC))" in said
+    assert "Commission (NC): a fee of its own in Net Currency, where written and not zero" in said
+    assert main(["reconcile", "inspect", str(paths["stripe_payments"])]) == 0
+    said = capsys.readouterr().out
+    assert "status words: paid = success, succeeded = success, refunded = success" in said
+    assert "Amount Refunded: a refund of its own, where written and not zero" in said
     out = tmp_path / "out"
     code = main(
         [
@@ -115,7 +150,7 @@ def test_the_command_reconciles_an_export_and_inspect_says_how_it_is_read(
         ]
     )
     assert code == 0  # findings, and no threshold asked for
-    assert "26 rows = 18 matched + 5 in exceptions + 0 rejected + 3 fees, payouts and adjustments" in (
+    assert "45 rows = 18 matched + 5 in exceptions + 0 rejected + 22 fees, payouts and adjustments" in (
         capsys.readouterr().out
     )
     exceptions = pd.read_csv(out / "exceptions.csv", dtype=str, keep_default_na=False)
@@ -124,7 +159,7 @@ def test_the_command_reconciles_an_export_and_inspect_says_how_it_is_read(
     )
     assert found == PLANTED
     summary = pd.read_csv(out / "summary.csv", dtype=str).set_index("category")
-    assert summary.loc["processor_payout", "amount"] == "-500.00"
+    assert summary.loc["processor_payout", "amount"] == f"-{PAID_OUT}"
 
 
 def _duckdb() -> Backend:
@@ -168,6 +203,7 @@ def test_the_sample_downloads_are_the_documented_month(tmp_path: Path) -> None:
         "ledger": "ledger_2025-05.csv",
         "stripe": "stripe_balance_change_from_activity_2025-05.csv",
         "adyen": "adyen_settlement_detail_report_batch_7.csv",
+        "stripe_payments": "stripe_unified_payments_2025-05.csv",
     }
     for name, file in names.items():
         assert (committed / file).read_text(encoding="utf-8") == built[name].read_text(encoding="utf-8")
@@ -253,3 +289,192 @@ def test_a_booking_batch_without_its_first_line_says_what_is_missing(tmp_path: P
     cut.write_bytes(b"\r\n".join(paths["datev"].read_bytes().split(b"\r\n")[1:]))
     with pytest.raises(InputError, match="not a DATEV EXTF header with the batch's period"):
         load_ledger(cut)
+
+
+def test_a_payments_export_reads_a_refund_and_a_dispute_from_their_columns(tmp_path: Path) -> None:
+    """Stripe's payments export writes a charge's refund and dispute beside it: each is a
+    movement of its own, shown at the charge's line; a dispute won took no money back."""
+    paths = write_month(tmp_path)
+    result = reconcile(load_ledger(paths["ledger"]), load_processor(paths["stripe_payments"]))
+    refund = result.exceptions[result.exceptions["kind"] == "refund"].iloc[0]
+    assert (refund["merchantReferenceId"], refund["source_row"]) == ("ORD-19", 20)  # ch_0019's line
+    assert refund["processor_reference"] == "id ch_0019; PaymentIntent ID pi_0019"
+    won = tmp_path / "won.csv"
+    won.write_text(paths["stripe_payments"].read_text(encoding="utf-8").replace(",lost,", ",won,"), "utf-8")
+    result = reconcile(load_ledger(paths["ledger"]), load_processor(won))
+    assert _found(result) == PLANTED | {("ORD-18", "missing_in_processor", "returned")}
+
+
+def test_an_sap_line_items_list_reconciles_with_a_mapping(tmp_path: Path, backend: Backend) -> None:
+    """';', a decimal comma, SAP's trailing minus on credits, dotted day-first dates."""
+    paths = write_month(tmp_path)
+    ledger = load_ledger(paths["sap"], mapping=parse_mapping(SAP_MAP, "--ledger-map"))
+    result = reconcile(ledger, load_processor(paths["adyen"]), backend=backend, as_of="2025-05-31")
+    assert _found(result) == PLANTED
+    assert result.counts[0].rejected == 0 and result.counts[0].adds_up
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('[[split]]\nkind = "gift"\namount = "X"\n', "a \\[\\[split\\]\\] has kind"),
+        ('[statuses]\npaid = "ok"\n', "\\[statuses\\] names ok"),
+        ('[skip]\ndate = "("\n', "\\[skip\\] date: not a regular expression"),
+        ('[skip]\nDate = "^$"\n', "\\[skip\\] maps a column of"),
+    ],
+)
+def test_a_faulty_layout_says_which_key_is_wrong(tmp_path: Path, text: str, error: str) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=error):
+        layout_named(bad)
+
+
+def test_an_amount_with_a_currency_sign_is_read(tmp_path: Path) -> None:
+    """Bookkeeping exports write ``$(180.50)``, ``-$30.00``, ``$1,234.50`` and ``12,50 €``."""
+    books = tmp_path / "books.csv"
+    books.write_text(
+        'merchantReferenceId,amount,currency\nA,$(180.50),USD\nB,-$30.00,USD\nC,"$1,234.50",USD\nD,12.50 €,EUR\n',
+        encoding="utf-8",
+    )
+    pro = tmp_path / "pro.csv"
+    pro.write_text(
+        "merchantReferenceId,amount,currency,status\nA,-180.50,USD,success\nB,-30.00,USD,success\n"
+        "C,1234.50,USD,success\nD,12.50,EUR,success\n",
+        encoding="utf-8",
+    )
+    result = reconcile(load_ledger(books), load_processor(pro))
+    assert result.counts[0].matched == 4 and result.exceptions.empty
+
+
+@pytest.mark.parametrize(
+    ("export", "batch", "later"),
+    [
+        ("stripe", "po_0001", ("po_0002", "USD", "120.00")),
+        ("adyen", "7", ("7", "USD", "120.00")),
+        ("stripe_history", "po_0001", ("po_0002", "EUR", "110.05")),
+    ],
+)
+def test_each_payout_adds_up_to_its_items(
+    tmp_path: Path, export: str, batch: str, later: tuple[str, str, str]
+) -> None:
+    """The month's EUR payout is its items' net (fees, refunds, the chargeback taken off); ORD-11's
+    is paid out in a payout the file does not hold; a payout changed by 0.04 does not add up."""
+    paths = write_month(tmp_path)
+    result = reconcile(load_ledger(paths["ledger"]), load_processor(paths[export]))
+    payouts = {(p.payout, p.currency): (str(p.items_net), p.paid_out, p.state) for p in result.payouts}
+    assert payouts == {
+        (batch, "EUR"): (PAID_OUT, Decimal(PAID_OUT), "adds up"),
+        later[:2]: (later[2], None, "no payout row in the file"),
+    }
+    changed = tmp_path / "changed.csv"
+    changed.write_text(paths[export].read_text(encoding="utf-8").replace(PAID_OUT, "1578.00"), "utf-8")
+    result = reconcile(load_ledger(paths["ledger"]), load_processor(changed))
+    off = next(p for p in result.payouts if p.currency == "EUR")
+    assert (off.state, off.difference) == ("does not add up", Decimal("0.04"))
+
+
+def test_the_report_shows_each_payout(tmp_path: Path) -> None:
+    """payouts.csv, report.html's Payouts and the workbook's summary sheet; none for an export that
+    names no payout (and a payouts.csv of an earlier report in the folder is removed)."""
+    paths = write_month(tmp_path)
+    result = reconcile(load_ledger(paths["ledger"]), load_processor(paths["adyen"]))
+    written = write_report(result, tmp_path / "report", environment="test")
+    payouts = pd.read_csv(written["payouts.csv"], dtype=str, keep_default_na=False)
+    assert payouts.to_dict("records") == [
+        {
+            "payout": "7",
+            "currency": "EUR",
+            "items": "24",
+            "items_net": PAID_OUT,
+            "paid_out": PAID_OUT,
+            "difference": "0.00",
+            "state": "adds up",
+        },
+        {
+            "payout": "7",
+            "currency": "USD",
+            "items": "1",
+            "items_net": "120.00",
+            "paid_out": "",
+            "difference": "",
+            "state": "no payout row in the file",
+        },
+    ]
+    page = written["report.html"].read_text(encoding="utf-8")
+    assert '<table id="payouts">' in page and "no payout row in the file" in page
+    sheet = openpyxl.load_workbook(written["report.xlsx"], read_only=True)["Summary"]
+    cells = [row for row in sheet.iter_rows(values_only=True) if row and row[0] == "7"]
+    assert cells[0][:7] == ("7", "EUR", 24, 1578.04, 1578.04, 0, "adds up")
+    plain = reconcile(load_ledger(paths["ledger"]), load_processor(paths["stripe_payments"]))
+    again = write_report(plain, tmp_path / "report", environment="test")
+    assert "payouts.csv" not in again and not (tmp_path / "report" / "payouts.csv").exists()
+
+
+@pytest.mark.parametrize("books", ["quickbooks", "xero"])
+def test_a_bookkeeping_report_reconciles_with_its_currency(
+    tmp_path: Path, backend: Backend, books: str
+) -> None:
+    """QuickBooks' Transaction Detail by Account and Xero's Account Transactions of the clearing
+    account, as exported: title lines, headings, totals and balances left out, US and ``01 May
+    2025`` dates, ``$(180.50)``, Debit and Credit; the processor's fee and payout booked as such.
+    Only the currency is given (the reports name none)."""
+    paths = write_month(tmp_path)
+    ledger = load_ledger(paths[books], currency="EUR")
+    assert ledger.layout is not None and ledger.layout.name.startswith(books)
+    result = reconcile(ledger, load_processor(paths["stripe"]), backend=backend, as_of="2025-05-31")
+    assert _found(result) == PLANTED
+    counts = result.counts[0]
+    assert (counts.rows, counts.rejected, counts.movements) == (22, 0, 2) and counts.adds_up
+    booked = {(m.kind, m.currency): str(m.amount) for m in result.movements if m.side == "ledger"}
+    assert booked == {
+        ("payment", "EUR"): "1749.00",
+        ("returned", "EUR"): "-210.50",
+        ("fee", "EUR"): "-2.35",
+        ("payout", "EUR"): f"-{PAID_OUT}",
+    }
+
+
+def test_a_bookkeeping_report_without_its_currency_says_which_option_gives_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_month(tmp_path)
+    argv = ["reconcile", "--ledger", str(paths["xero"]), "--processor", str(paths["adyen"])]
+    assert main([*argv, "--output-dir", str(tmp_path / "out"), "--as-of", "2025-05-31"]) == 2
+    assert "--ledger-currency CODE (e.g. EUR) gives every row's" in capsys.readouterr().err
+    out = tmp_path / "out2"
+    assert main([*argv, "--ledger-currency", "EUR", "--output-dir", str(out), "--as-of", "2025-05-31"]) == 0
+    found = pd.read_csv(out / "exceptions.csv", dtype=str, keep_default_na=False)
+    assert set(zip(found["merchantReferenceId"], found["category"], found["kind"], strict=True)) == PLANTED
+
+
+def test_a_layout_says_the_order_of_dates_its_rows_cannot_decide(tmp_path: Path) -> None:
+    """A company's own profile of its books (a UK QuickBooks, day first): slashed dates from the
+    1st to the 12th, which the rows alone cannot order, read as the layout says; without it, the
+    run refuses with both readings."""
+    books = tmp_path / "books.csv"
+    books.write_text(
+        "Ref,Date,Amount,Cur\nA,01/05/2025,10.00,GBP\nB,12/05/2025,20.00,GBP\n", encoding="utf-8"
+    )
+    layout = tmp_path / "uk_books.toml"
+    layout.write_text(
+        'side = "ledger"\n[columns]\nmerchantReferenceId = "Ref"\ndate = "Date"\namount = "Amount"\n'
+        'currency = "Cur"\n[date]\nformat = "%d/%m/%Y"\n',
+        encoding="utf-8",
+    )
+    may = select_period(load_ledger(books, export_format=layout), "date", "2025-05-01", "2025-05-31")
+    assert (may.outside, len(may.frame)) == (0, 2)
+    with pytest.raises(InputError, match="01/05/2025 is 1 May or January 5th"):
+        _ = select_period(
+            load_ledger(
+                books,
+                mapping={"merchantReferenceId": "Ref", "date": "Date", "amount": "Amount", "currency": "Cur"},
+            ),
+            "date",
+            "2025-05-01",
+            "2025-05-31",
+        ).frame
+    bad = tmp_path / "bad.toml"
+    bad.write_text('side = "ledger"\n[date]\nformat = "%d/%q/%Y"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.toml: \[date\] format: "):
+        layout_named(bad)

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from toolkit.cli.exit_codes import EXIT_INPUT, EXIT_OK
+from toolkit.cli.payouts import add_arguments as add_payout_arguments
 from toolkit.errors import TrackError
 from toolkit.reconcile.schema import BACKENDS
 from toolkit.reconcile.tracking.signing import acknowledge, reopen, void_run
@@ -74,15 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ledger-format",
         default=None,
         metavar="LAYOUT",
-        help="the ledger's export layout: datev_extf_buchungsstapel or a .toml file of your own "
-        "(default: recognised from the header)",
+        help="the ledger's export layout: datev_extf_buchungsstapel, quickbooks_transaction_detail, "
+        "xero_account_transactions or a .toml file of your own (default: recognised from the header)",
     )
     parser.add_argument(
         "--processor-format",
         default=None,
         metavar="LAYOUT",
-        help="the processor's export layout: stripe_balance_itemized, adyen_settlement_details or a .toml "
-        "file of your own (default: recognised from the header)",
+        help="the processor's export layout: stripe_balance_itemized, stripe_unified_payments, "
+        "stripe_balance_history, adyen_settlement_details or a .toml file of your own "
+        "(default: recognised from the header)",
     )
     parser.add_argument(
         "--amount-tolerance",
@@ -174,8 +176,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         _add_read_options(parser, side)
     actions = parser.add_subparsers(
         dest="action",
-        metavar="{inspect,ack,reopen,void,verify,history,signoffs}",
-        help="look at an input file, or work on a track (without: run a reconciliation)",
+        metavar="{inspect,payouts,ack,reopen,void,verify,history,signoffs}",
+        help="look at an input file, reconcile payouts with the bank, or work on a track (without: run a "
+        "reconciliation)",
     )
     words = (
         "show how a file is read (delimiter, encoding, sheet, header row, columns, a sample) and a mapping"
@@ -191,6 +194,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "its amount column, as the run detects it",
     )
     _add_read_options(sub, "", dest_prefix="inspect_")
+    words = "the processor's payouts against the bank statements: do they add up, did they arrive"
+    add_payout_arguments(actions.add_parser("payouts", help=words, description=words))
     for name, words in (
         ("ack", "acknowledge exceptions of a track's latest run, with a note"),
         ("reopen", "take acknowledgements back, with a note"),
@@ -240,8 +245,9 @@ def _at_least_zero(text: str) -> int:
 
 
 def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: str = "") -> None:
-    """``--delimiter``, ``--encoding``, ``--sheet``, ``--header-row``, ``--decimal`` for both sides
-    (``side`` is empty), or for one (``ledger-``, ``processor-``: these win over the ones for both)."""
+    """``--delimiter``, ``--encoding``, ``--sheet``, ``--header-row``, ``--decimal``,
+    ``--date-format``, ``--timezone``, ``--currency`` for both sides (``side`` is empty), or for
+    one (``ledger-``, ``processor-``: these win over the ones for both)."""
     whose = f"the {side[:-1]} file" if side else "both files (--ledger-X, --processor-X: one)"
     helps = {
         "delimiter": f"CSV delimiter of {whose}, e.g. ';' or '\\t' (default: detected)",
@@ -252,10 +258,18 @@ def _add_read_options(parser: argparse.ArgumentParser, side: str, dest_prefix: s
         "for a title above them (default: the first line; Excel: detected)",
         "decimal": f"decimal mark of the amounts in {whose}, '.' or ',' for 1.234,56 "
         "(default: detected in CSV, else '.')",
+        "date-format": f"how the dates of {whose} are written, strftime-style: %%d %%m %%Y %%y %%b %%B %%H "
+        "%%M %%S %%I %%p, e.g. '%%d/%%m/%%Y' (default: ISO, 31.05.2025, 01 May 2025, May 1, 2025; "
+        "slashed dates in the order the file decides)",
+        "timezone": f"time zone of times written without one in {whose}, e.g. Europe/Berlin or +02:00 "
+        "(default: UTC; a date alone is that day)",
+        "currency": f"ISO 4217 currency of {whose}, for a file without a currency column (every row's) "
+        "or the empty cells of one",
     }
+    metavars = {"date-format": "FORMAT", "timezone": "ZONE", "currency": "CODE"}
     for option, words in helps.items():
         dest = dest_prefix + (side + option).replace("-", "_")
-        metavar = option.split("-")[0].upper()
+        metavar = metavars.get(option, option.split("-")[0].upper())
         parser.add_argument(f"--{side}{option}", dest=dest, default=None, metavar=metavar, help=words)
 
 
@@ -271,6 +285,10 @@ def run(args: argparse.Namespace) -> int:
         from toolkit.cli.reconcile_run import inspect_command
 
         return inspect_command(args)
+    if args.action == "payouts":
+        from toolkit.cli.payouts import payouts_command
+
+        return payouts_command(args)
     return _run_action(args)
 
 

@@ -5,6 +5,7 @@ and ``inspect``. Imported only when one of them runs (``toolkit.cli.reconcile``:
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from toolkit.output_record import claim
 from toolkit.outputs import fresh_folder
 from toolkit.reconcile._engine import reconcile
 from toolkit.reconcile.backends import connect
+from toolkit.reconcile.date_formats import DAY_FIRST, MONTH_FIRST
 from toolkit.reconcile.exports import Layout, recognised
 from toolkit.reconcile.fx import load_rates
 from toolkit.reconcile.inputs import (
@@ -32,6 +34,7 @@ from toolkit.reconcile.inputs import (
     mapping_text,
     parse_mapping,
 )
+from toolkit.reconcile.inputs.dates import SLASHED, both_ways, slashed_dates
 from toolkit.reconcile.period import select_period
 from toolkit.reconcile.render.figures import not_final_text
 from toolkit.reconcile.render.report import summary_text, write_report
@@ -355,7 +358,7 @@ def inspect_command(args: argparse.Namespace) -> int:
             options = ReadOptions(**values)
         except InputError as exc:
             option, _, detail = str(exc).partition(": ")
-            raise InputError(f"--{option}: {detail}") from None
+            raise InputError(f"--{option.replace('_', '-')}: {detail}") from None
         mapping = parse_mapping(args.inspect_map, "--map") or {}
         described = describe(args.inspect_file, args.side, frozenset(), options)
         amount = mapping.get("amount") or closest_column("amount", described.columns)
@@ -368,8 +371,33 @@ def inspect_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     unknown = described.kind == "csv" and amount is None and options.decimal is None
-    print(inspection_text(described, rows, count, exact, args.side, mark_unknown=unknown))
+    dates = _dates_line(described, rows)
+    print(inspection_text(described, rows, count, exact, args.side, mark_unknown=unknown, dates=dates))
     return EXIT_OK
+
+
+def _dates_line(described: Described, rows: list[list[str]]) -> str:
+    """How the file's dates are read: the format given, or the order of its slashed dates as its
+    rows decide it (in the columns whose first rows hold one), or undecided."""
+    if described.date_format is not None:
+        return f"dates: {described.date_format} (--date-format)"
+    slashed = [any(re.match(SLASHED, row[i].strip()) for row in rows) for i in range(len(described.columns))]
+    columns = [c for c, has in zip(described.columns, slashed, strict=True) if has]
+    found = slashed_dates(connect("duckdb"), described, columns) if columns else None
+    if found is None:
+        return "dates: as written (ISO 8601, 31.05.2025, 01 May 2025, May 1, 2025, epoch milliseconds)"
+    if found.format is not None:
+        order = "day first" if found.format == DAY_FIRST else "month first"
+        return f"dates: {order}, {found.format} (decided from the rows)"
+    if found.day_first and found.month_first:
+        return (
+            f"dates: written both day first ({found.day_first}) and month first ({found.month_first}): "
+            "a run that reads the dates refuses the file"
+        )
+    return (
+        f"dates: day/month order undecided: {both_ways(found.first)}; a run that reads the dates refuses "
+        f"the file unless --date-format '{DAY_FIRST}' or '{MONTH_FIRST}' says which"
+    )
 
 
 def _mapping_lines(described: Described, side: str) -> list[str]:
@@ -413,10 +441,11 @@ def inspection_text(
     side: str,
     *,
     mark_unknown: bool = False,
+    dates: str = "",
 ) -> str:
     """What ``inspect`` prints: how the file is read, its columns, a sample and a mapping;
     ``mark_unknown``: no column is named like the amount, so the decimal mark is not detected
-    (the run detects it from the column mapped to amount)."""
+    (the run detects it from the column mapped to amount); ``dates``: how its dates are read."""
     lines = [f"file: {described.name} ({described.kind})"]
     if described.kind == "csv":
         names = {",": "comma ','", ";": "semicolon ';'", "\t": "tab '\\t'", "|": "pipe '|'"}
@@ -436,6 +465,7 @@ def inspection_text(
         if mark_unknown:
             mark = "not detected: no column is named like the amount (--map amount=COLUMN names it)"
         lines.append(f"decimal mark: {mark}")
+    lines.extend([dates] if dates else [])
     lines.append(f"columns ({len(described.columns)}): {', '.join(described.columns)}")
     lines.append(f"rows: {count}" if exact else f"rows: about {count} (estimated from the file size)")
     if rows:
@@ -475,6 +505,15 @@ def _layout_lines(described: Described, layout: Layout) -> list[str]:
             if choices
             else f"  merchantReferenceId: no column; {layout.key_help}"
         )
+    if layout.statuses:
+        said = ", ".join(f"{word} = {status}" for word, status in layout.statuses[:6])
+        lines.append(f"  status words: {said}{', ...' if len(layout.statuses) > 6 else ''}")
+    for split in layout.splits:
+        if split.amount in described.columns:
+            where = f" in {split.currency}" if split.currency else ""
+            lines.append(f"  {split.amount}: a {split.kind} of its own{where}, where written and not zero")
+    for column, pattern in layout.skip:
+        lines.append(f"  rows whose {column} matches {pattern!r}: the report's own lines, left out")
     if layout.references:
         lines.append(f"  the processor's references: {', '.join(layout.references)}")
     return lines

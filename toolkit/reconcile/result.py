@@ -112,6 +112,43 @@ class MovementTotal:
 
 
 @dataclass(frozen=True)
+class PayoutTotal:
+    """One payout of the processor's export in one currency (its layout's ``[payout]``): its
+    items (the rows the export ties to it, each once) and their exact net total, and what its
+    payout row paid out (None: the file has no such row); ``unread``: its rows whose net amount
+    cannot be read (then it cannot be said to add up)."""
+
+    payout: str
+    currency: str
+    items: int
+    items_net: Decimal
+    paid_out: Decimal | None
+    unread: int = 0
+    #: When the payout row says it paid out (None: no payout row, or the side is not dated).
+    paid_on: datetime | None = None
+
+    @property
+    def difference(self) -> Decimal | None:
+        """The items' net less what was paid out (None without a payout row)."""
+        return None if self.paid_out is None else self.items_net - self.paid_out
+
+    @property
+    def state(self) -> str:
+        """``adds up``, ``does not add up``, ``no payout row in the file``, ``items not checked`` (the
+        file ties no item to the payout: an instant or manual payout), ``payout returned`` (paid
+        out and returned: its items are paid out again later) or ``net unreadable``."""
+        if self.unread:
+            return "net unreadable"
+        if not self.items:
+            return "items not checked"
+        if self.difference is None:
+            return "no payout row in the file"
+        if self.paid_out == 0:  # paid out, then returned: its items go to a later payout
+            return "payout returned"
+        return "adds up" if self.difference == 0 else "does not add up"
+
+
+@dataclass(frozen=True)
 class SideTotal:
     """The exact sum of one side's usable rows in one currency that are not a failed attempt
     (``rows`` of them): the money each side says moved."""
@@ -238,6 +275,9 @@ class ReconciliationResult:
     price_moves: tuple[SideTotal, ...] = ()
     #: Each side's movements per kind and currency (charges, refunds, chargebacks, fees, payouts).
     movements: tuple[MovementTotal, ...] = ()
+    #: Per payout and currency of the processor's export, where it says which payout paid each
+    #: row: its items' net and what it paid out.
+    payouts: tuple[PayoutTotal, ...] = ()
     spilled: SpilledRows | None = field(default=None, repr=False, compare=False)
 
     def net_by_currency(self) -> dict[str, Decimal]:
@@ -379,6 +419,7 @@ class ReconciliationResult:
             missing_rates=self.missing_rates,
             price_moves=self.price_moves + other.price_moves,
             movements=self.movements + other.movements,
+            payouts=self.payouts + other.payouts,
             spilled=spilled,
         )
 

@@ -92,6 +92,18 @@ MATCHED_COLUMNS: tuple[str, ...] = (
 #: charged, and ``variance`` = charged - expected, in the processor's currency; ``category`` is
 #: the payment's outcome (``within_tolerance``, ``amount_mismatch``, or ``matched``; for a
 #: payment matched through its price, the price's outcome).
+#: payouts.csv of a payment reconciliation: per payout and currency of the processor's export, its
+#: items' net and what it paid out (``ReconciliationResult.payouts``).
+PAYOUT_TOTAL_COLUMNS: tuple[str, ...] = (
+    "payout",
+    "currency",
+    "items",
+    "items_net",
+    "paid_out",
+    "difference",
+    "state",
+)
+
 FX_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
     "date",

@@ -9,11 +9,20 @@ if TYPE_CHECKING:
 
 
 def reading_options(
-    *, delimiter: str = "", encoding: str = "", sheet: str = "", header_row: int = 0, decimal: str = ""
+    *,
+    delimiter: str = "",
+    encoding: str = "",
+    sheet: str = "",
+    header_row: int = 0,
+    decimal: str = "",
+    date_format: str = "",
+    timezone: str = "",
+    currency: str = "",
 ) -> Reading:
     """``load_ledger``'s reading options from the notebook's parameters, checked (``InputError``
-    naming the parameter): blank text or a 0 header row means detect; a sheet written as a number
-    is the sheet's 1-based number."""
+    naming the parameter): blank text or a 0 header row means detect (dates: the forms read with
+    no option; time zone: UTC; currency: the file's column); a sheet written as a number is the
+    sheet's 1-based number."""
     from toolkit.errors import InputError
     from toolkit.reconcile.sources import ReadOptions
 
@@ -24,6 +33,9 @@ def reading_options(
         "sheet": int(written) if written.isdigit() else (written or None),
         "header_row": header_row or None,
         "decimal": decimal.strip() or None,
+        "date_format": date_format.strip() or None,
+        "timezone": timezone.strip() or None,
+        "currency": currency.strip() or None,
     }
     for name, value in options.items():
         try:

@@ -83,6 +83,7 @@ from toolkit.reconcile._engine.exceptions import duplicate_rows, exception_rows,
 from toolkit.reconcile._engine.held import held_exceptions
 from toolkit.reconcile._engine.model import EXCEPTION_FLAGS, SIDES, Rules, Run
 from toolkit.reconcile._engine.pairing import pair_keys, repeated_rows, repeats
+from toolkit.reconcile._engine.payouts import payout_totals
 from toolkit.reconcile._engine.rates import FxDecisions, resolve_fx
 from toolkit.reconcile._engine.sides import align_period, checked_rows, dated
 from toolkit.reconcile._engine.summary import (
@@ -153,6 +154,8 @@ def reconcile(
         )
     )
     with engine.failures():
+        # The order of each side's slashed dates, decided from its rows, before any row is checked.
+        ledger, processor = (side.with_dates_read(engine) for side in (ledger, processor))
         processor = processor.with_key_of(engine, ledger)  # of an export's metadata columns
         run, fx = _flagged(engine, rules, (ledger, processor))
         result = _listed(run, held_rows, preview_rows)
@@ -160,6 +163,7 @@ def reconcile(
         return dataclasses.replace(
             result,
             price_moves=price_moves(engine, run.flagged) if rules.priced else (),
+            payouts=payout_totals(engine, run.sides[1]),
             amount_tolerance=rules.tolerance,
             cutoff=None if clock is None else clock.as_of,
             grace=None if clock is None else clock.grace,

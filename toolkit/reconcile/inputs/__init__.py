@@ -46,14 +46,15 @@ from toolkit.reconcile.inputs.checks import (
 from toolkit.reconcile.inputs.checks import currency_codes as currency_codes
 from toolkit.reconcile.inputs.checks import currency_table as currency_table
 from toolkit.reconcile.inputs.checks import parse_amounts as parse_amounts
-from toolkit.reconcile.inputs.checks import with_epoch_seconds as with_epoch_seconds
 from toolkit.reconcile.inputs.columns import SIGNED_COLUMNS, renames_of, usual_columns
 from toolkit.reconcile.inputs.columns import closest_column as closest_column
 from toolkit.reconcile.inputs.columns import column_error as column_error
 from toolkit.reconcile.inputs.columns import map_option as map_option
 from toolkit.reconcile.inputs.columns import mapping_text as mapping_text
 from toolkit.reconcile.inputs.columns import parse_mapping as parse_mapping
-from toolkit.reconcile.inputs.laid_out import extf_facts, key_column_matching, laid_out
+from toolkit.reconcile.inputs.dates import slashed_format
+from toolkit.reconcile.inputs.dates import with_epoch_seconds as with_epoch_seconds
+from toolkit.reconcile.inputs.laid_out import extf_facts, key_column_matching, laid_out, split_movements
 from toolkit.reconcile.inputs.reasons import rejected_frame as rejected_frame
 from toolkit.reconcile.movements import TYPE_COLUMNS, shown_key
 from toolkit.reconcile.period import Period
@@ -155,18 +156,20 @@ class LoadedInput:
         own = {canonical: column for column, canonical in self.renames}
         needed = None
         if not self.carry:
-            references = set(self.layout.references) if self.layout is not None else set()
-            needed = frozenset({own.get(c, c) for c in self.checked_columns()} | references) & set(
+            laid = self.layout.read_columns() if self.layout is not None else frozenset()
+            needed = frozenset({own.get(c, c) for c in self.checked_columns()} | laid) & set(
                 self.described.columns
             )
         table = sources.read(backend, self.described, needed)
         renamed = {canonical: column for column, canonical in self.renames if column in table.columns}
         table = table.rename(renamed) if renamed else table
         table = table.mutate(status=literal(self.booked)) if self.booked else table
+        table = _in_currency(table, self.described.currency)
         if self.layout is not None:
             table = laid_out(table, self.layout, dict(self.facts))
         credit_positive = self.layout is not None and self.layout.credit_positive
-        return signed_amounts(table, self.signed, credit_positive=credit_positive) if self.signed else table
+        table = signed_amounts(table, self.signed, credit_positive=credit_positive) if self.signed else table
+        return split_movements(backend, table, self.layout) if self.layout is not None else table
 
     def checked_columns(self) -> frozenset[str]:
         """The canonical columns the check reads (the others are only carried)."""
@@ -182,8 +185,8 @@ class LoadedInput:
         if self.typed:
             canonical.add("type")
         if self.layout is not None:
-            canonical.update(column for _, column in self.layout.fallback)
-            canonical.update([self.layout.zone] if self.layout.zone else [])
+            canonical.update(self.layout.read_columns() - set(self.layout.references))
+            canonical.update(column for column, _ in self.layout.skip)
         return frozenset(canonical)
 
     def check(self, backend: Backend, table: Relation) -> Relation:
@@ -197,19 +200,22 @@ class LoadedInput:
                 decimal=decimal,
                 typed=self.typed,
                 words=self.layout.kinds if self.layout is not None else (),
+                by_sign=self.side == "ledger",
             )
         else:
             checked = check_subscriptions(backend, table, decimal=decimal)
-        checked = in_period(checked, self.period, self.source)
-        checked = dated_by(checked, self.dated)
+        written, zone = self.described.date_format, self.described.timezone
+        checked = in_period(checked, self.period, self.source, written=written, zone=zone)
+        checked = dated_by(checked, self.dated, written=written, zone=zone)
         return checked.mutate(_rejected="_problem IS NOT NULL")
 
     def columns(self) -> frozenset[str]:
-        """The canonical names of the columns the source has."""
+        """The canonical names of the columns the source has (or is given: a status, a currency)."""
         own = {column for column, _ in self.renames}
-        booked = {"status"} if self.booked else set()
+        given = {"status"} if self.booked else set()
+        given |= {"currency"} if self.described.currency else set()
         return frozenset(
-            {canonical for _, canonical in self.renames} | (set(self.described.columns) - own) | booked
+            {canonical for _, canonical in self.renames} | (set(self.described.columns) - own) | given
         )
 
     def with_key_of(self, backend: Backend, ledger: LoadedInput) -> LoadedInput:
@@ -223,6 +229,22 @@ class LoadedInput:
             for own, canonical in self.renames
         )
         return dataclasses.replace(self, renames=renames, key_choices=())
+
+    def with_dates_read(self, backend: Backend) -> LoadedInput:
+        """This side with the order of its slashed dates decided from its rows (``dates.py``) as
+        its date format; as it is when it has a format, reads no date, or writes none slashed."""
+        own = {canonical: column for column, canonical in self.renames}
+        period = (self.period.column,) if self.period else ()
+        dated = (self.dated.column, self.dated.fallback) if self.dated else ()
+        columns = [own.get(c, c) for c in dict.fromkeys((*period, *dated)) if c]
+        columns = [c for c in columns if c in self.described.columns]
+        if self.described.date_format is not None or not columns:
+            return self
+        option = f"--{self.side.replace(' ', '-')}-date-format"
+        decided = slashed_format(backend, self.described, columns, option)
+        if decided is None:
+            return self
+        return dataclasses.replace(self, described=dataclasses.replace(self.described, date_format=decided))
 
     # -- as pandas, for a notebook -------------------------------------------------------------
 
@@ -251,6 +273,18 @@ class LoadedInput:
         return self._view.outside
 
 
+def _in_currency(table: Relation, currency: str | None) -> Relation:
+    """``table`` with the ``currency`` a person gave for the file (``--ledger-currency``): every
+    row's where the file has no currency column, else an empty cell's."""
+    if currency is None:
+        return table
+    if "currency" not in table.columns:
+        return table.mutate(currency=literal(currency))
+    return table.mutate(
+        currency=f"CASE WHEN {trimmed(ident('currency'))} = '' THEN {literal(currency)} ELSE currency END"
+    )
+
+
 @dataclass(frozen=True)
 class _Evaluated:
     frame: pd.DataFrame
@@ -260,6 +294,7 @@ class _Evaluated:
 
 
 def _evaluate(loaded: LoadedInput, backend: Backend) -> _Evaluated:
+    loaded = loaded.with_dates_read(backend)
     query = loaded.rows(backend)
     rows = backend.keep(query, stem="checked")
     checked = Relation(f"SELECT * FROM {rows}", query.columns, (rows,))
@@ -322,13 +357,17 @@ def usable_frame(loaded: LoadedInput, backend: Backend, rows: Relation) -> pd.Da
 class Reading(TypedDict, total=False):
     """How to read a file where detection is not enough (``sources.ReadOptions``): ``delimiter``,
     ``encoding`` (CSV), ``sheet`` (Excel: name or 1-based number), ``header_row`` (1-based) and
-    ``decimal`` (the amounts' decimal mark, ``.`` or ``,``)."""
+    ``decimal`` (the amounts' decimal mark, ``.`` or ``,``), ``date_format`` (``%d %b %Y``),
+    ``timezone`` (of a time written without one) and ``currency`` (of a file without a column)."""
 
     delimiter: str | None
     encoding: str | None
     sheet: str | int | None
     header_row: int | None
     decimal: str | None
+    date_format: str | None
+    timezone: str | None
+    currency: str | None
 
 
 def load_payments(
@@ -355,6 +394,8 @@ def load_payments(
     )
     described = sources.describe(source, side, amounts, sources.ReadOptions(**reading))
     layout = layout_named(export_format) if export_format else recognised(described.columns, side)
+    if layout is not None and layout.date_format and described.date_format is None:
+        described = dataclasses.replace(described, date_format=layout.date_format)
     if layout is not None and layout.side != side:
         raise InputError(
             f"{described.name}: {layout.name} is a layout of a {layout.side}'s file, not a {side}'s"
@@ -377,7 +418,7 @@ def _processor(
     optional, every row then settled; an unsigned Debit/Credit pair signed as the layout says."""
     choices: tuple[str, ...] = ()
     if layout is not None:
-        laid = layout.mapping(described.columns)
+        laid = _under(layout.mapping(described.columns), mapping)
         if "merchantReferenceId" not in laid and "merchantReferenceId" not in mapping:
             choices = tuple(layout.key_candidates(described.columns))
             laid |= {"merchantReferenceId": choices[0]} if choices else {}
@@ -386,7 +427,11 @@ def _processor(
     typed = "type" in mapping
     pair = "amount" not in mapping and {"debit", "credit"} <= set(mapping)
     required = tuple(
-        c for c in REQUIRED_COLUMNS if not (typed and c == "status") and not (pair and c == "amount")
+        c
+        for c in REQUIRED_COLUMNS
+        if not (typed and c == "status")
+        and not (pair and c == "amount")
+        and not (c == "currency" and described.currency)
     )
     optional = ("type", *(["status"] if typed else []), *(["debit", "credit"] if pair else []))
     try:
@@ -403,10 +448,16 @@ def _processor(
         carry=carry,
         booked=None if "status" in found else BOOKED,
         signed="pair" if pair else None,
-        typed="type" in found,
+        typed="type" in found or bool(layout is not None and layout.splits),
         layout=layout,
         key_choices=choices if len(choices) > 1 else (),
     )
+
+
+def _under(laid: Mapping[str, str], mapping: Mapping[str, str]) -> dict[str, str]:
+    """A layout's mapping under the user's: a column the user maps is read as they say only."""
+    taken = set(mapping.values())
+    return {canonical: column for canonical, column in laid.items() if column not in taken}
 
 
 def _ledger(
@@ -420,12 +471,16 @@ def _ledger(
     (DATEV's booking batch) maps the columns of a bookkeeping export (the user's mapping over it)."""
     facts: tuple[tuple[str, str], ...] = ()
     if layout is not None:
-        mapping = {**layout.mapping(described.columns), **mapping}
+        mapping = {**_under(layout.mapping(described.columns), mapping), **mapping}
         facts = extf_facts(described) if layout.date_year == "extf-header" else ()
     mapping = {**usual_columns(described.columns, mapping, SIGNED_COLUMNS), **mapping}
     own = {name.strip().lower() for name in described.columns}
     pair = "amount" not in mapping and "amount" not in own and {"debit", "credit"} <= set(mapping)
-    required = tuple(c for c in REQUIRED_COLUMNS if c != "status" and not (pair and c == "amount"))
+    required = tuple(
+        c
+        for c in REQUIRED_COLUMNS
+        if c != "status" and not (pair and c == "amount") and not (c == "currency" and described.currency)
+    )
     optional = ("status", *(SIGNED_COLUMNS if pair else ("debitCredit",)))
     renames = renames_of(described, mapping, required, "ledger", optional=optional)
     found = {canonical for _, canonical in renames} | set(described.columns)

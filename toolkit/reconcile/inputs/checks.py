@@ -15,6 +15,7 @@ from toolkit.money import minor_digits
 from toolkit.payment_status import PAYMENT_STATUS_LABELS, PAYMENT_STATUS_NAMES
 from toolkit.reconcile import sources
 from toolkit.reconcile.backends import Backend, Kept
+from toolkit.reconcile.inputs.dates import with_epoch_seconds
 from toolkit.reconcile.movements import (
     APART,
     INCOMING,
@@ -134,6 +135,7 @@ def parse_amounts(
     computed once.
     """
     t = table.mutate(_t=trimmed(ident(text)))
+    t = t.mutate(_t=_without_currency_sign("_t"))
     written = _accounting_sign("_t")
     point = decimal in (".", sources.POINT_UNDECIDED)
     t = t.mutate(_w=written if point else _point_decimal(written)).drop("_t")
@@ -172,7 +174,8 @@ def parse_amounts(
 #: A Debit/Credit flag's values (compared in upper case): debit positive, credit negative.
 DEBIT_FLAGS = ("S", "D", "DR", "DEBIT", "SOLL")
 CREDIT_FLAGS = ("H", "C", "CR", "CREDIT", "HABEN")
-_ZERO = "^[+-]?0*([.,]0*)?$"
+#: An amount that is zero, however written.
+ZERO = "^[+-]?0*([.,]0*)?$"
 
 
 def signed_amounts(table: Relation, signed: str, *, credit_positive: bool = False) -> Relation:
@@ -184,10 +187,10 @@ def signed_amounts(table: Relation, signed: str, *, credit_positive: bool = Fals
         return signed_amounts(table.rename({"credit": "debit", "debit": "credit"}), "pair")
     if signed == "pair":
         t = table.mutate(_dt=trimmed(ident("debit")), _ct=trimmed(ident("credit")))
-        debit_only = f"(_ct = '' OR {_matches('_ct', _ZERO)})"
-        credit_only = f"(_dt = '' OR {_matches('_dt', _ZERO)})"
+        debit_only = f"(_ct = '' OR {_matches('_ct', ZERO)})"
+        credit_only = f"(_dt = '' OR {_matches('_dt', ZERO)})"
         amount = (
-            f"CASE WHEN _ct <> '' AND {credit_only} AND NOT {_matches('_ct', _ZERO)} THEN '-' || _ct "
+            f"CASE WHEN _ct <> '' AND {credit_only} AND NOT {_matches('_ct', ZERO)} THEN '-' || _ct "
             f"WHEN {debit_only} THEN _dt ELSE 'debit ' || _dt || ' and credit ' || _ct END"
         )
         return t.mutate(amount=amount).drop("_dt", "_ct")
@@ -198,6 +201,27 @@ def signed_amounts(table: Relation, signed: str, *, credit_positive: bool = Fals
         f"ELSE _at || ' (debit or credit? ' || {ident('debitCredit')} || ')' END"
     )
     return t.mutate(amount=amount).drop("_flag", "_at")
+
+
+#: The currency signs a bookkeeping export writes before or after an amount (QuickBooks'
+#: ``$(180.50)``, ``-$30.00``, ``12,50 €``): dropped, the currency column saying which it is.
+_SIGNS = "$€£¥"
+
+
+def _without_currency_sign(text: str) -> str:
+    """The amount ``text`` without a currency sign before or after it (``$(180.50)``,
+    ``-$30.00``, ``12.50 €``); looked at only where the text does not start and end with a digit."""
+    first, second = f"SUBSTRING({text}, 1, 1)", f"SUBSTRING({text}, 2, 1)"
+    last = f"SUBSTRING({text}, LENGTH({text}), 1)"
+    signs = ", ".join(f"'{sign}'" for sign in _SIGNS)
+    plain = f"({text} = '' OR ({first} >= '0' AND {first} <= '9' AND {last} >= '0' AND {last} <= '9'))"
+    return (
+        f"CASE WHEN {plain} THEN {text} "
+        f"WHEN {last} IN ({signs}) THEN RTRIM(SUBSTRING({text}, 1, LENGTH({text}) - 1)) "
+        f"WHEN {first} IN ({signs}) THEN LTRIM(SUBSTRING({text}, 2)) "
+        f"WHEN {first} IN ('-', '+', '(') AND {second} IN ({signs}) "
+        f"THEN {first} || LTRIM(SUBSTRING({text}, 3)) ELSE {text} END"
+    )
 
 
 def _accounting_sign(written: str) -> str:
@@ -272,6 +296,17 @@ def _minor_by_text(digits: str) -> str:
     return f"CASE WHEN STARTS_WITH(_w, '-') THEN -{units} ELSE {units} END"
 
 
+def exact_amounts(backend: Backend, table: Relation, *, decimal: str = ".") -> Relation:
+    """``table`` (text columns ``amount`` and ``currency``) with ``_currency``, its ``_cur`` code
+    and ``_digits``, and ``_minor`` (exact minor units; null where the amount or the currency
+    cannot be read): the reading of a payment's amount, for other amounts of a row (a payout's
+    net)."""
+    table = _with_currency(table, backend.constant("iso", currency_table))
+    table = parse_amounts(table.mutate(_places="COALESCE(_digits, 0)"), "amount", "_places", decimal=decimal)
+    ok = "(_digits IS NOT NULL AND _amount_problem = 0)"
+    return table.mutate(_minor=f"CASE WHEN {ok} THEN _minor END").drop("_places", "_amount_problem")
+
+
 def _with_currency(table: Relation, iso: Kept) -> Relation:
     """``_currency`` (trimmed, uppercase), its ``_cur`` code and ``_digits`` (both null for a code
     that is not ISO 4217)."""
@@ -293,11 +328,13 @@ def check_payments(
     decimal: str = ".",
     typed: bool = False,
     words: tuple[tuple[str, str], ...] = (),
+    by_sign: bool = False,
 ) -> Relation:
     """Key, amount, currency and status of every row, each checked; with ``priced`` (the
     processor's side) also its price, where it has one; with ``typed``, its kind of movement from
     the ``type`` column (else from its sign), in the words of ``movements.VOCABULARY`` and an
-    export layout's own ``words`` (its row types, normalised, and their kinds)."""
+    export layout's own ``words`` (its row types, normalised, and their kinds); ``by_sign`` (a
+    ledger's): a type that says payment or money returned is decided by the sign all the same."""
     raw_key = ident("merchantReferenceId")
     # The toolkit's CSV files guard a cell a spreadsheet would run ('=1+1): read back the key.
     # Compared one by one behind the quote: a list (``IN``) becomes a join on DuckDB.
@@ -314,7 +351,7 @@ def check_payments(
         table.drop("_written").mutate(_places="COALESCE(_digits, 0)"), "amount", "_places", decimal=decimal
     )
     table = _with_pricing(backend, table.drop("_places"), priced=priced, decimal=decimal)
-    table = _with_kind(backend, table, typed=typed, words=words)
+    table = _with_kind(backend, table, typed=typed, words=words, by_sign=by_sign)
     apart = f"(_kind IN ({codes(APART)}))"
     table = table.mutate(
         _bad_key=f"LENGTH(_key) = 0 AND NOT {apart}",
@@ -337,21 +374,31 @@ def check_payments(
 
 
 def _with_kind(
-    backend: Backend, table: Relation, *, typed: bool, words: tuple[tuple[str, str], ...] = ()
+    backend: Backend,
+    table: Relation,
+    *,
+    typed: bool,
+    words: tuple[tuple[str, str], ...] = (),
+    by_sign: bool = False,
 ) -> Relation:
     """``_kind`` (a code of ``movements.KINDS``): from the ``type`` column where it has a word of
     ``movements.VOCABULARY``, else from the sign (a negative amount is money ``returned``);
-    ``_bad_type`` where the type is written but no kind the toolkit knows (refused, not guessed)."""
-    by_sign = f"CASE WHEN _minor < 0 THEN {code('returned')} ELSE {code('payment')} END"
+    ``_bad_type`` where the type is written but no kind the toolkit knows (refused, not guessed).
+    With ``by_sign`` (books), a word of a payment (or of money returned, not saying which) is read
+    by the sign: a bookkeeping export's ``Payment`` on a clearing account is money in, a negative
+    one money returned; the type decides a refund or chargeback, and what is no order's (a fee, a
+    payout, an adjustment)."""
+    sign = f"CASE WHEN _minor < 0 THEN {code('returned')} ELSE {code('payment')} END"
     if not typed:
-        return table.mutate(_kind=f"CAST({by_sign} AS TINYINT)", _bad_type="FALSE")
+        return table.mutate(_kind=f"CAST({sign} AS TINYINT)", _bad_type="FALSE")
     stem = "kinds" if not words else "kinds_" + hashlib.sha256(repr(words).encode()).hexdigest()[:8]
     vocabulary = backend.constant(stem, lambda: vocabulary_table(dict(words)))
     spaced = f"LOWER(REPLACE({trimmed(ident('type'))}, '-', ' '))"
     table = table.mutate(_typed=f"REGEXP_REPLACE({spaced}, '[ ]+', '_', 'g')")
     table = table.left_join(vocabulary, "_s._typed = _j._word", _word_kind="_j._word_kind")
     written = "COALESCE(LENGTH(_typed) > 0, FALSE)"
-    kind = f"CASE WHEN {written} AND _word_kind IS NOT NULL THEN _word_kind ELSE {by_sign} END"
+    signed = f"_word_kind IN ({codes(('payment', 'returned'))})" if by_sign else "FALSE"
+    kind = f"CASE WHEN {written} AND _word_kind IS NOT NULL AND NOT {signed} THEN _word_kind ELSE {sign} END"
     return table.mutate(
         _kind=f"CAST({kind} AS TINYINT)",
         _bad_type=f"{written} AND _word_kind IS NULL",
@@ -436,52 +483,14 @@ def check_subscriptions(backend: Backend, table: Relation, *, decimal: str = "."
     ).drop("_amount_problem")
 
 
-#: The dates and times both backends read alike (each reads more, not the same more: DuckDB
-#: takes 24:00 and Spark a zone written against the time, ``10:00UTC``, or a space before an
-#: offset): a date, then a time with or without seconds and fractions, then ``Z``, an offset
-#: (``+02:00``, ``+0200``, ``+02``) or, after a space, a zone's name (``UTC``, ``Europe/Paris``).
-_ISO_WHEN = (
-    "^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
-    "([T ]([01]?[0-9]|2[0-3]):[0-9]{1,2}(:[0-9]{1,2}([.][0-9]+)?)?"
-    "(Z|[+-][0-9]{2}(:?[0-9]{2})?| [A-Za-z][A-Za-z0-9_/+-]*)?)?$"
-)
-
-
-#: A date as German, Swiss or Austrian Excel writes it, day first with dots (``31.05.2025``, with
-#: a time ``31.05.2025 21:30``): read as that day. A date with slashes stays refused: ``05/04``
-#: is the 5th of April or the 4th of May, depending on who wrote it.
-_DOTTED_WHEN = "^([0-9]{1,2})[.]([0-9]{1,2})[.]([0-9]{4})( ([01]?[0-9]|2[0-3]):[0-9]{1,2}(:[0-9]{1,2})?)?$"
-
-
-def with_epoch_seconds(table: Relation, column: str, out: str) -> Relation:
-    """``table`` with ``out``: the text of ``column``, trimmed by the caller (once per row), as
-    seconds since the epoch, UTC (null when unreadable): ISO dates or times, day-first dotted
-    dates (``_DOTTED_WHEN``), or epoch milliseconds. Seconds, not a timestamp: Spark has no
-    timestamp from milliseconds, and whole seconds compare and subtract alike everywhere. Cut,
-    never rounded, to the second (milliseconds lose their last three digits as text). Built in
-    stages (each a select of its own, as ``parse_amounts``) so that each value is computed once
-    per row. Each pattern is tried only on the rows the ones before did not read: a file is
-    almost always written in one form, and each pattern tried costs every row a match."""
-    text = ident(column)
-    t = table.mutate(_epoch=_matches(text, "^[0-9]{11,18}$"))
-    t = t.mutate(_iso=f"CASE WHEN _epoch THEN FALSE ELSE {_matches(text, _ISO_WHEN)} END")
-    t = t.mutate(_dotted=f"CASE WHEN _epoch OR _iso THEN FALSE ELSE {_matches(text, _DOTTED_WHEN)} END")
-    millis = f"CAST(CASE WHEN _epoch THEN SUBSTRING({text}, 1, LENGTH({text}) - 3) END AS BIGINT)"
-    day, month, year, time = (f"REGEXP_EXTRACT({text}, {literal(_DOTTED_WHEN)}, {g})" for g in (1, 2, 3, 4))
-    iso = (
-        f"CASE WHEN _dotted THEN {year} || '-' || {month} || '-' || {day} || {time} WHEN _iso THEN {text} END"
-    )
-    whole = f"CAST(EPOCH(DATE_TRUNC('SECOND', TRY_CAST({iso} AS TIMESTAMPTZ))) AS BIGINT)"
-    return t.mutate(**{out: f"CASE WHEN _epoch THEN {millis} ELSE {whole} END"}).drop(
-        "_epoch", "_iso", "_dotted"
-    )
-
-
-def in_period(table: Relation, period: Period | None, name: str) -> Relation:
+def in_period(
+    table: Relation, period: Period | None, name: str, *, written: str | None = None, zone: str | None = None
+) -> Relation:
     """``_outside`` and the date check of usable rows (a row without a readable date cannot be
-    placed in or out of the period: it is rejected). A row dated outside the period is outside
-    whatever else is wrong with it: the run of its own period lists it, and an old bad row of a
-    ledger that grows does not fail every later run."""
+    placed in or out of the period: it is rejected), the dates read as ``with_epoch_seconds``
+    reads them (``written``: the side's date format, ``zone``: its time zone). A row dated
+    outside the period is outside whatever else is wrong with it: the run of its own period lists
+    it, and an old bad row of a ledger that grows does not fail every later run."""
     if period is None:
         return table.mutate(_outside="FALSE", _bad_date="FALSE", _date_text="''", _day="CAST(NULL AS BIGINT)")
     if period.column not in table.columns:
@@ -491,7 +500,7 @@ def in_period(table: Relation, period: Period | None, name: str) -> Relation:
         )
     lower, upper = period_bounds(period.start, period.end)
     table = table.mutate(_period_text=trimmed(ident(period.column)))
-    table = with_epoch_seconds(table, "_period_text", "_period_when")
+    table = with_epoch_seconds(table, "_period_text", "_period_when", written=written, zone=zone)
     inside = ["TRUE"]
     if lower is not None:
         inside.append(f"_period_when >= {int(lower.timestamp())}")
@@ -511,11 +520,14 @@ def in_period(table: Relation, period: Period | None, name: str) -> Relation:
     ).drop("_period_text", "_period_when")
 
 
-def dated_by(table: Relation, dated: Dated | None) -> Relation:
+def dated_by(
+    table: Relation, dated: Dated | None, *, written: str | None = None, zone: str | None = None
+) -> Relation:
     """``_when`` (epoch seconds, null when the row has no date), ``_after`` (usable and dated
     after the cut-off) and ``_bad_when``: a date that is written but cannot be read rejects the
     row (it cannot be placed before or after the cut-off); an empty one leaves it undated, so
-    that the timing rules leave it as it was (an unknown payment has no processor time)."""
+    that the timing rules leave it as it was (an unknown payment has no processor time); read
+    as ``in_period`` reads them."""
     if dated is None:
         return table.mutate(_when="CAST(NULL AS BIGINT)", _after="FALSE", _bad_when="FALSE")
     table = table.mutate(_when_text=trimmed(ident(dated.column)))
@@ -523,7 +535,7 @@ def dated_by(table: Relation, dated: Dated | None) -> Relation:
         empty = "(_when_text IS NULL OR LENGTH(_when_text) = 0)"
         fallback = trimmed(ident(dated.fallback))
         table = table.mutate(_when_text=f"CASE WHEN {empty} THEN {fallback} ELSE _when_text END")
-    table = with_epoch_seconds(table, "_when_text", "_when_read")
+    table = with_epoch_seconds(table, "_when_text", "_when_read", written=written, zone=zone)
     usable = "(_problem IS NULL AND NOT _outside)"
     unreadable = f"({usable} AND LENGTH(_when_text) > 0 AND _when_read IS NULL)"
     table = table.mutate(_usable=usable, _bad_when=f"COALESCE({unreadable}, FALSE)")

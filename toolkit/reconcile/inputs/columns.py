@@ -136,6 +136,8 @@ def column_error(name: str, missing: Sequence[str], names: Sequence[str], side: 
         f"; to read the file's column as the required one, {map_option(side)} {mapping_text(hint)} "
         "(required name = the file's column name)"
     )
+    if "currency" in missing and side in ("ledger", "processor") and "currency" not in found:
+        text += f"; for a file in one currency, --{side}-currency CODE (e.g. EUR) gives every row's"
     return text
 
 

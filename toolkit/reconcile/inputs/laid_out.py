@@ -1,6 +1,7 @@
-"""A processor's export read as its layout says (``exports/``): the net amounts of a row without
-gross ones, each row's time in its own time zone, and the order key's column among the metadata
-columns that may hold it.
+"""An export read as its layout says (``exports/``): the net amounts of a row without gross ones,
+each row's time in its own time zone, its status words, the report's own lines left out, the
+movements a row holds beside its own (``split_movements``), and the order key's column among the
+metadata columns that may hold it.
 """
 
 from __future__ import annotations
@@ -9,16 +10,18 @@ import csv
 import re
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from toolkit.errors import InputError
 from toolkit.reconcile import sources
 from toolkit.reconcile.backends import Backend
 from toolkit.reconcile.exports import Layout
-from toolkit.reconcile.inputs.checks import trimmed
-from toolkit.reconcile.relation import count_if, ident, literal
+from toolkit.reconcile.inputs.checks import ZERO, trimmed
+from toolkit.reconcile.relation import Relation, count_if, ident, literal
+from toolkit.reconcile.sources.rows import PART_SHIFT
 
 if TYPE_CHECKING:
     from toolkit.reconcile.inputs import LoadedInput
-    from toolkit.reconcile.relation import Relation
     from toolkit.reconcile.sources import Described
 
 
@@ -26,7 +29,15 @@ def laid_out(table: Relation, layout: Layout, facts: dict[str, str]) -> Relation
     """``table`` (its columns renamed to the canonical ones) with the layout's ``fallback``
     columns where the amounts it maps are all empty (Adyen: a fee's or payout's net amount and
     currency), ``createTime`` with the offset of the row's time zone (``time``), and a ``date``
-    written as day and month with its year (``extf_facts``: DATEV)."""
+    written as day and month with its year (``extf_facts``: DATEV); ``status`` in the toolkit's
+    words (``statuses``), and without the report's own lines (``skip``)."""
+    for column, pattern in layout.skip:
+        if column in table.columns:
+            table = table.filter(f"NOT REGEXP_MATCHES({trimmed(ident(column))}, {literal(pattern)})")
+    if layout.statuses and "status" in table.columns:
+        said = f"LOWER({trimmed(ident('status'))})"
+        cases = " ".join(f"WHEN {said} = {literal(w)} THEN {literal(s)}" for w, s in layout.statuses)
+        table = table.mutate(status=f"CASE {cases} ELSE status END")
     fallback = [(canonical, own) for canonical, own in layout.fallback if own in table.columns]
     amounts = [c for c, _ in fallback if c in ("amount", "debit", "credit") and c in table.columns]
     if fallback and amounts:
@@ -49,6 +60,58 @@ def laid_out(table: Relation, layout: Layout, facts: dict[str, str]) -> Relation
     if layout.date_written == "DDMM" and "date" in table.columns and facts:
         table = _day_and_month(table, facts)
     return table
+
+
+def split_movements(backend: Backend, table: Relation, layout: Layout) -> Relation:
+    """Every row, then once more as each movement it holds in a column of its own (the layout's
+    ``[[split]]``: a charge's refunded or disputed amount, its fee) where that column is written
+    and not zero: of the split's kind (``type``), its amount (a fee money out), currency and
+    time. One pass over the rows, each joined with the numbers of its parts (``_part``, 0 the row
+    itself) and kept where that part is written. A split row keeps the row's number
+    (``source_row``), and its own ``_ord`` above the row's (``PART_SHIFT``). Rows of a file with
+    no ``type`` column are typed by their sign."""
+    if not layout.splits:
+        return table
+    base = table if "type" in table.columns else table.mutate(type="''")
+    count = len(layout.splits) + 1
+    numbers = pa.table({"_part": pa.array(range(count), pa.int64())})
+    parts = backend.constant(f"parts_{count}", lambda: numbers)
+    cases: dict[str, list[str]] = {}
+    held = ["_part = 0"]
+    for number, split in enumerate(layout.splits, start=1):
+        written = trimmed(ident(split.amount))
+        amount = written
+        if split.kind == "fee":  # a fee is written as charged (positive): money out
+            amount = (
+                f"CASE WHEN STARTS_WITH({written}, '-') THEN SUBSTRING({written}, 2) "
+                f"WHEN STARTS_WITH({written}, '+') THEN '-' || SUBSTRING({written}, 2) "
+                f"ELSE '-' || {written} END"
+            )
+        values = {"amount": amount, "type": literal(split.kind)}
+        if split.currency is not None and "currency" in base.columns:
+            own = trimmed(ident(split.currency))
+            values["currency"] = f"CASE WHEN {own} = '' THEN currency ELSE {own} END"
+        if split.create_time is not None and "createTime" in base.columns:
+            own = trimmed(ident(split.create_time))
+            values["createTime"] = f"CASE WHEN {own} = '' THEN {ident('createTime')} ELSE {own} END"
+        for column, value in values.items():
+            cases.setdefault(column, []).append(f"WHEN {number} THEN {value}")
+        conditions = [f"{written} <> ''", f"NOT REGEXP_MATCHES({written}, {literal(ZERO)})"]
+        for column, said in split.unless:
+            words = ", ".join(literal(w) for w in said)
+            conditions.append(f"COALESCE(LOWER({trimmed(ident(column))}) NOT IN ({words}), TRUE)")
+        held.append(f"(_part = {number} AND {' AND '.join(conditions)})")
+    columns = [
+        f"CASE _part {' '.join(cases[c])} ELSE {ident(c)} END AS {ident(c)}" if c in cases else ident(c)
+        for c in base.columns
+        if c != "_ord"
+    ]
+    sql = (
+        f"SELECT {', '.join(columns)}, _ord + _part * {1 << PART_SHIFT} AS _ord "
+        f"FROM ({base}) AS _s CROSS JOIN {parts} AS _p WHERE {' OR '.join(held)}"
+    )
+    names = (*(c for c in base.columns if c != "_ord"), "_ord")
+    return Relation(sql, names, (*base.needs, parts))
 
 
 def _day_and_month(table: Relation, facts: dict[str, str]) -> Relation:

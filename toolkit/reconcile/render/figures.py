@@ -110,6 +110,35 @@ class MovementLine:
     processor: str
 
 
+@dataclass(frozen=True)
+class PayoutLine:
+    """One payout of the processor's export in one currency, formatted for the page."""
+
+    payout: str
+    currency: str
+    items: int
+    items_net: str
+    paid_out: str
+    difference: str
+    state: str
+
+
+def payout_lines(result: ReconciliationResult) -> list[PayoutLine]:
+    """Each payout and currency the processor's export names, as the page shows it."""
+    return [
+        PayoutLine(
+            payout=p.payout,
+            currency=p.currency,
+            items=p.items,
+            items_net=money_text(p.items_net, p.currency, signed=True),
+            paid_out="" if p.paid_out is None else money_text(p.paid_out, p.currency, signed=True),
+            difference="" if p.difference is None else money_text(p.difference, p.currency, signed=True),
+            state=p.state,
+        )
+        for p in result.payouts
+    ]
+
+
 def movement_sums(result: ReconciliationResult) -> dict[tuple[str, str, str], tuple[int, Decimal]]:
     """(side, kind, currency) -> rows and signed total of each side's movements, with the kind
     ``net`` for every movement of a currency added up; empty when every movement is a payment

@@ -23,6 +23,7 @@ from toolkit.reconcile.render.figures import (
     information_line,
     movement_lines,
     not_final_text,
+    payout_lines,
     source_lines,
     verdict,
 )
@@ -107,6 +108,7 @@ def page(
         "adds_up": all(c.adds_up for c in result.counts),
         "currencies": currency_lines(result),
         "movements": movement_lines(result),
+        "payouts": payout_lines(result),
         "apart": any(c.movements for c in result.counts),
         "footnote": FOOTNOTE + (f" {INFO_FOOTNOTE}" if information else ""),
         "unreadable": result.category_counts.get("rejected_row", 0),

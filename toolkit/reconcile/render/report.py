@@ -1,5 +1,6 @@
 """Rendering a ``ReconciliationResult``: report.html, report.xlsx, exceptions.csv (and the same
-rows typed in exceptions.parquet), summary.csv, and fx.csv when payments were compared at
+rows typed in exceptions.parquet), summary.csv, payouts.csv where the processor's export names
+its payouts, and fx.csv when payments were compared at
 reference rates. Exceptions too many to hold (``result.spilled``) are read back from the engine
 a batch (a category, for the workbook) at a time.
 
@@ -45,6 +46,7 @@ from toolkit.reconcile.schema import (
     EXCEPTION_COLUMNS,
     FX_COLUMNS,
     INFO_CATEGORIES,
+    PAYOUT_TOTAL_COLUMNS,
     SUMMARY_COLUMNS,
     TRACKING_COLUMNS,
     in_report_order,
@@ -60,6 +62,9 @@ REPORT_FILES: tuple[str, ...] = (
 )
 #: Written besides when ``result.fx`` has rows: each payment compared at a reference rate.
 FX_FILE = "fx.csv"
+#: Written besides when the processor's export says which payout paid each row: per payout and
+#: currency, its items' net and what it paid out (``result.payouts``).
+PAYOUTS_FILE = "payouts.csv"
 #: Written besides for a tracked run: states per category, exceptions by age, the resolved ones.
 TRACKED_FILES: tuple[str, ...] = ("states.csv", "ages.csv", "resolved.csv")
 
@@ -253,7 +258,7 @@ def write_report(
     paths = {name: directory / name for name in names}
     # A report of another run in the same folder (``--output-dir`` reused) loses the files this
     # one does not write: an fx.csv or states.csv beside it would read as this run's.
-    stale = [name for name in (*TRACKED_FILES, FX_FILE) if name not in paths]
+    stale = [name for name in (*TRACKED_FILES, FX_FILE, PAYOUTS_FILE) if name not in paths]
     record = claim(directory, names, inputs=(*result.sources, *inputs), remove=stale)
     logging.getLogger("toolkit.reconcile").info("writing the report in %s", directory)
     _write_files(result, paths, title=title, environment=environment, when=when, period=period)
@@ -301,9 +306,11 @@ def _write_files(
 
 def _report_names(result: ReconciliationResult) -> tuple[str, ...]:
     """The files ``result``'s report is made of: ``REPORT_FILES``, then ``TRACKED_FILES`` for a
-    tracked run and ``FX_FILE`` when payments were compared at reference rates."""
+    tracked run, ``FX_FILE`` when payments were compared at reference rates and ``PAYOUTS_FILE``
+    when the processor's export names its payouts."""
     tracked = TRACKED_FILES if result.tracking is not None else ()
-    return REPORT_FILES + tracked + ((FX_FILE,) if not result.fx.empty else ())
+    payouts = (PAYOUTS_FILE,) if result.payouts else ()
+    return REPORT_FILES + tracked + ((FX_FILE,) if not result.fx.empty else ()) + payouts
 
 
 def _write_tables(
@@ -321,6 +328,9 @@ def _write_tables(
     if FX_FILE in paths:
         fx = fx_text_table(result)
         _written(paths[FX_FILE], lambda: _write_csv(fx, temporary[FX_FILE]))
+    if PAYOUTS_FILE in paths:
+        payouts = payouts_table(result)
+        _written(paths[PAYOUTS_FILE], lambda: _write_csv(payouts, temporary[PAYOUTS_FILE]))
     tracking = result.tracking
     if tracking is not None:
         for name, frame in (
@@ -329,6 +339,24 @@ def _write_tables(
             ("resolved.csv", tracking.resolved),
         ):
             _written(paths[name], functools.partial(_write_csv, _frame_table(frame), temporary[name]))
+
+
+def payouts_table(result: ReconciliationResult) -> pa.Table:
+    """``PAYOUTS_FILE``'s rows: each payout and currency, amounts as exact text ('' where none)."""
+    rows = [
+        (
+            p.payout,
+            p.currency,
+            str(p.items),
+            str(p.items_net),
+            "" if p.paid_out is None else str(p.paid_out),
+            "" if p.difference is None else str(p.difference),
+            p.state,
+        )
+        for p in result.payouts
+    ]
+    columns = {name: [row[i] for row in rows] for i, name in enumerate(PAYOUT_TOTAL_COLUMNS)}
+    return pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
 
 
 def _written(target: Path, write: Callable[[], object]) -> None:

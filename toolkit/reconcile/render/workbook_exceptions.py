@@ -201,6 +201,7 @@ def currency_codes(
 ) -> set[str]:
     """Every currency an amount of the workbook is in (each gets its number format)."""
     codes: set[str] = {str(c) for c in result.summary["currency"].unique() if c} | texts.currencies
+    codes |= {p.currency for p in result.payouts}
     for part, columns in ((resolved, AMOUNT_COLUMNS), (fx, FX_AMOUNT_COLUMNS)):
         if part is None:
             continue

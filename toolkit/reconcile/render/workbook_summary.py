@@ -49,7 +49,8 @@ def summary_sheet(
     summary = _summary_columns(result)
     table, summary_as_text = _summary_table(summary, currencies)
     fx_lines, fx_as_text = _fx_lines(result, currencies)
-    as_text += summary_as_text + fx_as_text
+    payout_lines, payouts_as_text = _payout_lines(result, currencies)
+    as_text += summary_as_text + fx_as_text + payouts_as_text
     note = _NOTE + (f" {as_text:,} amount(s) in this workbook are text." if as_text else "")
     lines = [
         header_row([f"Data from: {environment}"]),
@@ -59,7 +60,7 @@ def summary_sheet(
         "<row/>",
     ]
     first = len(lines) + 1  # the summary table's header row, where the autofilter starts
-    lines += [*table, "<row/>", *fx_lines, *_tracking_lines(result), *_text_rows([note])]
+    lines += [*table, "<row/>", *fx_lines, *payout_lines, *_tracking_lines(result), *_text_rows([note])]
     widths = [
         max(pair)
         for pair in itertools.zip_longest(_table_widths(accounting), _table_widths(summary), fillvalue=0.0)
@@ -150,6 +151,35 @@ def _settings(result: ReconciliationResult) -> list[str]:
             "are in transit, not breaks)"
         )
     return lines
+
+
+def _payout_lines(result: ReconciliationResult, currencies: Currencies) -> tuple[list[str], int]:
+    """Per payout of the processor's export (payouts.csv): its items' net, what it paid out and
+    the difference as numbers in its currency; none without payouts; and the amounts kept as text."""
+    if not result.payouts:
+        return [], 0
+    currency = clean_texts([p.currency for p in result.payouts])
+    cells, as_text = [], 0
+    for values in (
+        [str(p.items_net) for p in result.payouts],
+        ["" if p.paid_out is None else str(p.paid_out) for p in result.payouts],
+        ["" if p.difference is None else str(p.difference) for p in result.payouts],
+    ):
+        amounts, texts = currencies.amount_cells(clean_texts(values), currency)
+        cells.append(amounts)
+        as_text += texts
+    names = ["payout", "currency", "items", "items' net", "paid out", "difference", "items add up?"]
+    lines = [header_row(names)]
+    lines += row_xml(
+        [
+            text_cells(clean_texts([p.payout for p in result.payouts])),
+            text_cells(currency),
+            number_cells(clean_texts([str(p.items) for p in result.payouts]), COUNT_STYLE),
+            *cells,
+            text_cells(clean_texts([p.state for p in result.payouts])),
+        ]
+    ).to_pylist()
+    return [*lines, "<row/>"], as_text
 
 
 def _fx_lines(result: ReconciliationResult, currencies: Currencies) -> tuple[list[str], int]:

@@ -33,8 +33,9 @@ def describe(
     amount_columns = frozenset(c.strip().lower() for c in amount_columns)
     described = _describe(source, side, amount_columns, options)
     if options.decimal is not None:
-        return replace(described, decimal=options.decimal)
-    return described
+        described = replace(described, decimal=options.decimal)
+    given = {name: getattr(options, name) for name in ("date_format", "timezone", "currency")}
+    return replace(described, **{name: value for name, value in given.items() if value is not None})
 
 
 def _describe(source: Source, side: str, amount_columns: frozenset[str], options: ReadOptions) -> Described:

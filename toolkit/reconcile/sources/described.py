@@ -50,6 +50,11 @@ class Described:
     sheets: tuple[str, ...] = ()  # Excel: the workbook's sheets, in order
     decimal: str = "."  # the amounts' decimal mark (``,``: ``1.234,56``), or ``POINT_UNDECIDED``
     parts: tuple[ParquetPart, ...] = ()  # Parquet: the files, grouped by their schema
+    # How the dates are written (a strftime-style format, given or decided from the rows), the
+    # zone of a time written without one, and the currency of a file without a currency column.
+    date_format: str | None = None
+    timezone: str | None = None
+    currency: str | None = None
 
 
 def named_cells(names: Sequence[object]) -> list[str]:

@@ -35,12 +35,15 @@ if TYPE_CHECKING:
 _RowNumbers = npt.NDArray[np.int64]
 #: The bits of ``_ord`` below a file's place in a set of files: the row number in that file.
 FILE_SHIFT = 40
+#: The bits of ``_ord`` below the part of a row read as several movements (an export's row with
+#: its refund or fee beside the charge: ``laid_out.split_movements``): the row number.
+PART_SHIFT = 36
 
 
 def row_sql(ord: str) -> str:
     """A row's ``source_row`` from its ``_ord`` (the column ``ord``): what the engine keeps of a
     row is its ``_ord``, and the number people read is computed for the rows it reports."""
-    return f"({ord} % {1 << FILE_SHIFT})"
+    return f"({ord} % {1 << PART_SHIFT})"
 
 
 def source_sql(described: Described, ord: str) -> str:

@@ -1,0 +1,299 @@
+"""Payouts reconciled three ways' first two questions (issue 38): each payout adds up to its
+items, and arrives in the bank; every processor deposit in the bank is explained. The month's
+exports of ``exports.py`` (Stripe's balance report, Adyen's settlement details) against camt.053
+statements written by the sandbox's bank (``toolkit.sandbox.statements``, which the readers'
+tests check against the format's published examples); every outcome planted, on each backend."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.reconcile.exports import PAID_OUT, STRIPE_HEADER, write_month
+from toolkit.cli import main
+from toolkit.errors import InputError
+from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.payouts import reconcile_payouts
+from toolkit.reconcile.payouts.matching import business_days_after
+from toolkit.reconcile.payouts.report import write_payout_report
+from toolkit.sandbox.statements import StatementEntry, camt053
+
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+
+IBAN = "DE89370400440532013000"
+MONDAY = date(2025, 6, 2)  # the month's payouts are paid out on Friday, May 30th
+PAID_MINOR = int(Decimal(PAID_OUT) * 100)
+
+
+def _statement(folder: Path, day: date, *entries: StatementEntry, opening: int = 0, name: str = "") -> Path:
+    path = folder / (name or f"camt053_{day:%Y%m%d}.xml")
+    path.write_bytes(camt053(iban=IBAN, currency="EUR", day=day, opening_minor=opening, entries=entries))
+    return path
+
+
+def _entry(
+    minor: int, day: date, reference: str, text: str, who: str = "STRIPE PAYMENTS EUROPE LTD"
+) -> StatementEntry:
+    return StatementEntry(minor, day, day, reference, who, text)
+
+
+def _outcomes(result: object) -> dict[str, str]:
+    return {line.payout: line.outcome for line in result.payouts}  # type: ignore[attr-defined]
+
+
+def test_a_payout_is_found_by_its_reference_and_an_unknown_deposit_is_shown(
+    tmp_path: Path, backend: Backend
+) -> None:
+    paths = write_month(tmp_path)
+    bank = _statement(
+        tmp_path,
+        MONDAY,
+        _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"),
+        _entry(-1250, MONDAY, "B2", "Account fee", who=""),
+        _entry(50000, MONDAY, "B3", "STRIPE PAYOUT po_9999"),
+        _entry(9900, MONDAY, "B4", "Invoice 17", who="A CUSTOMER GMBH"),
+    )
+    result = reconcile_payouts(paths["stripe"], bank, as_of="2025-06-10", backend=backend)
+    (line,) = result.payouts
+    assert (line.payout, line.outcome, line.matched_by, line.bank_reference) == (
+        "po_0001",
+        "matched",
+        "reference",
+        "B1",
+    )
+    assert (line.items_state, line.paid_on, line.bank_booking_date) == ("adds up", date(2025, 5, 30), MONDAY)
+    assert [u["entry_reference"] for u in result.unexplained] == ["B3"]
+    assert result.other_entries == 2 and result.exception_count == 1
+
+
+def test_a_payout_without_a_reference_is_found_by_amount_and_date(tmp_path: Path) -> None:
+    """Adyen's batch 7, credited without the batch in its text, on the first business day after."""
+    paths = write_month(tmp_path)
+    bank = _statement(
+        tmp_path, MONDAY, _entry(PAID_MINOR, MONDAY, "B1", "ADYEN N.V. SETTLEMENT", who="ADYEN")
+    )
+    result = reconcile_payouts(paths["adyen"], bank, as_of="2025-06-10")
+    (line,) = result.payouts
+    assert (line.payout, line.outcome, line.matched_by) == ("7", "matched", "amount and date")
+    named = _statement(
+        tmp_path,
+        MONDAY,
+        _entry(PAID_MINOR - 1, MONDAY, "B9", "ADYEN SETTLEMENT BATCH 7 ACME", who="ADYEN"),
+        name="named.xml",
+    )
+    (line,) = reconcile_payouts(paths["adyen"], named, as_of="2025-06-10").payouts
+    assert (line.outcome, line.matched_by, line.bank_amount) == (
+        "payout_amount_mismatch",
+        "reference",
+        Decimal(PAID_OUT) - Decimal("0.01"),
+    )
+
+
+def test_a_payout_not_in_the_bank_is_in_transit_then_missing(tmp_path: Path) -> None:
+    """Paid out on Friday May 30th; three business days: Monday to Wednesday June 4th. A bank
+    holiday on Monday moves the window to Thursday."""
+    paths = write_month(tmp_path)
+    bank = _statement(tmp_path, MONDAY, _entry(-1250, MONDAY, "B2", "Account fee", who=""))
+    assert _outcomes(reconcile_payouts(paths["stripe"], bank, as_of="2025-06-04")) == {
+        "po_0001": "in_transit"
+    }
+    assert _outcomes(reconcile_payouts(paths["stripe"], bank, as_of="2025-06-05")) == {
+        "po_0001": "payout_missing_in_bank"
+    }
+    assert _outcomes(reconcile_payouts(paths["stripe"], bank, as_of="2025-06-05", holidays=[MONDAY])) == {
+        "po_0001": "in_transit"
+    }
+    late = _statement(
+        tmp_path, date(2025, 6, 5), _entry(PAID_MINOR, date(2025, 6, 5), "B1", "Stripe transfer")
+    )
+    assert _outcomes(reconcile_payouts(paths["stripe"], late, as_of="2025-06-10", window="3d")) == {
+        "po_0001": "payout_missing_in_bank"
+    }
+    assert _outcomes(reconcile_payouts(paths["stripe"], late, as_of="2025-06-10", window="4d")) == {
+        "po_0001": "matched"
+    }
+    assert business_days_after(date(2025, 5, 30), 3, frozenset()) == date(2025, 6, 4)
+
+
+def _stripe_payouts(folder: Path, rows: list[tuple[str, str, str, str, str]]) -> Path:
+    """A Stripe balance report of payout rows only: (category, gross, created, source_id,
+    automatic_payout_id), plus one charge per payout that it pays out."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, STRIPE_HEADER, lineterminator="\n", restval="")
+    writer.writeheader()
+    for i, (category, gross, created, source, payout) in enumerate(rows, start=1):
+        writer.writerow(
+            {
+                "balance_transaction_id": f"txn_{i}",
+                "created_utc": created,
+                "created": created,
+                "currency": "eur",
+                "gross": gross,
+                "fee": "0.00",
+                "net": gross,
+                "reporting_category": category,
+                "source_id": source,
+                "automatic_payout_id": payout,
+                "payment_metadata[order_id]": f"ORD-{i}" if category == "charge" else "",
+            }
+        )
+    path = folder / "payouts.csv"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return path
+
+
+def test_equal_payouts_are_never_paired_at_random(tmp_path: Path) -> None:
+    """Two payouts of 100.00 on the same day and two credits of 100.00 without references: shown
+    as payouts that cannot be told apart. A third, of 100.00 two days later, is the nearest to its
+    own credit and is matched."""
+    export = _stripe_payouts(
+        tmp_path,
+        [
+            ("charge", "100.00", "2025-06-02 09:00:00", "ch_1", "po_A"),
+            ("payout", "-100.00", "2025-06-02 10:00:00", "po_A", ""),
+            ("charge", "100.00", "2025-06-02 09:00:00", "ch_2", "po_B"),
+            ("payout", "-100.00", "2025-06-02 10:00:00", "po_B", ""),
+            ("charge", "100.00", "2025-06-06 09:00:00", "ch_3", "po_C"),
+            ("payout", "-100.00", "2025-06-06 10:00:00", "po_C", ""),
+        ],
+    )
+    bank = _statement(
+        tmp_path,
+        date(2025, 6, 9),
+        _entry(10000, date(2025, 6, 3), "B1", "STRIPE TRANSFER"),
+        _entry(10000, date(2025, 6, 3), "B2", "STRIPE TRANSFER"),
+        _entry(10000, date(2025, 6, 9), "B3", "STRIPE TRANSFER"),
+    )
+    result = reconcile_payouts(export, bank, as_of="2025-06-20")
+    assert _outcomes(result) == {"po_A": "payout_ambiguous", "po_B": "payout_ambiguous", "po_C": "matched"}
+    assert {line.payout: line.bank_reference for line in result.payouts}["po_C"] == "B3"
+    assert [u["entry_reference"] for u in result.unexplained] == ["B1", "B2"]
+
+
+def test_a_negative_payout_is_a_debit_and_a_returned_payout_expects_nothing(tmp_path: Path) -> None:
+    """A payout that took money from the bank (Stripe's balance was negative) is found as a bank
+    debit; a payout that failed (``payout_reversal`` of the same payout) is expected nowhere."""
+    export = _stripe_payouts(
+        tmp_path,
+        [
+            ("refund", "-40.00", "2025-06-02 09:00:00", "re_1", "po_N"),
+            ("payout", "40.00", "2025-06-02 10:00:00", "po_N", ""),
+            ("charge", "70.00", "2025-06-02 09:00:00", "ch_2", "po_F"),
+            ("payout", "-70.00", "2025-06-02 10:00:00", "po_F", ""),
+            ("payout_reversal", "70.00", "2025-06-04 10:00:00", "po_F", ""),
+        ],
+    )
+    bank = _statement(tmp_path, date(2025, 6, 3), _entry(-4000, date(2025, 6, 3), "D1", "STRIPE po_N"))
+    result = reconcile_payouts(export, bank, as_of="2025-06-20")
+    assert _outcomes(result) == {"po_N": "matched", "po_F": "failed"}
+    negative = next(line for line in result.payouts if line.payout == "po_N")
+    assert (negative.paid_out, negative.bank_amount, negative.items_state) == (
+        Decimal("-40.00"),
+        Decimal("-40.00"),
+        "adds up",
+    )
+    assert result.exception_count == 0
+
+
+def test_a_payout_that_does_not_add_up_and_a_missing_statement_are_exceptions(tmp_path: Path) -> None:
+    paths = write_month(tmp_path)
+    changed = tmp_path / "changed.csv"
+    changed.write_text(paths["stripe"].read_text(encoding="utf-8").replace(PAID_OUT, "1578.00"), "utf-8")
+    day1 = _statement(tmp_path, MONDAY, _entry(157800, MONDAY, "B1", "STRIPE PAYOUT po_0001"), opening=1000)
+    # June 3rd's statement is missing: June 4th opens at another balance than June 2nd closed.
+    day3 = _statement(
+        tmp_path, date(2025, 6, 4), _entry(-500, date(2025, 6, 4), "B7", "fee", who=""), opening=170000
+    )
+    result = reconcile_payouts(changed, [day1, day3], as_of="2025-06-10")
+    (line,) = result.payouts
+    assert (line.outcome, line.items_state, line.items_net - line.paid_out) == (
+        "matched",
+        "does not add up",
+        Decimal("0.04"),
+    )
+    assert len(result.gaps) == 1 and result.exception_count == 2
+    written = write_payout_report(result, tmp_path / "out", environment="test")
+    exceptions = pd.read_csv(written["exceptions.csv"], dtype=str, keep_default_na=False)
+    assert list(exceptions["category"]) == ["payout_items_do_not_add_up", "statement_gap"]
+    gap = exceptions.loc[1]
+    assert (gap["currency"], gap["amount"]) == ("EUR", "112.00")  # opened at 1,700.00, closed at 1,588.00
+    assert "between statement 20250602-1 (camt053_20250602.xml) and 20250604-1" in gap["detail"]
+    assert (
+        exceptions.loc[0, "amount"] == "0.04"
+        and exceptions.loc[0, "exception_id"] == "payout:po_0001:EUR:items"
+    )
+    page = written["report.html"].read_text(encoding="utf-8")
+    assert "2 exception(s) to look at; 1 of 1 payout(s) in the bank" in page and "does not add up" in page
+
+
+def test_the_command_reconciles_payouts_with_exit_codes_of_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_month(tmp_path)
+    bank = _statement(tmp_path, MONDAY, _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"))
+    out = tmp_path / "out"
+    argv = [
+        "reconcile",
+        "payouts",
+        "--processor",
+        str(paths["stripe"]),
+        "--bank",
+        str(bank),
+        "--as-of",
+        "2025-06-10",
+    ]
+    assert main([*argv, "--output-dir", str(out)]) == 0
+    said = capsys.readouterr().out.strip().splitlines()[-1]
+    assert (
+        said == f"ok: 0 exceptions; 1 of 1 payout(s) in the bank, 0 in transit; report: {out / 'report.html'}"
+    )
+    payouts = pd.read_csv(out / "payouts.csv", dtype=str, keep_default_na=False)
+    first = payouts.to_dict("records")[0]
+    assert [first[c] for c in ("payout", "outcome", "bank_reference", "bank_booking_date")] == [
+        "po_0001",
+        "matched",
+        "B1",
+        "2025-06-02",
+    ]
+    empty = _statement(tmp_path, MONDAY, name="empty.xml")
+    code = main(
+        [
+            "reconcile",
+            "payouts",
+            "--processor",
+            str(paths["stripe"]),
+            "--bank",
+            str(empty),
+            "--as-of",
+            "2025-06-10",
+            "--output-dir",
+            str(tmp_path / "o2"),
+            "--max-exceptions",
+            "0",
+        ]
+    )
+    assert code == 1 and "findings: 1 exceptions" in capsys.readouterr().err
+    code = main(["reconcile", "payouts", "--processor", str(paths["stripe_payments"]), "--bank", str(bank)])
+    err = capsys.readouterr().err
+    assert (
+        code == 2 and "does not say which payout paid each row" in err and len(err.strip().splitlines()) == 1
+    )
+    assert main([*argv, "--window", "soon"]) == 2
+    assert "--window: 'soon' is not a number of business days" in capsys.readouterr().err
+
+
+def test_an_export_without_payouts_is_refused(tmp_path: Path) -> None:
+    paths = write_month(tmp_path)
+    bank = _statement(tmp_path, MONDAY)
+    with pytest.raises(InputError, match="does not say which payout paid each row"):
+        reconcile_payouts(paths["stripe_payments"], bank)

@@ -1,0 +1,154 @@
+"""``toolkit reconcile payouts``: the processor's payouts against the bank statements (issue 38),
+with the payment reconciliation's exit codes (0 ok, 1 more exceptions than ``--max-exceptions``,
+2 the run could not be done as asked) and one line of result."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import date
+from pathlib import Path
+
+from toolkit.cli.exit_codes import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT, EXIT_TOO_MANY
+
+
+# Long: the options of `toolkit reconcile payouts`, declared in the order --help lists them.
+def add_arguments(sub: argparse.ArgumentParser) -> None:
+    """The options of ``toolkit reconcile payouts`` (their ``dest`` apart from the payment run's)."""
+    sub.add_argument(
+        "--processor",
+        dest="payouts_processor",
+        required=True,
+        metavar="EXPORT",
+        help="the processor's export that says which payout paid each row (Stripe's balance or payout "
+        "reconciliation report, Adyen's settlement details)",
+    )
+    sub.add_argument(
+        "--bank",
+        dest="payouts_bank",
+        required=True,
+        action="append",
+        metavar="STATEMENT",
+        help="bank statements: camt.053, MT940, BAI2 or OFX files, a folder or a glob (repeatable)",
+    )
+    sub.add_argument(
+        "--window",
+        dest="payouts_window",
+        default="3d",
+        metavar="DAYS",
+        help="business days a payout may take to reach the bank (default 3d)",
+    )
+    sub.add_argument(
+        "--holidays",
+        dest="payouts_holidays",
+        default=None,
+        metavar="DATES",
+        help="bank holidays left out of the window: YYYY-MM-DD dates, comma-separated, or a file of them",
+    )
+    sub.add_argument(
+        "--counterparty",
+        dest="payouts_counterparty",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name of the processor in the bank's text, besides Stripe, Adyen, ... (repeatable)",
+    )
+    sub.add_argument(
+        "--as-of",
+        dest="payouts_as_of",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="the cut-off: a payout whose window is open then is in transit (default today, UTC)",
+    )
+    sub.add_argument(
+        "--output-dir",
+        dest="payouts_output_dir",
+        metavar="OUTPUT_DIR",
+        type=Path,
+        default=None,
+        help="where to write the report (default reports/payouts/<UTC time>/)",
+    )
+    sub.add_argument(
+        "--max-exceptions",
+        dest="payouts_max_exceptions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="exit 1 when there are more than N exceptions",
+    )
+    sub.add_argument(
+        "--backend",
+        dest="payouts_backend",
+        choices=("duckdb", "pyspark"),
+        default="duckdb",
+        help="where the export's payouts are added up",
+    )
+    sub.add_argument(
+        "--environment",
+        dest="payouts_environment",
+        metavar="ENVIRONMENT",
+        default=None,
+        help="printed at the top of the report",
+    )
+
+
+def payouts_command(args: argparse.Namespace) -> int:
+    """Run the payout reconciliation and write its report; returns the exit code."""
+    from toolkit.errors import EngineError, InputError, OutputError
+    from toolkit.outputs import fresh_folder
+    from toolkit.reconcile.payouts import reconcile_payouts
+    from toolkit.reconcile.payouts.report import write_payout_report
+
+    try:
+        holidays = _holidays(args.payouts_holidays)
+        result = reconcile_payouts(
+            args.payouts_processor,
+            args.payouts_bank,
+            window=args.payouts_window,
+            as_of=args.payouts_as_of,
+            holidays=holidays,
+            counterparties=args.payouts_counterparty,
+            backend=args.payouts_backend,
+        )
+    except (InputError, EngineError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    environment = args.payouts_environment or f"processor file {Path(args.payouts_processor).name}"
+    folder = args.payouts_output_dir or fresh_folder(Path("reports", "payouts"))
+    try:
+        paths = write_payout_report(result, folder, environment=environment, holidays=holidays)
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_OUTPUT
+    counts = result.counts()
+    found = (
+        f"{result.exception_count:,} exceptions; {counts['matched']} of {len(result.payouts)} payout(s) in "
+        f"the bank, {counts['in_transit']} in transit"
+    )
+    limit = args.payouts_max_exceptions
+    if limit is not None and result.exception_count > limit:
+        report = paths["report.html"]
+        print(f"findings: {found}, more than --max-exceptions {limit}; report: {report}", file=sys.stderr)
+        return EXIT_TOO_MANY
+    print(f"ok: {found}; report: {paths['report.html']}")
+    return EXIT_OK
+
+
+def _holidays(text: str | None) -> tuple[date, ...]:
+    """``--holidays``: dates, comma-separated, or a file of them (one per line, ``#`` comments)."""
+    from toolkit.errors import InputError
+
+    if not text:
+        return ()
+    path = Path(text)
+    written = path.read_text(encoding="utf-8") if path.is_file() else text
+    days = []
+    for part in written.replace(",", "\n").splitlines():
+        part = part.split("#", 1)[0].strip()
+        if not part:
+            continue
+        try:
+            days.append(date.fromisoformat(part))
+        except ValueError:
+            raise InputError(f"--holidays: {part!r} is not a date (YYYY-MM-DD)") from None
+    return tuple(days)

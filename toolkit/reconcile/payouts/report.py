@@ -1,0 +1,243 @@
+"""The payout reconciliation's report: ``report.html`` (the controller's view), ``payouts.csv``
+(every payout, its items and its bank entry), ``exceptions.csv`` (what needs an action, then what
+is on its way) and ``summary.csv`` (per outcome and currency), written whole or not at all, in a
+folder whose files the toolkit may replace (``output_record``), as the payment report is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from toolkit.money import from_minor
+from toolkit.output_record import claim
+from toolkit.outputs import atomic_path, ensure_directory, neutralise_cell
+from toolkit.reconcile.payouts import (
+    INFORMATIONAL,
+    PAYOUT_CATEGORIES,
+    PayoutLine,
+    PayoutReconciliation,
+    payout_table,
+)
+
+#: What the report is made of.
+PAYOUT_REPORT_FILES: tuple[str, ...] = ("report.html", "payouts.csv", "exceptions.csv", "summary.csv")
+#: The columns of ``exceptions.csv``.
+EXCEPTION_COLUMNS: tuple[str, ...] = (
+    "exception_id",
+    "category",
+    "payout",
+    "currency",
+    "amount",
+    "bank_reference",
+    "bank_date",
+    "detail",
+)
+
+#: What each outcome of a payout says in the page's table.
+OUTCOME_WORDS: dict[str, str] = {
+    "matched": "arrived",
+    "in_transit": "on its way (window open)",
+    "failed": "failed or returned: nothing expected",
+    "payout_missing_in_bank": "MISSING",
+    "payout_amount_mismatch": "arrived, for another amount",
+    "payout_ambiguous": "cannot be told apart",
+}
+
+
+@dataclass(frozen=True)
+class _Total:
+    currency: str
+    category: str
+    count: int
+    amount: Decimal
+
+
+def exception_rows(result: PayoutReconciliation) -> list[dict[str, str]]:
+    """``exceptions.csv``'s rows: every payout exception, unexplained deposit and gap (in the
+    order of ``PAYOUT_CATEGORIES``), then the payouts in transit."""
+    window = f"{result.window} business day{'s' if result.window != 1 else ''}"
+    rows = [row for line in result.payouts for row in _payout_rows(line, window)]
+    rows += [_deposit_row(entry) for entry in result.unexplained]
+    rows += [_gap_row(gap) for gap in result.gaps]
+    order = {name: i for i, name in enumerate((*PAYOUT_CATEGORIES, *INFORMATIONAL))}
+    rows.sort(key=lambda row: order[row["category"]])
+    return [{column: row.get(column, "") for column in EXCEPTION_COLUMNS} for row in rows]
+
+
+def _payout_rows(line: PayoutLine, window: str) -> list[dict[str, str]]:
+    """A payout's rows: its items not adding up, and its outcome in the bank where it needs an
+    action or is on its way."""
+    base = {"payout": line.payout, "currency": line.currency}
+    rows = []
+    if line.items_state == "does not add up":
+        rows.append(
+            base
+            | {
+                "exception_id": f"payout:{line.payout}:{line.currency}:items",
+                "category": "payout_items_do_not_add_up",
+                "amount": str(line.items_net - line.paid_out),
+                "detail": f"its items add up to {line.items_net}, it paid out {line.paid_out}: "
+                "ask the processor which items the payout holds",
+            }
+        )
+    said = _payout_detail(line, window)
+    if said is not None:
+        rows.append(
+            base
+            | {
+                "exception_id": f"payout:{line.payout}:{line.currency}",
+                "category": line.outcome,
+                "amount": str(line.paid_out),
+                "bank_reference": line.bank_reference or "",
+                "bank_date": str(line.bank_booking_date or ""),
+                "detail": said,
+            }
+        )
+    return rows
+
+
+def _deposit_row(entry: Mapping[str, object]) -> dict[str, str]:
+    """A bank credit that looks like a processor's deposit and no payout explains."""
+    reference = str(entry["entry_reference"] or f"{entry['source']} {entry['source_place']}")
+    return {
+        "exception_id": f"bank:{reference}",
+        "category": "bank_deposit_unexplained",
+        "currency": str(entry["currency"]),
+        "amount": str(entry["amount"]),
+        "bank_reference": str(entry["entry_reference"] or ""),
+        "bank_date": str(entry["booking_date"]),
+        "detail": f"a deposit from {entry['counterparty'] or 'the processor'} "
+        f"({entry['remittance'] or 'no text'}) that no payout of the export explains: "
+        "a payout of another export or period, or one the processor does not show",
+    }
+
+
+def _gap_row(gap: Mapping[str, object]) -> dict[str, str]:
+    """A break in an account's chain of statements (``bank``'s ``gaps``)."""
+    currency, difference = str(gap["currency"]), gap["difference_minor"]
+    return {
+        "exception_id": f"gap:{gap['account']}:{gap['before_closing_date']}",
+        "category": "statement_gap",
+        "currency": currency,
+        "amount": "" if difference is None else str(from_minor(int(str(difference)), currency)),
+        "detail": f"{gap['reason']}, between statement {gap['before_statement']} "
+        f"({gap['before_source']}) and {gap['after_statement']} ({gap['after_source']}): get the "
+        "missing statement from the bank before reading a payout as missing",
+    }
+
+
+def _payout_detail(line: PayoutLine, window: str) -> str | None:
+    """What to do about a payout's outcome (None: nothing, it arrived or was never meant to)."""
+    if line.outcome == "payout_missing_in_bank":
+        return (
+            f"paid out on {line.paid_on or 'an unknown day'}, not in the bank within {window}: ask the "
+            "processor for the payout's trace id, and the bank"
+        )
+    if line.outcome == "payout_amount_mismatch":
+        return (
+            f"found by its reference as {line.bank_reference} for {line.bank_amount}: ask the bank and "
+            "the processor about the difference"
+        )
+    if line.outcome == "payout_ambiguous":
+        return (
+            f"{line.candidates} bank entries of this amount in its window, and another payout of the "
+            "same amount: tell them apart by their references"
+        )
+    if line.outcome == "in_transit":
+        return f"paid out on {line.paid_on}: its {window} are not over at the cut-off"
+    return None
+
+
+def _totals(result: PayoutReconciliation) -> list[_Total]:
+    """Per currency and outcome: how many payouts and their sum; then the unexplained deposits."""
+    sums: dict[tuple[str, str], tuple[int, Decimal]] = {}
+    for line in result.payouts:
+        count, amount = sums.get((line.currency, line.outcome), (0, Decimal(0)))
+        sums[line.currency, line.outcome] = (count + 1, amount + line.paid_out)
+    for entry in result.unexplained:
+        key = (str(entry["currency"]), "bank_deposit_unexplained")
+        count, amount = sums.get(key, (0, Decimal(0)))
+        sums[key] = (count + 1, amount + Decimal(str(entry["amount"])))
+    return [_Total(c, o, n, a) for (c, o), (n, a) in sorted(sums.items())]
+
+
+def _verdict(result: PayoutReconciliation) -> str:
+    counts = result.counts()
+    found = result.exception_count
+    arrived = f"{counts['matched']} of {len(result.payouts)} payout(s) in the bank"
+    if not found:
+        return f"ok: {arrived}, {counts['in_transit']} on its way; nothing to do."
+    return f"{found} exception(s) to look at; {arrived}, {counts['in_transit']} on its way."
+
+
+def write_payout_report(
+    result: PayoutReconciliation,
+    output_dir: str | Path,
+    *,
+    title: str = "Payout reconciliation",
+    environment: str,
+    generated_at: datetime | None = None,
+    holidays: Sequence[object] = (),
+) -> dict[str, Path]:
+    """Write ``PAYOUT_REPORT_FILES`` into ``output_dir`` (created); returns them by name. Nothing
+    is written when a file there is an input of the run or not the toolkit's (``OutputError``)."""
+    directory = ensure_directory(output_dir)
+    paths = {name: directory / name for name in PAYOUT_REPORT_FILES}
+    record = claim(directory, PAYOUT_REPORT_FILES, inputs=result.sources)
+    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    exceptions = exception_rows(result)
+    totals = _totals(result)
+    environment_page = Environment(
+        loader=PackageLoader("toolkit.reconcile.render", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        keep_trailing_newline=True,
+    )
+    page = environment_page.get_template("payouts.html.j2").render(
+        title=title,
+        environment=environment,
+        generated_at=when,
+        as_of=result.as_of,
+        window=result.window,
+        holidays=bool(holidays),
+        sources=result.sources,
+        verdict=_verdict(result),
+        payouts=[
+            {**line.__dict__, "outcome_words": OUTCOME_WORDS.get(line.outcome, line.outcome)}
+            for line in result.payouts
+        ],
+        totals=totals,
+        exceptions=exceptions,
+        bank_entries=result.bank_entries,
+        other_entries=result.other_entries,
+    )
+    table = payout_table(result)
+    with contextlib.ExitStack() as stack:
+        temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
+        temporary["report.html"].write_text(page, encoding="utf-8")
+        _write_rows(temporary["payouts.csv"], table.column_names, table.to_pylist())
+        _write_rows(temporary["exceptions.csv"], EXCEPTION_COLUMNS, exceptions)
+        summary = [
+            {"category": t.category, "currency": t.currency, "count": str(t.count), "amount": str(t.amount)}
+            for t in totals
+        ]
+        _write_rows(temporary["summary.csv"], ("category", "currency", "count", "amount"), summary)
+    record.updated(PAYOUT_REPORT_FILES, ())
+    return paths
+
+
+def _write_rows(path: Path, columns: Sequence[str], rows: Sequence[Mapping[str, object]]) -> None:
+    """A CSV file of text cells; a cell a spreadsheet would run as a formula is guarded."""
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            cells = ["" if row.get(c) is None else str(row.get(c)) for c in columns]
+            writer.writerow([neutralise_cell(cell, row_start=i == 0) for i, cell in enumerate(cells)])
