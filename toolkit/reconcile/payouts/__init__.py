@@ -27,6 +27,7 @@ from toolkit.reconcile.bank import BankStatements, read_statements
 from toolkit.reconcile.inputs import LoadedInput, load_processor
 from toolkit.reconcile.payouts.matching import BankEntry, Found, Payout, looks_like_a_deposit, match_payouts
 from toolkit.reconcile.result import PayoutTotal
+from toolkit.reconcile.timing import parse_as_of
 
 __all__ = [
     "PAYOUT_CATEGORIES",
@@ -140,11 +141,11 @@ def reconcile_payouts(
         for t in totals
         if t.paid_out is not None
     ]
-    entries = [_entry(i, row) for i, row in enumerate(statements.entries.to_pylist())]
+    rows = statements.entries.to_pylist()
+    entries = [_entry(i, row) for i, row in enumerate(rows)]
     found, left = match_payouts(payouts, entries, window=days, holidays=frozenset(holidays), as_of=cutoff)
     by_id = {(t.payout, t.currency): t for t in totals}
     lines = tuple(_line(f, by_id[f.payout.payout, f.payout.currency]) for f in found)
-    rows = statements.entries.to_pylist()
     unexplained = tuple(rows[e.index] for e in left if looks_like_a_deposit(e, counterparties))
     return PayoutReconciliation(
         payouts=lines,
@@ -179,17 +180,9 @@ def _business_days(window: str) -> int:
 
 
 def _day(as_of: date | datetime | str | None) -> date:
-    """The cut-off's day (UTC); today when not given."""
-    if as_of is None:
-        return datetime.now(UTC).date()
-    if isinstance(as_of, datetime):
-        return as_of.astimezone(UTC).date() if as_of.tzinfo else as_of.date()
-    if isinstance(as_of, date):
-        return as_of
-    try:
-        return date.fromisoformat(as_of.strip()[:10])
-    except ValueError:
-        raise InputError(f"--as-of: {as_of!r} is not a date (YYYY-MM-DD)") from None
+    """The cut-off's day (UTC; a bare date is that day, as for the payment run); today when not
+    given."""
+    return datetime.now(UTC).date() if as_of is None else parse_as_of(as_of).date()
 
 
 def _paid_on(total: PayoutTotal) -> date | None:

@@ -7,18 +7,17 @@ folder whose files the toolkit may replace (``output_record``), as the payment r
 from __future__ import annotations
 
 import contextlib
-import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+import pyarrow as pa
 
 from toolkit.money import from_minor
 from toolkit.output_record import claim
-from toolkit.outputs import atomic_path, ensure_directory, neutralise_cell
+from toolkit.outputs import atomic_path, ensure_directory
 from toolkit.reconcile.payouts import (
     INFORMATIONAL,
     PAYOUT_CATEGORIES,
@@ -26,6 +25,8 @@ from toolkit.reconcile.payouts import (
     PayoutReconciliation,
     payout_table,
 )
+from toolkit.reconcile.render.page import template
+from toolkit.reconcile.render.report import write_csv_table
 
 #: What the report is made of.
 PAYOUT_REPORT_FILES: tuple[str, ...] = ("report.html", "payouts.csv", "exceptions.csv", "summary.csv")
@@ -195,12 +196,7 @@ def write_payout_report(
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     exceptions = exception_rows(result)
     totals = _totals(result)
-    environment_page = Environment(
-        loader=PackageLoader("toolkit.reconcile.render", "templates"),
-        autoescape=select_autoescape(["html", "j2"]),
-        keep_trailing_newline=True,
-    )
-    page = environment_page.get_template("payouts.html.j2").render(
+    page = template("payouts.html.j2").render(
         title=title,
         environment=environment,
         generated_at=when,
@@ -218,26 +214,22 @@ def write_payout_report(
         bank_entries=result.bank_entries,
         other_entries=result.other_entries,
     )
-    table = payout_table(result)
+    summary = [
+        {"category": t.category, "currency": t.currency, "count": str(t.count), "amount": str(t.amount)}
+        for t in totals
+    ]
     with contextlib.ExitStack() as stack:
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
         temporary["report.html"].write_text(page, encoding="utf-8")
-        _write_rows(temporary["payouts.csv"], table.column_names, table.to_pylist())
-        _write_rows(temporary["exceptions.csv"], EXCEPTION_COLUMNS, exceptions)
-        summary = [
-            {"category": t.category, "currency": t.currency, "count": str(t.count), "amount": str(t.amount)}
-            for t in totals
-        ]
-        _write_rows(temporary["summary.csv"], ("category", "currency", "count", "amount"), summary)
+        write_csv_table(payout_table(result), temporary["payouts.csv"])
+        write_csv_table(_text_table(EXCEPTION_COLUMNS, exceptions), temporary["exceptions.csv"])
+        write_csv_table(
+            _text_table(("category", "currency", "count", "amount"), summary), temporary["summary.csv"]
+        )
     record.updated(PAYOUT_REPORT_FILES, ())
     return paths
 
 
-def _write_rows(path: Path, columns: Sequence[str], rows: Sequence[Mapping[str, object]]) -> None:
-    """A CSV file of text cells; a cell a spreadsheet would run as a formula is guarded."""
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(columns)
-        for row in rows:
-            cells = ["" if row.get(c) is None else str(row.get(c)) for c in columns]
-            writer.writerow([neutralise_cell(cell, row_start=i == 0) for i, cell in enumerate(cells)])
+def _text_table(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> pa.Table:
+    """Rows of text as a table of ``columns`` (the CSV files' cells)."""
+    return pa.table({c: pa.array([row.get(c, "") for row in rows], pa.string()) for c in columns})

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, PackageLoader, Template, select_autoescape
 
 from toolkit.reconcile.render.figures import (
     category_lines,
@@ -56,14 +56,20 @@ def render_html(
     what to do), then the first ``rows`` exceptions of each category in one table that sorts and
     filters offline; ``page`` gathers what it says.
     """
+    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    context = page(result, title=title, environment=environment, generated_at=when, period=period, rows=rows)
+    return template("report.html.j2").render(**context)
+
+
+def template(name: str) -> Template:
+    """A page template of ``render/templates`` (HTML escaped), for the payment and the payout
+    reports alike."""
     env = Environment(
         loader=PackageLoader("toolkit.reconcile.render", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
         keep_trailing_newline=True,
     )
-    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
-    context = page(result, title=title, environment=environment, generated_at=when, period=period, rows=rows)
-    return env.get_template("report.html.j2").render(**context)
+    return env.get_template(name)
 
 
 def script(*, more: bool = False) -> tuple[str, str]:

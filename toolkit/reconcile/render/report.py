@@ -156,7 +156,7 @@ def _csv_field(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     return pc.if_else(needs, quoted, array)
 
 
-def _write_csv(table: pa.Table, path: Path) -> None:
+def write_csv_table(table: pa.Table, path: Path) -> None:
     """Minimal quoting, like pandas (pyarrow's own writer quotes every string field).
 
     Every cell is neutralised first: keys, statuses and currencies come from the input files.
@@ -324,13 +324,13 @@ def _write_tables(
     )
     summary = summary_csv_frame(result)
     summary_table = pa.table({c: _text_array(summary[c]) for c in SUMMARY_COLUMNS})
-    _written(paths["summary.csv"], lambda: _write_csv(summary_table, temporary["summary.csv"]))
+    _written(paths["summary.csv"], lambda: write_csv_table(summary_table, temporary["summary.csv"]))
     if FX_FILE in paths:
         fx = fx_text_table(result)
-        _written(paths[FX_FILE], lambda: _write_csv(fx, temporary[FX_FILE]))
+        _written(paths[FX_FILE], lambda: write_csv_table(fx, temporary[FX_FILE]))
     if PAYOUTS_FILE in paths:
         payouts = payouts_table(result)
-        _written(paths[PAYOUTS_FILE], lambda: _write_csv(payouts, temporary[PAYOUTS_FILE]))
+        _written(paths[PAYOUTS_FILE], lambda: write_csv_table(payouts, temporary[PAYOUTS_FILE]))
     tracking = result.tracking
     if tracking is not None:
         for name, frame in (
@@ -338,7 +338,7 @@ def _write_tables(
             ("ages.csv", tracking.age_buckets()),
             ("resolved.csv", tracking.resolved),
         ):
-            _written(paths[name], functools.partial(_write_csv, _frame_table(frame), temporary[name]))
+            _written(paths[name], functools.partial(write_csv_table, _frame_table(frame), temporary[name]))
 
 
 def payouts_table(result: ReconciliationResult) -> pa.Table:
