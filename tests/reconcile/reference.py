@@ -27,9 +27,9 @@ from decimal import Context, Decimal, localcontext
 
 #: One input row as text: (merchantReferenceId, amount, currency, status).
 Row = tuple[str, str, str, str]
-#: merchantReferenceId, category, kind, ledger_amount, processor_amount, ledger_currency,
-#: processor_currency, ledger_status, processor_status, processor_reference (none: no export
-#: layout here), source, source_row, detail, severity, age_days (none here: the reference has no
+#: merchantReferenceId, category, kind, ledger_amount, processor_amount, processor_fee and
+#: processor_net (none: no export layout here), ledger_currency, processor_currency, ledger_status,
+#: processor_status, processor_reference (none, likewise), source, source_row, detail, severity, age_days (none here: the reference has no
 #: cut-off).
 ExceptionRow = tuple[
     str,
@@ -37,6 +37,8 @@ ExceptionRow = tuple[
     str,
     Decimal | None,
     Decimal | None,
+    None,
+    None,
     str | None,
     str | None,
     str | None,
@@ -100,6 +102,8 @@ EXCEPTION_COLUMNS: tuple[str, ...] = (
     "kind",
     "ledger_amount",
     "processor_amount",
+    "processor_fee",
+    "processor_net",
     "ledger_currency",
     "processor_currency",
     "ledger_status",
@@ -531,6 +535,8 @@ def _exception_row(found: _Found, sources: dict[str, str]) -> ExceptionRow:
         "returned" if found.returned else "payment",
         major(led.minor, led.currency) if led else None,
         major(pro.minor, pro.currency) if pro else None,
+        None,
+        None,
         led.currency if led else None,
         pro.currency if pro else None,
         led.status if led else None,
@@ -628,6 +634,8 @@ def reference_reconcile(
                     key_text,
                     "rejected_row",
                     "",
+                    None,
+                    None,
                     None,
                     None,
                     own_currency if ledger_side else None,

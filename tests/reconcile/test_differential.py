@@ -567,12 +567,12 @@ def test_reference_finds_the_planted_discrepancies() -> None:
     assert totals["ledger", "KWD"] == (2, Decimal("1.251"))
     by_key = {(row[0], row[1]): row for row in expected.exceptions}
     kwd = by_key["amount-kwd", "amount_mismatch"]
-    assert (str(kwd[3]), str(kwd[4]), kwd[11]) == ("0.001", "0.002", 7)
-    assert "difference -0.001" in kwd[12]
+    assert (str(kwd[3]), str(kwd[4]), kwd[13]) == ("0.001", "0.002", 7)
+    assert "difference -0.001" in kwd[14]
     dup = by_key["dup-proc", "duplicate_in_processor"]
-    assert dup[11] == 12 and "rows 11, 12" in dup[12]
+    assert dup[13] == 12 and "rows 11, 12" in dup[14]
     bad = by_key["bad-amount", "rejected_row"]
-    assert bad[11] == 15 and "more decimals than USD" in bad[12]
+    assert bad[13] == 15 and "more decimals than USD" in bad[14]
 
 
 def test_reference_reads_amounts_as_the_rules_say() -> None:

@@ -12,7 +12,15 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from tests.reconcile.exports import DATEV_COLUMNS, DATEV_HEADER, PAID_OUT, PLANTED, SAP_MAP, write_month
+from tests.reconcile.exports import (
+    CHARGE_FEE,
+    DATEV_COLUMNS,
+    DATEV_HEADER,
+    PAID_OUT,
+    PLANTED,
+    SAP_MAP,
+    write_month,
+)
 from toolkit.cli import main
 from toolkit.errors import InputError
 from toolkit.reconcile import load_ledger, load_processor, reconcile, write_report
@@ -76,6 +84,15 @@ def test_an_export_as_downloaded_reconciles_with_no_option(
     assert found.get(("chargeback", "EUR")) == (None if export == "stripe_history" else "-180.50")
     assert found.get(("payout", "EUR")) == (None if export == "stripe_payments" else f"-{PAID_OUT}")
     assert {k: v for k, v in found.items() if k in totals} == totals
+    # A payment shown is shown with the fee the processor took on it, and its net.
+    charged = result.exceptions[
+        result.exceptions["kind"].eq("payment") & result.exceptions["processor_amount"].notna()
+    ]
+    assert len(charged) == 3
+    for amount, fee, net in zip(
+        charged["processor_amount"], charged["processor_fee"], charged["processor_net"], strict=True
+    ):
+        assert (fee, net) == (Decimal(CHARGE_FEE), amount - Decimal(CHARGE_FEE))
     paid = {(p.currency, p.state) for p in result.payouts}
     assert paid == (
         set()

@@ -32,7 +32,7 @@ from toolkit.reconcile.render.workbook_exceptions import AMOUNT_COLUMNS
 from toolkit.reconcile.result import FX_COLUMNS
 
 ENVIRONMENT = "embedded sandbox (.toolkit/sandbox.sqlite)"
-LAST_COLUMN = "O"  # fifteen exception columns
+LAST_COLUMN = "Q"  # seventeen exception columns
 DETAIL = EXCEPTION_COLUMNS.index("detail")
 
 
@@ -153,7 +153,7 @@ def test_headers_are_frozen_filtered_and_columns_sized(tmp_path: Path) -> None:
         assert len(widths) == len(EXCEPTION_COLUMNS)
         assert all(len("kind") < w <= MAX_COLUMN_WIDTH for w in widths.values())
         assert widths["A"] >= len("merchantReferenceId")
-    assert workbook["rejected_row"].column_dimensions["M"].width == MAX_COLUMN_WIDTH  # long details (M)
+    assert workbook["rejected_row"].column_dimensions["O"].width == MAX_COLUMN_WIDTH  # long details (O)
     # Excel's hidden name of each filter range.
     with zipfile.ZipFile(paths["report.xlsx"]) as archive:
         book = archive.read("xl/workbook.xml").decode()

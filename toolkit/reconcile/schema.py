@@ -58,6 +58,8 @@ EXCEPTION_COLUMNS: tuple[str, ...] = (
     "kind",  # the movement (``movements.KINDS``): payment, refund, chargeback, ...; empty for a row unread
     "ledger_amount",
     "processor_amount",
+    "processor_fee",  # the fee the processor took on the row shown, in its currency, where its export says
+    "processor_net",  # processor_amount less processor_fee
     "ledger_currency",
     "processor_currency",
     "ledger_status",
@@ -92,18 +94,6 @@ MATCHED_COLUMNS: tuple[str, ...] = (
 #: charged, and ``variance`` = charged - expected, in the processor's currency; ``category`` is
 #: the payment's outcome (``within_tolerance``, ``amount_mismatch``, or ``matched``; for a
 #: payment matched through its price, the price's outcome).
-#: payouts.csv of a payment reconciliation: per payout and currency of the processor's export, its
-#: items' net and what it paid out (``ReconciliationResult.payouts``).
-PAYOUT_TOTAL_COLUMNS: tuple[str, ...] = (
-    "payout",
-    "currency",
-    "items",
-    "items_net",
-    "paid_out",
-    "difference",
-    "state",
-)
-
 FX_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
     "date",
@@ -115,6 +105,18 @@ FX_COLUMNS: tuple[str, ...] = (
     "charged_currency",
     "variance",
     "category",
+)
+
+#: payouts.csv of a payment reconciliation: per payout and currency of the processor's export, its
+#: items' net and what it paid out (``ReconciliationResult.payouts``).
+PAYOUT_TOTAL_COLUMNS: tuple[str, ...] = (
+    "payout",
+    "currency",
+    "items",
+    "items_net",
+    "paid_out",
+    "difference",
+    "state",
 )
 
 #: Columns a tracked run adds to ``ReconciliationResult.exceptions`` (``tracking/``).

@@ -57,7 +57,9 @@ class _Exceptions:
 
     def add(self, record: dict[str, Any], currency: str, at_risk: int | None) -> None:
         """One exception row (a subscription is no movement: its ``kind`` is empty)."""
-        self.records.append({"kind": "", "processor_reference": None, **record})
+        self.records.append(
+            {"kind": "", "processor_reference": None, "processor_fee": None, "processor_net": None, **record}
+        )
         self.currencies.append(currency)
         self.amounts.append(at_risk)
 

@@ -61,7 +61,12 @@ def exceptions_table(exceptions: pd.DataFrame) -> Styler:
     """One category's exceptions: amounts with their currencies, keyed by merchantReferenceId."""
     return table(
         exceptions.drop(columns=["category"], errors="ignore"),
-        money={"ledger_amount": "ledger_currency", "processor_amount": "processor_currency"},
+        money={
+            "ledger_amount": "ledger_currency",
+            "processor_amount": "processor_currency",
+            "processor_fee": "processor_currency",
+            "processor_net": "processor_currency",
+        },
     )
 
 

@@ -19,19 +19,20 @@ from toolkit.reconcile._engine.details import (
     text,
     transit_detail,
 )
-from toolkit.reconcile._engine.model import DAY, FAILURE, SUM_TYPE, Run, Side, select, with_names
+from toolkit.reconcile._engine.model import DAY, FAILURE, SUM_TYPE, Run, Side, exact_sum, select, with_names
 from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.inputs import (
     REJECTED_COLUMNS,
     rejected_frame,
 )
 from toolkit.reconcile.inputs.checks import trimmed
-from toolkit.reconcile.movements import kind_name, shown_key
-from toolkit.reconcile.relation import Relation, ident, literal
+from toolkit.reconcile.movements import code, kind_name, shown_key
+from toolkit.reconcile.relation import Relation, count_if, ident, literal
 from toolkit.reconcile.schema import (
     CATEGORIES,
     HELD_ROWS,
 )
+from toolkit.reconcile.sources.rows import FILE_SHIFT, PART_SHIFT
 from toolkit.reconcile.timing import Timing
 
 
@@ -178,7 +179,7 @@ def exception_rows(run: Run, duplicates: dict[str, Kept]) -> Relation | None:
     if not parts.queries:
         return None
     listed = Relation(" UNION ALL ".join(parts.queries), tuple(LISTED), (f, *duplicates.values()))
-    return with_references(listed, pro)
+    return with_fees(with_references(listed, pro), pro)
 
 
 def with_references(listed: Relation, pro: Side) -> Relation:
@@ -192,14 +193,47 @@ def with_references(listed: Relation, pro: Side) -> Relation:
     said = ", ".join(
         f"CASE WHEN {trimmed(ident(c))} <> '' THEN {literal(c + ' ')} || {trimmed(ident(c))} END" for c in own
     )
-    shown = f"SELECT DISTINCT _p_ord AS _wanted FROM ({listed}) WHERE _p_ord IS NOT NULL"
-    written = pro.written.filter(f"_ord IN ({shown})")
+    written = pro.written.filter(f"_ord IN ({_shown_rows(listed)})")
     references = f"SELECT _ord AS _ref_ord, CONCAT_WS('; ', {said}) AS _ref FROM ({written})"
     joined = (
         f"SELECT _l.*, _r._ref AS processor_reference FROM ({listed}) AS _l "
         f"LEFT JOIN ({references}) AS _r ON _l._p_ord = _r._ref_ord"
     )
     return Relation(joined, (*listed.columns, "processor_reference"), (*listed.needs, *written.needs))
+
+
+def with_fees(listed: Relation, pro: Side) -> Relation:
+    """``listed`` with ``_fee_minor``: the fee the processor took on the row shown, in its minor
+    units (positive when charged), so that the gross amount compared is shown with its fee and
+    net. It is the row's fee movements (its export layout's ``[[split]]`` of kind ``fee``: Stripe's
+    ``fee``, Adyen's commission, markup, scheme fees and interchange) added up; null where the row
+    has none, where one cannot be read, or where one is in another currency than the row's."""
+    layout = pro.loaded.layout
+    if layout is None or not any(split.kind == "fee" for split in layout.splits):
+        return listed.mutate(_fee_minor="CAST(NULL AS BIGINT)")
+    # A split movement's ``_ord`` is its row's with the part in the bits above the row number.
+    row_of = f"(_ord - _ord % {1 << FILE_SHIFT} + _ord % {1 << PART_SHIFT})"
+    split_fees = (
+        f"SELECT {row_of} AS _of, _minor AS _fminor, _cur AS _fcur, _rejected AS _frejected "
+        f"FROM ({pro.rows}) WHERE _kind = {code('fee')} AND _ord % {1 << FILE_SHIFT} >= {1 << PART_SHIFT}"
+    )
+    shown = f"SELECT _ord AS _sord, _cur AS _scur FROM ({pro.rows}) WHERE _ord IN ({_shown_rows(listed)})"
+    unusable = "_f._frejected OR _f._fcur IS NULL OR _f._fcur <> _s._scur"
+    fees = (
+        f"SELECT _s._sord AS _fee_ord, CASE WHEN {count_if(unusable)} = 0 "
+        f"THEN CAST(-{exact_sum('_f._fminor')} AS BIGINT) END AS _fee "
+        f"FROM ({shown}) AS _s JOIN ({split_fees}) AS _f ON _f._of = _s._sord GROUP BY _s._sord"
+    )
+    joined = (
+        f"SELECT _l.*, _fe._fee AS _fee_minor FROM ({listed}) AS _l "
+        f"LEFT JOIN ({fees}) AS _fe ON _l._p_ord = _fe._fee_ord"
+    )
+    return Relation(joined, (*listed.columns, "_fee_minor"), listed.needs)
+
+
+def _shown_rows(listed: Relation) -> str:
+    """The processor's rows ``listed`` shows, by ``_ord`` (a query of one column)."""
+    return f"SELECT DISTINCT _p_ord FROM ({listed}) WHERE _p_ord IS NOT NULL"
 
 
 #: A key's amount was compared at a reference rate (``rates.py``).

@@ -160,7 +160,11 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
         places, _ = _integers(table.column(f"{p}_digits"))
         minors.append(minor)
         digits.append(np.where(has, places, -1))
-    ledger_amount, processor_amount = _decimals(minors, digits)
+    fee, has_fee = _integers(table.column("_fee_minor"))
+    fee_digits = np.where(has_fee, digits[1], -1)
+    minors += [fee, minors[1] - fee]
+    digits += [fee_digits, fee_digits]
+    ledger_amount, processor_amount, processor_fee, processor_net = _decimals(minors, digits)
     source = np.where(on_processor, _texts(table.column("p_source")), _texts(table.column("l_source")))
     amount, _ = _integers(table.column("_amount"))
     return pd.DataFrame(
@@ -170,6 +174,8 @@ def _exception_frame(table: pa.Table | None) -> pd.DataFrame:
             "kind": _texts(table.column("kind")),
             "ledger_amount": ledger_amount,
             "processor_amount": processor_amount,
+            "processor_fee": processor_fee,
+            "processor_net": processor_net,
             "ledger_currency": _texts(table.column("l_currency")),
             "processor_currency": _texts(table.column("p_currency")),
             "ledger_status": _texts(table.column("l_status")),

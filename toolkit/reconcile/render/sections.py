@@ -361,7 +361,12 @@ def _date_text(value: Any) -> str:
 
 
 def _side_cell(record: dict[str, Any], side: str, rank: int) -> Cell:
-    """Amount with its currency, status below; a currency alone where there is no amount."""
+    """Amount with its currency, status below (and the processor's fee and net, where its export
+    says); a currency alone where there is no amount."""
     amount, currency = record[f"{side}_amount"], cell_text(record[f"{side}_currency"])
     text = money_text(amount, currency) or currency
-    return Cell(text, cell_text(record[f"{side}_status"]), rank)
+    below = cell_text(record[f"{side}_status"])
+    fee = record.get(f"{side}_fee")
+    if fee is not None and not pd.isna(fee):
+        below += f" · fee {money_text(fee, currency)}, net {money_text(record[f'{side}_net'], currency)}"
+    return Cell(text, below, rank)

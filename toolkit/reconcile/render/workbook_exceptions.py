@@ -33,7 +33,12 @@ from toolkit.reconcile.schema import FX_COLUMNS, in_report_order, severity_of
 #: Excel's limit of rows per sheet (one is the header).
 MAX_SHEET_ROWS = 1_048_576
 #: Amount columns of the exceptions and the currency column each is in.
-AMOUNT_COLUMNS = {"ledger_amount": "ledger_currency", "processor_amount": "processor_currency"}
+AMOUNT_COLUMNS = {
+    "ledger_amount": "ledger_currency",
+    "processor_amount": "processor_currency",
+    "processor_fee": "processor_currency",
+    "processor_net": "processor_currency",
+}
 #: Amount columns of the FX sheet: the ledger's amount in its currency, the rest in the charged one.
 FX_AMOUNT_COLUMNS = {
     "ledger_amount": "ledger_currency",
