@@ -9,6 +9,7 @@ requests.
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Self
 
@@ -16,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, m
 from pydantic_core import PydanticCustomError
 
 from toolkit.models import AUTO_INSTRUMENT_METHODS, Method, PaymentMethodType, RequestModel
+from toolkit.money import MAX_DECIMALS, MAX_REQUEST_AMOUNT, decimal_places, fits_currency, is_currency
 
 _INT32 = 2**31 - 1
 
@@ -227,3 +229,68 @@ class FaultRule(BaseModel):
     matched: int
     fired: int
     createTime: int
+
+
+# ---------------------------------------------------------------------------------------------
+# the sandbox's bank (``toolkit.sandbox.bank``): what a payout becomes on its way to the account
+
+#: How many business days a payout may be held back at most.
+MAX_BANK_DELAY_DAYS = 30
+#: The longest remittance text a camt.053 entry carries (``Ustrd``: 140 characters).
+MAX_REMITTANCE = 140
+_DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+def _bank_amount_digits(amount: Decimal) -> None:
+    if decimal_places(amount) > MAX_DECIMALS:
+        raise PydanticCustomError("amount", "amount: at most {digits} decimals", {"digits": MAX_DECIMALS})
+
+
+class BankDelayRequest(RequestModel):
+    """POST /sandbox/bank/payouts/{payoutId}/delay: the payout is booked ``days`` business days
+    (Monday to Friday) after its payout day instead of on it."""
+
+    days: JsonInt = Field(ge=1, le=MAX_BANK_DELAY_DAYS)
+
+
+class BankChangeRequest(RequestModel):
+    """POST /sandbox/bank/payouts/{payoutId}/change: the bank books the payout for ``amount`` (in
+    the payout's currency, with at most its decimals) instead of what the processor paid out."""
+
+    amount: JsonNumber = Field(gt=0, lt=MAX_REQUEST_AMOUNT)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        _bank_amount_digits(self.amount)
+        return self
+
+
+class BankDepositRequest(RequestModel):
+    """POST /sandbox/bank/deposits: a credit no payout explains, booked on ``day`` (default: the
+    sandbox's today), from ``counterparty`` (default the sandbox's processor name) with ``text``."""
+
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    amount: JsonNumber = Field(gt=0, lt=MAX_REQUEST_AMOUNT)
+    day: str | None = Field(default=None, pattern=_DAY_PATTERN, json_schema_extra={"format": "date"})
+    counterparty: str | None = Field(default=None, min_length=1, max_length=70)
+    text: str | None = Field(default=None, min_length=1, max_length=MAX_REMITTANCE)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        if not is_currency(self.currency):
+            raise PydanticCustomError("currency", "currency: not an ISO 4217 code")
+        if not fits_currency(self.amount, self.currency):
+            raise PydanticCustomError(
+                "amount", "amount: more decimals than {currency} has", {"currency": self.currency}
+            )
+        if self.day is not None:
+            try:
+                date.fromisoformat(self.day)
+            except ValueError:
+                raise PydanticCustomError("day", "day: not a date (YYYY-MM-DD)") from None
+        return self
+
+    @property
+    def booking_day(self) -> date | None:
+        """``day`` as a date (None: the sandbox's today)."""
+        return None if self.day is None else date.fromisoformat(self.day)

@@ -12,8 +12,9 @@ it reaches the sandbox over HTTP through ``Client`` and shares only the models w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
@@ -22,6 +23,9 @@ from pydantic import BaseModel
 from toolkit.client import Client, path_segment
 from toolkit.config import load_settings
 from toolkit.control_models import (
+    BankChangeRequest,
+    BankDelayRequest,
+    BankDepositRequest,
     CancelRequest,
     ClockAdvanceRequest,
     FaultRule,
@@ -51,6 +55,17 @@ REQUEST_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
     "fault",
     "faultId",
+)
+PAYOUT_COLUMNS: tuple[str, ...] = (
+    "payoutId",
+    "currency",
+    "payoutDate",
+    "status",
+    "payments",
+    "gross",
+    "fee",
+    "net",
+    "statementDescriptor",
 )
 
 
@@ -191,8 +206,103 @@ class SandboxControls:
         )
 
     def reset(self) -> None:
-        """Empty the sandbox (the API key is kept); fault rules go too."""
+        """Empty the sandbox (the API key is kept); fault rules and bank controls go too."""
         self.client.call("POST", "/sandbox/reset")
+
+    # -- payouts and the bank ---------------------------------------------------------------------
+
+    def payouts(self) -> pd.DataFrame:
+        """Every payout as of the sandbox clock (``paid`` or ``pending``), keyed by payoutId;
+        gross, fee and net exact Decimals."""
+        records = self.client.call("GET", "/sandbox/payouts")["payouts"]
+        frame = pd.DataFrame.from_records(records, columns=list(PAYOUT_COLUMNS))
+        for column in ("gross", "fee", "net"):
+            frame[column] = pd.Series(
+                [Decimal(str(v)) for v in frame[column]], index=frame.index, dtype=object
+            )
+        frame["payoutDate"] = pd.Series(
+            [date.fromisoformat(v) for v in frame["payoutDate"]], index=frame.index, dtype=object
+        )
+        return frame.set_index("payoutId")
+
+    def payout_report_csv(self) -> bytes:
+        """The paid payouts itemized, as Stripe's payout reconciliation report: what
+        ``toolkit reconcile payouts --processor`` reads."""
+        return self.client.get_bytes("/sandbox/payouts/report")
+
+    def bank_statement(self, day: date, currency: str) -> bytes:
+        """The camt.053 statement of the sandbox's ``currency`` account for ``day``."""
+        return self.client.get_bytes(
+            "/sandbox/bank/statement", params={"currency": currency, "day": day.isoformat()}
+        )
+
+    def bank_statements(self, currency: str, first: date, last: date) -> dict[date, bytes]:
+        """One camt.053 statement per day from ``first`` to ``last``, each opening where the one
+        before closed (a folder of them is what ``--bank`` reads)."""
+        days = (last - first).days + 1
+        return {
+            day: self.bank_statement(day, currency) for day in (first + timedelta(n) for n in range(days))
+        }
+
+    def write_bank_statements(self, folder: str | Path, currency: str, first: date, last: date) -> list[Path]:
+        """``bank_statements`` written to ``folder`` as ``camt053_<CUR>_<YYYYMMDD>.xml``."""
+        target = Path(folder)
+        target.mkdir(parents=True, exist_ok=True)
+        written = []
+        for day, body in self.bank_statements(currency, first, last).items():
+            path = target / f"camt053_{currency}_{day:%Y%m%d}.xml"
+            path.write_bytes(body)
+            written.append(path)
+        return written
+
+    def lose_payout(self, payout_id: str) -> dict[str, Any]:
+        """The bank loses the payout: no statement ever shows it. Returns the payout's control."""
+        return self._bank_payout(payout_id, "lose", None)
+
+    def delay_payout(self, payout_id: str, days: int) -> dict[str, Any]:
+        """The bank books the payout ``days`` business days after its payout day."""
+        return self._bank_payout(payout_id, "delay", BankDelayRequest.build({"days": days}))
+
+    def change_payout(self, payout_id: str, amount: Decimal | str | int) -> dict[str, Any]:
+        """The bank books the payout for ``amount`` (in its currency) instead."""
+        body = BankChangeRequest.build({"amount": Decimal(str(amount))})
+        return self._bank_payout(payout_id, "change", body)
+
+    def add_bank_deposit(
+        self,
+        currency: str,
+        amount: Decimal | str | int,
+        *,
+        day: date | None = None,
+        counterparty: str | None = None,
+        text: str | None = None,
+    ) -> dict[str, Any]:
+        """The bank books a credit no payout explains (from the processor's name by default)."""
+        fields = {
+            "currency": currency,
+            "amount": Decimal(str(amount)),
+            "counterparty": counterparty,
+            "text": text,
+        }
+        fields["day"] = None if day is None else day.isoformat()
+        body = BankDepositRequest.build(fields)
+        data: dict[str, Any] = self.client.call("POST", "/sandbox/bank/deposits", json=_wire(body))
+        return data
+
+    def bank_controls(self) -> dict[str, Any]:
+        """The payouts the bank loses, delays or changes, and the deposits it books."""
+        data: dict[str, Any] = self.client.call("GET", "/sandbox/bank/controls")
+        return data
+
+    def clear_bank_controls(self) -> int:
+        """Every payout arrives as paid out again, and the deposits go; returns how many there were."""
+        return int(self.client.call("DELETE", "/sandbox/bank/controls")["cleared"])
+
+    def _bank_payout(self, payout_id: str, action: str, body: BaseModel | None) -> dict[str, Any]:
+        segment = path_segment(payout_id, "payout id")
+        path = f"/sandbox/bank/payouts/{segment}/{action}"
+        data: dict[str, Any] = self.client.call("POST", path, json=None if body is None else _wire(body))
+        return data
 
     # -- faults on demand and the request log -----------------------------------------------------
 

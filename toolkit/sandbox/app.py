@@ -27,6 +27,7 @@ from toolkit.sandbox.http import ApiError, Unauthorized, error_response
 from toolkit.sandbox.requests_log import RequestLog, RequestLogMiddleware
 from toolkit.sandbox.routes import controls, images, payments, products, subscriptions
 from toolkit.sandbox.routes import faults as fault_routes
+from toolkit.sandbox.routes import payouts as payout_routes
 
 logger = logging.getLogger("toolkit.sandbox")
 
@@ -112,7 +113,13 @@ def create_app(
         timestamp_tolerance_ms=int(timestamp_tolerance_s * 1000),
         request_log=request_log,
     )
-    for router in (payments.router, products.router, subscriptions.router, controls.router):
+    for router in (
+        payments.router,
+        products.router,
+        subscriptions.router,
+        controls.router,
+        payout_routes.router,
+    ):
         app.include_router(router)
     # POST /payment, the route under load, is served by Starlette's plain Route, ahead of its
     # FastAPI declaration (which stays, for the OpenAPI document). Its endpoint takes the Request

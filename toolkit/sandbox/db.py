@@ -103,6 +103,12 @@ CREATE TABLE IF NOT EXISTS fault_rules (
     count INTEGER, remaining INTEGER, probability TEXT, seed INTEGER, delay_ms INTEGER,
     status INTEGER, retry_after INTEGER, matched INTEGER NOT NULL, fired INTEGER NOT NULL,
     create_time INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS bank_payout_controls (
+    payout_id TEXT PRIMARY KEY, lost INTEGER NOT NULL, delay_days INTEGER NOT NULL,
+    amount_minor INTEGER, update_time INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS bank_deposits (
+    seq INTEGER PRIMARY KEY, currency TEXT NOT NULL, amount_minor INTEGER NOT NULL,
+    day TEXT NOT NULL, counterparty TEXT NOT NULL, text TEXT NOT NULL, create_time INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS request_log (
     seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL,
     status INTEGER, latency_us INTEGER NOT NULL, merchant_reference_id TEXT, fault TEXT,
@@ -119,6 +125,8 @@ DATA_TABLES = (
     "orders",
     "subscriptions",
     "fault_rules",
+    "bank_payout_controls",
+    "bank_deposits",
 )
 
 

@@ -539,6 +539,18 @@ _EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "ResolveRequest": [{"status": "success"}],
 }
 
+
+def _bank_amount(schema: dict[str, Any]) -> None:
+    _set(schema["properties"]["amount"], **_amount(int(MAX_REQUEST_AMOUNT)))
+
+
+def _bank_deposit_request(schema: dict[str, Any]) -> None:
+    """A deposit's amount has no more decimals than its currency (JPY 0, USD 2, KWD 3)."""
+    _bank_amount(schema)
+    _set(schema["properties"]["currency"], enum=list(CHARGEABLE))  # the sandbox's accounts
+    schema["allOf"] = [_amount_decimals("currency", "amount", CHARGEABLE)]
+
+
 #: Component name -> what to add to pydantic's schema of it.
 _AMENDMENTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "PaymentRequest": _payment_request,
@@ -548,6 +560,8 @@ _AMENDMENTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "RecurringDetails": _recurring_details,
     "SubscriptionCreateRequest": _subscription_request,
     "FaultRuleRequest": _fault_rule_request,
+    "BankChangeRequest": _bank_amount,
+    "BankDepositRequest": _bank_deposit_request,
 }
 
 # ---------------------------------------------------------------------------------------------

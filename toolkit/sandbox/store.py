@@ -425,6 +425,74 @@ def clear_fault_rules(conn: sqlite3.Connection) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# the bank's controls (``toolkit.sandbox.bank`` decides what they do; these only read and write)
+
+
+def set_payout_control(
+    conn: sqlite3.Connection,
+    *,
+    payout_id: str,
+    now: int,
+    lost: bool | None = None,
+    delay_days: int | None = None,
+    amount_minor: int | None = None,
+) -> None:
+    """Record what the bank does to a payout; what is not given keeps its earlier value."""
+    conn.execute(
+        "INSERT INTO bank_payout_controls(payout_id, lost, delay_days, amount_minor, update_time)"
+        " VALUES (?, COALESCE(?, 0), COALESCE(?, 0), ?, ?) ON CONFLICT(payout_id) DO UPDATE SET"
+        " lost = COALESCE(?, lost), delay_days = COALESCE(?, delay_days),"
+        " amount_minor = COALESCE(?, amount_minor), update_time = excluded.update_time",
+        (
+            payout_id,
+            None if lost is None else int(lost),
+            delay_days,
+            amount_minor,
+            now,
+            None if lost is None else int(lost),
+            delay_days,
+            amount_minor,
+        ),
+    )
+
+
+def list_payout_controls(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Every payout control, by payout id."""
+    return conn.execute("SELECT * FROM bank_payout_controls ORDER BY payout_id").fetchall()
+
+
+def insert_deposit(
+    conn: sqlite3.Connection,
+    *,
+    currency: str,
+    amount_minor: int,
+    day: str,
+    counterparty: str,
+    text: str,
+    now: int,
+) -> int:
+    """A credit no payout explains; returns its number."""
+    cursor = conn.execute(
+        "INSERT INTO bank_deposits(currency, amount_minor, day, counterparty, text, create_time)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (currency, amount_minor, day, counterparty, text, now),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def list_deposits(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Every planted deposit, in the order they were added."""
+    return conn.execute("SELECT * FROM bank_deposits ORDER BY seq").fetchall()
+
+
+def clear_bank_controls(conn: sqlite3.Connection) -> int:
+    """Delete every payout control and deposit; returns how many there were."""
+    return int(conn.execute("DELETE FROM bank_payout_controls").rowcount) + int(
+        conn.execute("DELETE FROM bank_deposits").rowcount
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # request log (``toolkit.sandbox.requests_log`` buffers; these only read and write)
 
 REQUEST_LOG_COLUMNS: tuple[str, ...] = (
