@@ -163,6 +163,43 @@ def test_an_undecided_order_is_refused_reading_the_first_date_both_ways(tmp_path
     assert given.frame["merchantReferenceId"].tolist() == ["m0", "m1"]
 
 
+def _daily(tmp_path: Path, dates: list[str], as_of: str, *, track: str | None) -> ReconciliationResult:
+    ledger = load_ledger(_ledger(tmp_path, dates, f"{as_of}.csv"))
+    return reconcile(ledger, load_processor(_processor(len(dates))), as_of=as_of, track=track)
+
+
+def test_a_track_reads_an_undecided_file_as_its_earlier_run_did(tmp_path: Path) -> None:
+    """June's first file (01/06 to 12/06) cannot say its order; the track's run of May 13th, whose
+    file wrote 13/05/2025, read the side day first, and so is this file read (month first, its
+    12/06/2025 would be December 6th, after the cut-off)."""
+    first = _daily(tmp_path, ["13/05/2025", "01/05/2025", "02/05/2025"], "2025-05-13", track="books")
+    assert first.date_formats[0] == "%d/%m/%Y"
+    june = ["01/06/2025", "02/06/2025", "12/06/2025"]
+    with pytest.raises(InputError, match="undecided"):  # untracked, nothing decides
+        _daily(tmp_path, june, "2025-06-12", track=None)
+    with pytest.raises(InputError, match="undecided"):  # another track has no earlier run
+        _daily(tmp_path, june, "2025-06-12", track="other")
+    read = _daily(tmp_path, june, "2025-06-12", track="books")
+    assert read.date_formats[0] == "%d/%m/%Y"
+    assert _counts(read)["ledger"] == (0, 0, 0) and read.exception_count == 0
+    # The rows decide before the track: a file that writes 06/13/2025 is read month first.
+    us = _daily(tmp_path, ["06/01/2025", "06/13/2025", "06/02/2025"], "2025-06-13", track="books")
+    assert us.date_formats[0] == "%m/%d/%Y" and _counts(us)["ledger"] == (0, 0, 0)
+
+
+def test_a_tracked_command_reads_an_undecided_file_as_its_earlier_run_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    decided = _ledger(tmp_path, ["13/05/2025", "01/05/2025", "02/05/2025"], "first.csv")
+    undecided = _ledger(tmp_path, ["01/05/2025", "02/05/2025", "03/05/2025"], "second.csv")
+    assert _cli(tmp_path, undecided, "--track", "books", "--as-of", "2025-05-13") == 2
+    assert "undecided" in capsys.readouterr().err
+    assert _cli(tmp_path, decided, "--track", "books", "--as-of", "2025-05-13") == 0
+    capsys.readouterr()
+    assert _cli(tmp_path, undecided, "--track", "books", "--as-of", "2025-05-14") == 0
+    assert "0 exceptions" in capsys.readouterr().out
+
+
 def test_a_time_zone_moves_a_time_into_the_day_before_in_utc(tmp_path: Path, backend: Backend) -> None:
     """01:30 in Berlin on 1 June is 23:30 UTC on 31 May: before a cut-off at the end of 31 May.
     A date without a time stays that day."""

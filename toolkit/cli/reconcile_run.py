@@ -50,7 +50,7 @@ from toolkit.reconcile.sources import (
 from toolkit.reconcile.timing import timing
 from toolkit.reconcile.tolerance import Tolerance
 from toolkit.reconcile.tracking.model import findings
-from toolkit.reconcile.tracking.record import check_can_run, recording
+from toolkit.reconcile.tracking.record import check_can_run, recording, with_earlier_date_formats
 
 
 def _read_options(args: argparse.Namespace, side: str) -> dict[str, Any]:
@@ -111,6 +111,8 @@ def _reconcile(args: argparse.Namespace) -> int:
         rates = None if args.fx_rates is None else load_rates(args.fx_rates)
         period = (args.period_start, args.period_end)
         ledger, processor = _loaded_inputs(args)
+        if args.track is not None:  # a file whose dates cannot say their order: as the track read it
+            ledger, processor = with_earlier_date_formats(args.track, (ledger, processor))
         result = reconcile(
             ledger,
             processor,

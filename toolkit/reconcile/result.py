@@ -278,6 +278,10 @@ class ReconciliationResult:
     #: Per payout and currency of the processor's export, where it says which payout paid each
     #: row: its items' net and what it paid out.
     payouts: tuple[PayoutTotal, ...] = ()
+    #: The date format each side (``sources``' order) was read with, given or decided from its
+    #: rows (the order of slashed dates); None where it needed none. A track records them, so
+    #: that a later file whose rows cannot decide is read as the earlier ones were.
+    date_formats: tuple[str | None, ...] = ()
     spilled: SpilledRows | None = field(default=None, repr=False, compare=False)
 
     def net_by_currency(self) -> dict[str, Decimal]:

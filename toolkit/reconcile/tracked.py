@@ -17,7 +17,7 @@ from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import ReconciliationResult
 from toolkit.reconcile.schema import HELD_ROWS, PREVIEW_ROWS
 from toolkit.reconcile.tolerance import Tolerance
-from toolkit.reconcile.tracking.record import check_can_run, track_result
+from toolkit.reconcile.tracking.record import check_can_run, track_result, with_earlier_date_formats
 
 
 def reconcile(
@@ -43,6 +43,7 @@ def reconcile(
     last run) raises ``TrackError`` before the engine runs."""
     if track is not None:
         check_can_run(track, as_of)
+        ledger, processor = with_earlier_date_formats(track, (ledger, processor))
     result = _engine.reconcile(
         ledger,
         processor,

@@ -164,6 +164,7 @@ def reconcile(
             result,
             price_moves=price_moves(engine, run.flagged) if rules.priced else (),
             payouts=payout_totals(engine, run.sides[1]),
+            date_formats=(ledger.described.date_format, processor.described.date_format),
             amount_tolerance=rules.tolerance,
             cutoff=None if clock is None else clock.as_of,
             grace=None if clock is None else clock.grace,

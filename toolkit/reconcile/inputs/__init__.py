@@ -117,6 +117,9 @@ class LoadedInput:
     #: What the file says of itself above its header that its layout reads (DATEV's period and
     #: currency: ``laid_out.extf_facts``).
     facts: tuple[tuple[str, str], ...] = ()
+    #: The order of its slashed dates where its rows cannot decide it (a month to date from the
+    #: 1st to the 12th): the one a track's earlier run read the side in (``tracking.record``).
+    earlier_date_format: str | None = None
 
     @property
     def source(self) -> str:
@@ -232,7 +235,8 @@ class LoadedInput:
 
     def with_dates_read(self, backend: Backend) -> LoadedInput:
         """This side with the order of its slashed dates decided from its rows (``dates.py``) as
-        its date format; as it is when it has a format, reads no date, or writes none slashed."""
+        its date format, or where they cannot decide, ``earlier_date_format``; as it is when it has
+        a format, reads no date, or writes none slashed."""
         own = {canonical: column for column, canonical in self.renames}
         period = (self.period.column,) if self.period else ()
         dated = (self.dated.column, self.dated.fallback) if self.dated else ()
@@ -241,7 +245,7 @@ class LoadedInput:
         if self.described.date_format is not None or not columns:
             return self
         option = f"--{self.side.replace(' ', '-')}-date-format"
-        decided = slashed_format(backend, self.described, columns, option)
+        decided = slashed_format(backend, self.described, columns, option, earlier=self.earlier_date_format)
         if decided is None:
             return self
         return dataclasses.replace(self, described=dataclasses.replace(self.described, date_format=decided))

@@ -180,14 +180,19 @@ class Slashed:
         return DAY_FIRST if self.day_first else MONTH_FIRST
 
 
-def slashed_format(backend: Backend, described: Described, columns: Sequence[str], option: str) -> str | None:
+def slashed_format(
+    backend: Backend, described: Described, columns: Sequence[str], option: str, *, earlier: str | None = None
+) -> str | None:
     """The order of the slashed dates in ``columns`` of a side (``DAY_FIRST`` or ``MONTH_FIRST``),
-    decided from its rows (``slashed_dates``); None when it writes none. ``InputError`` naming
-    the file when its rows say both orders, or neither (a month to date from the 1st to the
-    12th): ``option`` is the one that settles it."""
+    decided from its rows (``slashed_dates``); None when it writes none. Where the rows cannot
+    decide (a month to date from the 1st to the 12th), the order an ``earlier`` run of the same
+    track read this side in. ``InputError`` naming the file when its rows say both orders, or
+    neither and nothing earlier does: ``option`` is the one that settles it."""
     found = slashed_dates(backend, described, columns)
     if found is None or found.format is not None:
         return None if found is None else found.format
+    if earlier is not None and not (found.day_first and found.month_first):
+        return earlier
     if found.day_first and found.month_first:
         raise InputError(
             f"{described.name}: its dates are written day first ({found.day_first}) and month first "

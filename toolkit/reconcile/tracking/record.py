@@ -105,6 +105,29 @@ def _input_hashes(inputs: Iterable[LoadedInput]) -> list[dict[str, Any]]:
     return out
 
 
+def with_earlier_date_formats(
+    track: str, inputs: tuple[LoadedInput, ...], *, home: str | Path | None = None
+) -> tuple[LoadedInput, ...]:
+    """``inputs``, each side whose date format is not given with the one the track's latest run
+    read that side with (``earlier_date_format``): where a month-to-date file's rows cannot say
+    whether ``05/01/2025`` is May or January, the track's earlier months can."""
+    if not store_path(home).exists():
+        return inputs
+    with Store.open(home, create=False) as store:
+        runs = runs_of(store.chain(track, must_exist=False))
+    earlier: dict[str, str] = {}
+    for run in runs:  # oldest first: the latest run's order wins
+        for item in run.payload.get("inputs", []):
+            if isinstance(item, dict) and isinstance(item.get("dateFormat"), str):
+                earlier[str(item.get("side"))] = item["dateFormat"]
+    return tuple(
+        replace(loaded, earlier_date_format=earlier.get(loaded.side))
+        if loaded.described.date_format is None and loaded.side in earlier
+        else loaded
+        for loaded in inputs
+    )
+
+
 def check_can_run(
     track: str, as_of: str | date | datetime | None = None, *, home: str | Path | None = None
 ) -> None:
@@ -163,6 +186,9 @@ def recording(
     _refuse_spilled(result, track)
     cut_off = parse_as_of(as_of)
     hashes = _input_hashes(inputs)
+    for item, read_with in zip(hashes, result.date_formats, strict=False):
+        if read_with is not None:  # how its dates were read, for the track's later runs
+            item["dateFormat"] = read_with
     with Store.open(home, create=True) as store, store.writing():
         chain = store.chain(track, must_exist=False)
         if not chain:
