@@ -126,7 +126,7 @@ class DuckDBBackend(Backend):
                 f"CREATE TEMP TABLE {stored} AS SELECT {columns} FROM read_csv("
                 f"{literal(str(path))}, header = true, skip = {skip}, auto_detect = false, "
                 f"delim = {literal(described.delimiter)}, quote = '\"', escape = '\"', "
-                f"columns = {{{types}}}, strict_mode = false)"
+                f"columns = {{{types}}}, strict_mode = false, null_padding = {str(described.ragged).lower()})"
             )
         except duckdb.InvalidInputException as exc:
             raise _malformed(described, str(exc), offset) from None

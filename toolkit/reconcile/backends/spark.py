@@ -114,7 +114,9 @@ class SparkBackend(Backend):
             .option("multiLine", True)
             .option("escape", '"')
             .option("sep", described.delimiter)
-            .option("mode", "FAILFAST")
+            .option(
+                "mode", "PERMISSIVE" if described.ragged else "FAILFAST"
+            )  # permissive: short lines padded
             .schema(schema)
             .csv(str(path))
         )

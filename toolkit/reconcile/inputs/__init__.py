@@ -398,8 +398,6 @@ def load_payments(
     )
     described = sources.describe(source, side, amounts, sources.ReadOptions(**reading))
     layout = layout_named(export_format) if export_format else recognised(described.columns, side)
-    if layout is not None and layout.date_format and described.date_format is None:
-        described = dataclasses.replace(described, date_format=layout.date_format)
     if layout is not None and layout.side != side:
         raise InputError(
             f"{described.name}: {layout.name} is a layout of a {layout.side}'s file, not a {side}'s"
@@ -408,6 +406,13 @@ def load_payments(
     if laid_amount and laid_amount.lower() not in amounts:  # its decimal mark read from that column
         amounts |= {laid_amount, laid_amount.lower()}
         described = sources.describe(source, side, amounts, sources.ReadOptions(**reading))
+    if layout is not None:
+        described = dataclasses.replace(
+            described,
+            date_format=described.date_format or layout.date_format,
+            # A report's own lines (a heading of one cell) may be shorter than its header.
+            ragged=bool(layout.skip),
+        )
     if side != "ledger":
         return _processor(described, mapping or {}, carry, side, layout)
     return _ledger(described, mapping or {}, carry, layout)

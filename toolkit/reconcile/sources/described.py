@@ -55,6 +55,9 @@ class Described:
     date_format: str | None = None
     timezone: str | None = None
     currency: str | None = None
+    # CSV: a line shorter than the header is read with its missing cells empty (a report's own
+    # lines: QuickBooks' and Xero's account headings), not refused.
+    ragged: bool = False
 
 
 def named_cells(names: Sequence[object]) -> list[str]:
