@@ -89,6 +89,8 @@ def _loaded_inputs(args: argparse.Namespace) -> tuple[LoadedInput, LoadedInput]:
         **processor_options,
     )
     _refuse_options_that_do_not_apply(args, ledger, processor)
+    if args.track is not None:  # a file whose dates cannot say their order: as the track read it
+        ledger, processor = with_earlier_date_formats(args.track, (ledger, processor))
     period = (args.period_start, args.period_end)
     return select_period(ledger, "date", *period), select_period(processor, "createTime", *period)
 
@@ -111,8 +113,6 @@ def _reconcile(args: argparse.Namespace) -> int:
         rates = None if args.fx_rates is None else load_rates(args.fx_rates)
         period = (args.period_start, args.period_end)
         ledger, processor = _loaded_inputs(args)
-        if args.track is not None:  # a file whose dates cannot say their order: as the track read it
-            ledger, processor = with_earlier_date_formats(args.track, (ledger, processor))
         result = reconcile(
             ledger,
             processor,
