@@ -19,6 +19,7 @@ from tests.reconcile.exports import PAID_OUT, STRIPE_HEADER, write_month
 from toolkit.cli import main
 from toolkit.errors import InputError
 from toolkit.reconcile.backends import Backend
+from toolkit.reconcile.inputs import load_ledger
 from toolkit.reconcile.payouts import reconcile_payouts
 from toolkit.reconcile.payouts.matching import business_days_after
 from toolkit.reconcile.payouts.report import write_payout_report
@@ -297,3 +298,58 @@ def test_an_export_without_payouts_is_refused(tmp_path: Path) -> None:
     bank = _statement(tmp_path, MONDAY)
     with pytest.raises(InputError, match="does not say which payout paid each row"):
         reconcile_payouts(paths["stripe_payments"], bank)
+
+
+@pytest.mark.parametrize("books", ["quickbooks", "xero"])
+def test_a_payout_is_found_in_the_books_as_in_the_bank(tmp_path: Path, backend: Backend, books: str) -> None:
+    """The third way: the clearing account's transfer to the bank (QuickBooks' Transfer, Xero's
+    Bank Transfer of 1578.04 on May 30th) is the payout's booking; the bank and the books agree."""
+    paths = write_month(tmp_path)
+    bank = _statement(tmp_path, MONDAY, _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"))
+    ledger = load_ledger(paths[books], currency="EUR")
+    result = reconcile_payouts(paths["stripe"], bank, as_of="2025-06-10", backend=backend, ledger=ledger)
+    (line,) = result.payouts
+    assert (line.outcome, line.books_outcome, line.books_date) == ("matched", "booked", date(2025, 5, 30))
+    assert line.books_amount == Decimal(PAID_OUT) and line.books_row is not None
+    assert (result.books, result.books_payouts, result.exception_count) == (str(paths[books]), 1, 0)
+    page = write_payout_report(result, tmp_path / "report", environment="test")["report.html"]
+    assert "payout booking(s) compared" in page.read_text(encoding="utf-8")
+
+
+def test_a_payout_booked_for_another_amount_is_missing_and_the_booking_unexplained(tmp_path: Path) -> None:
+    paths = write_month(tmp_path)
+    changed = tmp_path / "changed.csv"
+    changed.write_text(
+        paths["quickbooks"].read_text(encoding="utf-8").replace("-1578.04", "-1578.00"), "utf-8"
+    )
+    bank = _statement(tmp_path, MONDAY, _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"))
+    ledger = load_ledger(changed, currency="EUR")
+    early = reconcile_payouts(paths["stripe"], bank, as_of="2025-06-02", ledger=ledger)
+    assert early.payouts[0].books_outcome == "not booked yet"  # its window is open
+    result = reconcile_payouts(paths["stripe"], bank, as_of="2025-06-10", ledger=ledger)
+    assert result.payouts[0].books_outcome == "not booked"
+    assert [(b["currency"], str(b["amount"])) for b in result.books_unexplained] == [("EUR", "1578.00")]
+    counts = result.counts()
+    assert counts["payout_missing_in_books"] == counts["books_payout_unexplained"] == 1
+    assert result.exception_count == 2
+    written = write_payout_report(result, tmp_path / "report", environment="test")
+    exceptions = pd.read_csv(written["exceptions.csv"], dtype=str, keep_default_na=False)
+    assert list(exceptions["category"]) == ["payout_missing_in_books", "books_payout_unexplained"]
+    assert "book the transfer" in exceptions["detail"][0]
+
+
+def test_without_books_the_report_says_they_were_not_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_month(tmp_path)
+    bank = _statement(tmp_path, MONDAY, _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"))
+    result = reconcile_payouts(paths["stripe"], bank, as_of="2025-06-10")
+    assert result.books is None and result.payouts[0].books_outcome is None
+    page = write_payout_report(result, tmp_path / "report", environment="test")["report.html"]
+    assert "The books were not compared for payouts" in page.read_text(encoding="utf-8")
+    argv = ["reconcile", "payouts", "--processor", str(paths["stripe"]), "--bank", str(bank)]
+    books = ["--ledger", str(paths["xero"]), "--ledger-currency", "EUR", "--as-of", "2025-06-10"]
+    assert main([*argv, *books, "--output-dir", str(tmp_path / "out")]) == 0
+    assert "1 of 1 payout(s) in the bank" in capsys.readouterr().out
+    payouts = pd.read_csv(tmp_path / "out" / "payouts.csv", dtype=str, keep_default_na=False)
+    assert list(payouts["books_outcome"]) == ["booked"]

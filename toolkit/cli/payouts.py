@@ -32,6 +32,22 @@ def add_arguments(sub: argparse.ArgumentParser) -> None:
         help="bank statements: camt.053, MT940, BAI2 or OFX files, a folder or a glob (repeatable)",
     )
     sub.add_argument(
+        "--ledger",
+        dest="payouts_ledger",
+        default=None,
+        metavar="BOOKS",
+        help="the books, whose payout bookings (transfers from the clearing account to the bank) are "
+        "compared too: a bookkeeping report the toolkit knows (QuickBooks, Xero), or books with a type "
+        "column",
+    )
+    sub.add_argument(
+        "--ledger-currency",
+        dest="payouts_ledger_currency",
+        default=None,
+        metavar="CODE",
+        help="the currency of books that name none (QuickBooks' and Xero's reports)",
+    )
+    sub.add_argument(
         "--window",
         dest="payouts_window",
         default="3d",
@@ -101,6 +117,11 @@ def payouts_command(args: argparse.Namespace) -> int:
 
     try:
         holidays = _holidays(args.payouts_holidays)
+        books = None
+        if args.payouts_ledger is not None:
+            from toolkit.reconcile.inputs import load_ledger
+
+            books = load_ledger(args.payouts_ledger, carry=False, currency=args.payouts_ledger_currency)
         result = reconcile_payouts(
             args.payouts_processor,
             args.payouts_bank,
@@ -109,6 +130,7 @@ def payouts_command(args: argparse.Namespace) -> int:
             holidays=holidays,
             counterparties=args.payouts_counterparty,
             backend=args.payouts_backend,
+            ledger=books,
         )
     except (InputError, EngineError) as exc:
         print(f"error: {exc}", file=sys.stderr)

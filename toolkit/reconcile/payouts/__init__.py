@@ -5,12 +5,15 @@ explained by a payout?
 ``reconcile_payouts`` reads the processor's export as the payment reconciliation does (its layout
 names the payout of each row: ``[payout]``), adds each payout's items up in the backend
 (``_engine/payouts.py``, the same SQL on DuckDB and Spark), reads the bank statements
-(``bank.read_statements``) and finds each payout there (``matching.py``). ``write_payout_report``
-writes what it found (``report.py``).
+(``bank.read_statements``) and finds each payout there (``matching.py``). Given the books, it
+finds each payout among the books' payout bookings too (rows of kind ``payout``: a transfer from
+the clearing account to the bank), by the same rules. ``write_payout_report`` writes what it
+found (``report.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,7 +27,7 @@ from toolkit.errors import InputError
 from toolkit.money import from_minor, to_minor
 from toolkit.reconcile.backends import Backend, connect
 from toolkit.reconcile.bank import BankStatements, read_statements
-from toolkit.reconcile.inputs import LoadedInput, load_processor
+from toolkit.reconcile.inputs import LoadedInput, load_ledger, load_processor
 from toolkit.reconcile.payouts.matching import BankEntry, Found, Payout, looks_like_a_deposit, match_payouts
 from toolkit.reconcile.result import PayoutTotal
 from toolkit.reconcile.timing import parse_as_of
@@ -45,9 +48,28 @@ PAYOUT_CATEGORIES: tuple[str, ...] = (
     "payout_ambiguous",
     "bank_deposit_unexplained",
     "statement_gap",
+    "payout_missing_in_books",
+    "payout_amount_mismatch_in_books",
+    "payout_ambiguous_in_books",
+    "books_payout_unexplained",
 )
 #: Outcomes that are no exception: found, on its way, or never meant to arrive.
 INFORMATIONAL: tuple[str, ...] = ("matched", "in_transit", "failed")
+#: A payout's outcome in the books (``PayoutLine.books_outcome``) from ``matching``'s, and the
+#: category of those that need an action.
+BOOKS_OUTCOMES: dict[str, str] = {
+    "matched": "booked",
+    "payout_amount_mismatch": "booked for another amount",
+    "payout_ambiguous": "cannot be told apart",
+    "in_transit": "not booked yet",
+    "payout_missing_in_bank": "not booked",
+    "failed": "nothing to book",
+}
+BOOKS_CATEGORIES: dict[str, str] = {
+    "booked for another amount": "payout_amount_mismatch_in_books",
+    "cannot be told apart": "payout_ambiguous_in_books",
+    "not booked": "payout_missing_in_books",
+}
 
 
 @dataclass(frozen=True)
@@ -70,6 +92,11 @@ class PayoutLine:
     bank_value_date: date | None = None
     bank_amount: Decimal | None = None
     candidates: int = 0
+    #: In the books (None: not compared): ``BOOKS_OUTCOMES``' words, and the booking found.
+    books_outcome: str | None = None
+    books_row: int | None = None
+    books_date: date | None = None
+    books_amount: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -88,13 +115,18 @@ class PayoutReconciliation:
     as_of: date
     window: int
     sources: tuple[str, ...] = field(default=())
+    #: The books compared (None: none given), their payout bookings, and those no payout of the
+    #: export explains (``books_payout_unexplained``: a transfer booked that the processor did
+    #: not make, or one of another export), as dicts (row, date, currency, amount, key).
+    books: str | None = None
+    books_payouts: int = 0
+    books_unexplained: tuple[dict[str, object], ...] = ()
 
     @property
     def exception_count(self) -> int:
-        """Payouts and deposits that need an action, and the statements' gaps."""
-        listed = sum(line.outcome not in INFORMATIONAL for line in self.payouts)
-        added = sum(line.items_state == "does not add up" for line in self.payouts)
-        return listed + added + len(self.unexplained) + len(self.gaps)
+        """Payouts, deposits and bookings that need an action, and the statements' gaps."""
+        counts = self.counts()
+        return sum(counts[name] for name in PAYOUT_CATEGORIES)
 
     def counts(self) -> dict[str, int]:
         """How many of each outcome and category (``PAYOUT_CATEGORIES`` and ``INFORMATIONAL``)."""
@@ -102,8 +134,12 @@ class PayoutReconciliation:
         for line in self.payouts:
             counts[line.outcome] += 1
             counts["payout_items_do_not_add_up"] += line.items_state == "does not add up"
+            books = BOOKS_CATEGORIES.get(line.books_outcome or "")
+            if books is not None:
+                counts[books] += 1
         counts["bank_deposit_unexplained"] = len(self.unexplained)
         counts["statement_gap"] = len(self.gaps)
+        counts["books_payout_unexplained"] = len(self.books_unexplained)
         return counts
 
 
@@ -116,26 +152,26 @@ def reconcile_payouts(
     holidays: Sequence[date] = (),
     counterparties: Sequence[str] = (),
     backend: Backend | str | None = None,
+    ledger: LoadedInput | str | Path | None = None,
 ) -> PayoutReconciliation:
-    """The processor's payouts against the bank statements.
+    """The processor's payouts against the bank statements (and the books, given ``ledger``).
 
     ``window``: how long a payout may take to arrive, in business days (``3d``: three days,
     Monday to Friday, ``holidays`` left out). ``as_of``: the cut-off (default today, UTC): a
     payout whose window is still open then is in transit. ``counterparties``: more names of a
     processor's deposit in the bank's text. ``backend``: where the export's payouts are added up
-    (DuckDB by default; Spark the same).
+    (DuckDB by default; Spark the same). ``ledger``: the books whose payout bookings (rows of
+    kind ``payout``, as a bookkeeping report's layout or a type column says) are compared too,
+    by the same rules and window as the bank's entries.
     """
-    loaded = processor if isinstance(processor, LoadedInput) else load_processor(processor, carry=False)
-    if loaded.layout is None or loaded.layout.payout is None:
-        raise InputError(
-            f"{loaded.source}: this export does not say which payout paid each row; a payout report "
-            "is one whose layout has [payout] (Stripe's balance and payout reconciliation reports, "
-            "Adyen's settlement details)"
-        )
+    loaded = _payout_export(processor)
+    books = ledger if ledger is None or isinstance(ledger, LoadedInput) else load_ledger(ledger, carry=False)
     statements = bank if isinstance(bank, BankStatements) else read_statements(bank)
     days = _business_days(window)
     cutoff = _day(as_of)
-    totals = _totals(loaded, backend)
+    engine = backend if isinstance(backend, Backend) else connect(backend or "duckdb")
+    totals = _totals(loaded, engine)
+    booked = None if books is None else _booked_payouts(books, engine)
     payouts = [
         Payout(t.payout, t.currency, to_minor(t.paid_out, t.currency), _paid_on(t))
         for t in totals
@@ -143,10 +179,14 @@ def reconcile_payouts(
     ]
     rows = statements.entries.to_pylist()
     entries = [_entry(i, row) for i, row in enumerate(rows)]
-    found, left = match_payouts(payouts, entries, window=days, holidays=frozenset(holidays), as_of=cutoff)
+    match = functools.partial(match_payouts, payouts, window=days, holidays=frozenset(holidays), as_of=cutoff)
+    found, left = match(entries)
+    found_in_books, books_left = match(booked) if booked is not None else ([], [])
+    in_books = {(f.payout.payout, f.payout.currency): f for f in found_in_books}
     by_id = {(t.payout, t.currency): t for t in totals}
-    lines = tuple(_line(f, by_id[f.payout.payout, f.payout.currency]) for f in found)
+    lines = tuple(_line(f, by_id[f.payout.key], in_books.get(f.payout.key)) for f in found)
     unexplained = tuple(rows[e.index] for e in left if looks_like_a_deposit(e, counterparties))
+    read = (loaded.source, *sorted({str(r["source"]) for r in rows}), *([books.source] if books else []))
     return PayoutReconciliation(
         payouts=lines,
         totals=totals,
@@ -156,19 +196,79 @@ def reconcile_payouts(
         bank_entries=len(entries),
         as_of=cutoff,
         window=days,
-        sources=(loaded.source, *sorted({str(r["source"]) for r in rows})),
+        sources=read,
+        books=None if books is None else books.source,
+        books_payouts=0 if booked is None else len(booked),
+        books_unexplained=tuple(_booking(e) for e in books_left),
     )
 
 
-def _totals(loaded: LoadedInput, backend: Backend | str | None) -> tuple[PayoutTotal, ...]:
+def _payout_export(processor: LoadedInput | str | Path) -> LoadedInput:
+    """The processor's export, refused unless it says which payout paid each row."""
+    loaded = processor if isinstance(processor, LoadedInput) else load_processor(processor, carry=False)
+    if loaded.layout is None or loaded.layout.payout is None:
+        raise InputError(
+            f"{loaded.source}: this export does not say which payout paid each row; a payout report "
+            "is one whose layout has [payout] (Stripe's balance and payout reconciliation reports, "
+            "Adyen's settlement details)"
+        )
+    return loaded
+
+
+def _totals(loaded: LoadedInput, engine: Backend) -> tuple[PayoutTotal, ...]:
     """Each payout of the export added up, in the backend (the payment reconciliation's SQL)."""
     from toolkit.reconcile._engine.payouts import payout_totals
     from toolkit.reconcile._engine.sides import checked_rows, dated
 
-    engine = backend if isinstance(backend, Backend) else connect(backend or "duckdb")
     with engine.failures():
         side = checked_rows(engine, "processor", dated(loaded, None, rated=True).with_dates_read(engine))
         return payout_totals(engine, side)
+
+
+def _booked_payouts(books: LoadedInput, engine: Backend) -> list[BankEntry]:
+    """The books' payout bookings (rows of kind ``payout``, usable) as entries to match: the
+    money the clearing account sent to the bank, signed as the bank receives it, on the day
+    booked, the row's key as its reference."""
+    from toolkit.reconcile._engine.sides import checked_rows, dated
+    from toolkit.reconcile.inputs.checks import currency_codes
+    from toolkit.reconcile.movements import code
+    from toolkit.reconcile.sources.rows import row_sql
+
+    with engine.failures():
+        side = checked_rows(engine, "ledger", dated(books, None, rated=True).with_dates_read(engine))
+        query = (
+            f"SELECT {row_sql('_ord')} AS _row, _minor, _cur, _when, _key FROM ({side.rows}) "
+            f"WHERE _kind = {code('payout')} AND NOT _rejected AND _minor IS NOT NULL ORDER BY _ord"
+        )
+        rows = engine.arrow(query).to_pylist()
+    codes = currency_codes()
+    entries = []
+    for row in rows:
+        day = datetime.fromtimestamp(int(row["_when"]), UTC).date() if row["_when"] is not None else date.min
+        entries.append(
+            BankEntry(
+                index=int(row["_row"]),
+                currency=codes[int(row["_cur"])],
+                amount_minor=-int(row["_minor"]),
+                value_date=day,
+                booking_date=day,
+                entry_reference=str(row["_key"] or ""),
+                counterparty="",
+                remittance="",
+            )
+        )
+    return entries
+
+
+def _booking(entry: BankEntry) -> dict[str, object]:
+    """A payout booking no payout explains, as ``books_unexplained`` holds it."""
+    return {
+        "row": entry.index,
+        "date": entry.booking_date,
+        "currency": entry.currency,
+        "amount": from_minor(entry.amount_minor, entry.currency),
+        "key": entry.entry_reference,
+    }
 
 
 def _business_days(window: str) -> int:
@@ -207,8 +307,9 @@ def _as_date(value: object) -> date:
     return value
 
 
-def _line(found: Found, total: PayoutTotal) -> PayoutLine:
+def _line(found: Found, total: PayoutTotal, in_books: Found | None) -> PayoutLine:
     payout, entry = found.payout, found.entry
+    booking = in_books.entry if in_books is not None else None
     return PayoutLine(
         payout=payout.payout,
         currency=payout.currency,
@@ -224,6 +325,10 @@ def _line(found: Found, total: PayoutTotal) -> PayoutLine:
         bank_value_date=entry.value_date if entry else None,
         bank_amount=from_minor(entry.amount_minor, entry.currency) if entry else None,
         candidates=found.candidates,
+        books_outcome=None if in_books is None else BOOKS_OUTCOMES[in_books.outcome],
+        books_row=booking.index if booking else None,
+        books_date=booking.booking_date if booking else None,
+        books_amount=from_minor(booking.amount_minor, booking.currency) if booking else None,
     )
 
 
@@ -243,6 +348,10 @@ def payout_table(result: PayoutReconciliation) -> pa.Table:
         "bank_booking_date",
         "bank_value_date",
         "bank_amount",
+        "books_outcome",
+        "books_row",
+        "books_date",
+        "books_amount",
     )
     rows = [[_text(getattr(line, name)) for name in names] for line in result.payouts]
     return pa.table({name: pa.array([r[i] for r in rows], pa.string()) for i, name in enumerate(names)})

@@ -42,6 +42,11 @@ class Payout:
     amount_minor: int
     paid_on: date | None
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """The payout and its currency: a payout of two currencies is two payouts."""
+        return self.payout, self.currency
+
 
 @dataclass(frozen=True)
 class BankEntry:

@@ -19,6 +19,7 @@ from toolkit.money import from_minor
 from toolkit.output_record import claim
 from toolkit.outputs import atomic_path, ensure_directory
 from toolkit.reconcile.payouts import (
+    BOOKS_CATEGORIES,
     INFORMATIONAL,
     PAYOUT_CATEGORIES,
     PayoutLine,
@@ -39,6 +40,7 @@ EXCEPTION_COLUMNS: tuple[str, ...] = (
     "amount",
     "bank_reference",
     "bank_date",
+    "books_row",
     "detail",
 )
 
@@ -67,6 +69,7 @@ def exception_rows(result: PayoutReconciliation) -> list[dict[str, str]]:
     window = f"{result.window} business day{'s' if result.window != 1 else ''}"
     rows = [row for line in result.payouts for row in _payout_rows(line, window)]
     rows += [_deposit_row(entry) for entry in result.unexplained]
+    rows += [_booking_row(booking, result.books or "the books") for booking in result.books_unexplained]
     rows += [_gap_row(gap) for gap in result.gaps]
     order = {name: i for i, name in enumerate((*PAYOUT_CATEGORIES, *INFORMATIONAL))}
     rows.sort(key=lambda row: order[row["category"]])
@@ -87,6 +90,18 @@ def _payout_rows(line: PayoutLine, window: str) -> list[dict[str, str]]:
                 "amount": str(line.items_net - line.paid_out),
                 "detail": f"its items add up to {line.items_net}, it paid out {line.paid_out}: "
                 "ask the processor which items the payout holds",
+            }
+        )
+    books = BOOKS_CATEGORIES.get(line.books_outcome or "")
+    if books is not None:
+        rows.append(
+            base
+            | {
+                "exception_id": f"payout:{line.payout}:{line.currency}:books",
+                "category": books,
+                "amount": str(line.paid_out),
+                "books_row": "" if line.books_row is None else str(line.books_row),
+                "detail": _books_detail(line, window),
             }
         )
     said = _payout_detail(line, window)
@@ -119,6 +134,32 @@ def _deposit_row(entry: Mapping[str, object]) -> dict[str, str]:
         f"({entry['remittance'] or 'no text'}) that no payout of the export explains: "
         "a payout of another export or period, or one the processor does not show",
     }
+
+
+def _booking_row(booking: Mapping[str, object], books: str) -> dict[str, str]:
+    """A payout booked in the books that no payout of the export explains."""
+    return {
+        "exception_id": f"books:{booking['row']}",
+        "category": "books_payout_unexplained",
+        "currency": str(booking["currency"]),
+        "amount": str(booking["amount"]),
+        "books_row": str(booking["row"]),
+        "detail": f"a payout booked on {booking['date']} ({books}, row {booking['row']}) that no payout "
+        "of the export explains: a payout of another export or period, or a transfer booked twice",
+    }
+
+
+def _books_detail(line: PayoutLine, window: str) -> str:
+    """What to do about a payout the books do not show as the processor paid it."""
+    if line.books_outcome == "not booked":
+        return (
+            f"paid out on {line.paid_on or 'an unknown day'}, not booked within {window}: book the transfer"
+        )
+    if line.books_outcome == "booked for another amount":
+        return (
+            f"booked on {line.books_date} (row {line.books_row}) for {line.books_amount}: correct the booking"
+        )
+    return "several bookings of this amount in its window, and another payout of the same amount"
 
 
 def _gap_row(gap: Mapping[str, object]) -> dict[str, str]:
@@ -167,6 +208,19 @@ def _totals(result: PayoutReconciliation) -> list[_Total]:
         key = (str(entry["currency"]), "bank_deposit_unexplained")
         count, amount = sums.get(key, (0, Decimal(0)))
         sums[key] = (count + 1, amount + Decimal(str(entry["amount"])))
+    for line in result.payouts:  # in the books: booked, or the exception it is
+        books = (
+            "payout_booked"
+            if line.books_outcome == "booked"
+            else BOOKS_CATEGORIES.get(line.books_outcome or "")
+        )
+        if books is not None:
+            count, amount = sums.get((line.currency, books), (0, Decimal(0)))
+            sums[line.currency, books] = (count + 1, amount + line.paid_out)
+    for booking in result.books_unexplained:
+        key = (str(booking["currency"]), "books_payout_unexplained")
+        count, amount = sums.get(key, (0, Decimal(0)))
+        sums[key] = (count + 1, amount + Decimal(str(booking["amount"])))
     return [_Total(c, o, n, a) for (c, o), (n, a) in sorted(sums.items())]
 
 
@@ -174,6 +228,9 @@ def _verdict(result: PayoutReconciliation) -> str:
     counts = result.counts()
     found = result.exception_count
     arrived = f"{counts['matched']} of {len(result.payouts)} payout(s) in the bank"
+    if result.books is not None:
+        booked = sum(line.books_outcome == "booked" for line in result.payouts)
+        arrived += f", {booked} booked"
     if not found:
         return f"ok: {arrived}, {counts['in_transit']} on its way; nothing to do."
     return f"{found} exception(s) to look at; {arrived}, {counts['in_transit']} on its way."
@@ -213,6 +270,8 @@ def write_payout_report(
         exceptions=exceptions,
         bank_entries=result.bank_entries,
         other_entries=result.other_entries,
+        books=result.books,
+        books_payouts=result.books_payouts,
     )
     summary = [
         {"category": t.category, "currency": t.currency, "count": str(t.count), "amount": str(t.amount)}
