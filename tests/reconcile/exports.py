@@ -11,6 +11,20 @@ Headers:
 - Adyen's settlement details report, its 30 columns as the report documents them; unsigned amounts
   in Gross/Net Debit and Credit, a fee's and a payout's in the net columns only, times in the
   account's time zone named in ``TimeZone``.
+- Adyen's payment accounting report (its Interactive variant, for the month), its 25 standard
+  columns in order: docs.adyen.com/reporting/invoice-reconciliation/payment-accounting-report and
+  docs.adyen.com/essentials/interactive-payment-accounting-report (the first seven as those pages
+  give them; the rest in the order public parsers of the report read them: Yoast's
+  singer-tap-adyen ``schemas/payment_accounting.json``, Wikimedia's SmashPig
+  ``AdyenPaymentsAccountingReport``). A payment once per status it passes through (Received,
+  Authorised, SentForSettle, Settled: docs.adyen.com/reporting/reports-and-the-payments-lifecycle,
+  docs.adyen.com/account/payments-lifecycle), a refund as SentForRefund and Refunded, a chargeback
+  as Chargeback with nothing captured and its amount in Main Amount (as SmashPig reads it); a
+  refused attempt (Received, Refused). Only transactional events, no fee, dispute fee or payout
+  line: "You won't see any MerchantPayouts, BalanceTransfers, DepositCorrections etc."
+  (help.adyen.com/knowledge/finance/reports-and-reconciliation/interactive-payment-accounting-report).
+  The pages reachable do not give the signs of the register columns (Received, Authorised,
+  Captured, Payable): each amount is written as the money its record type moves.
 
 - DATEV's booking batch (EXTF Buchungsstapel) as accounting software writes it for DATEV: the
   first line of metadata (its fields as ERPNext's DATEV export writes them, the period in fields
@@ -224,6 +238,102 @@ def adyen_settlement_csv() -> str:
             "Batch Number": "7",
         }
         rows.append([row.get(name, "") for name in ADYEN_HEADER])
+    return _csv(rows)
+
+
+#: Adyen's payment accounting report's standard columns, in order (docs.adyen.com, Payment
+#: accounting report and Interactive payment accounting report: "Standard columns").
+ADYEN_ACCOUNTING_HEADER = [
+    "Company Account",
+    "Merchant Account",
+    "Psp Reference",
+    "Merchant Reference",
+    "Payment Method",
+    "Booking Date",
+    "TimeZone",
+    "Main Currency",
+    "Main Amount",
+    "Record Type",
+    "Payment Currency",
+    "Received (PC)",
+    "Authorised (PC)",
+    "Captured (PC)",
+    "Settlement Currency",
+    "Payable (SC)",
+    "Commission (SC)",
+    "Markup (SC)",
+    "Scheme Fees (SC)",
+    "Interchange (SC)",
+    "Processing Fee Currency",
+    "Processing Fee (FC)",
+    "User Name",
+    "Payment Method Variant",
+    "Modification Merchant Reference",
+]
+
+#: The statuses each movement of the month passes through in the payment accounting report, the
+#: last the one that moves money; the register (PC: payment currency) each writes its amount in.
+#: A chargeback writes none: its amount is in Main Amount.
+_LIFECYCLE = {
+    "charge": (
+        ("Received", "Received (PC)"),
+        ("Authorised", "Authorised (PC)"),
+        ("SentForSettle", "Captured (PC)"),
+        ("Settled", "Captured (PC)"),
+    ),
+    "refund": (("SentForRefund", "Captured (PC)"), ("Refunded", "Captured (PC)")),
+    "chargeback": (("Chargeback", ""),),
+    "refused": (("Received", "Received (PC)"), ("Refused", "")),
+}
+
+
+def adyen_accounting_csv() -> str:
+    """Adyen's payment accounting report of the month (times in CEST; ORD-12 settled after
+    midnight local time on June 1st, May 31st in UTC): each payment with its lifecycle rows, the
+    Settled row with its costs (0.45 in all) and its payable in the settlement currency (ORD-11's
+    in USD); refunds and the chargeback on the payment's PSP reference; ORD-09's refused attempt.
+    The register columns' signs are not on the pages documented: each amount is written as the
+    money its row's record type moves (a refund's and a chargeback's are read as money out)."""
+    rows: list[list[str]] = [ADYEN_ACCOUNTING_HEADER]
+    psp: dict[str, str] = {}
+    moves = [m for m in _movements() if m[1] in _LIFECYCLE]
+    moves.append((ORDERS[8][0], "refused", ORDERS[8][1], 9))
+    for i, (key, kind, amount, day) in enumerate(moves, start=1):
+        # A refund's or chargeback's row names its payment's PSP reference (ORD-15's second
+        # charge is a payment of its own).
+        reference = psp[key] if kind in ("refund", "chargeback") else f"88{i:014d}"
+        psp[key] = reference
+        usd = key == SETTLED_IN_USD[0]
+        lifecycle = _LIFECYCLE[kind]
+        for step, (record, register) in enumerate(lifecycle):
+            last = step == len(lifecycle) - 1
+            money = last and kind != "refused"
+            when = f"2025-05-{day:02d} {8 + step:02d}:{i:02d}:00"
+            if key == "ORD-12" and last:
+                when = "2025-06-01 01:30:00"
+            row = {
+                "Company Account": "AcmeCompany",
+                "Merchant Account": "AcmeEU",
+                "Psp Reference": reference,
+                "Merchant Reference": key,
+                "Payment Method": "visa",
+                "Booking Date": when,
+                "TimeZone": "CEST",
+                "Main Currency": "EUR",
+                "Main Amount": amount,
+                "Record Type": record,
+                "Payment Currency": "EUR",
+                "Payment Method Variant": "visaclassic",
+            }
+            if register:
+                row[register] = amount
+            if money:
+                settled = SETTLED_IN_USD[1] if usd else amount
+                row["Settlement Currency"] = "USD" if usd else "EUR"
+                row["Payable (SC)"] = f"{float(settled) - 0.45:.2f}" if kind == "charge" else f"-{amount}"
+            if money and kind == "charge":
+                row |= {"Commission (SC)": "0.30", "Scheme Fees (SC)": "0.05", "Interchange (SC)": "0.10"}
+            rows.append([row.get(name, "") for name in ADYEN_ACCOUNTING_HEADER])
     return _csv(rows)
 
 
@@ -596,6 +706,10 @@ def write_month(folder: Path) -> dict[str, Path]:
         "ledger": ("ledger.csv", ledger_csv()),
         "stripe": ("balance_change_from_activity.csv", stripe_balance_csv()),
         "adyen": ("settlement_detail_report_batch_7.csv", adyen_settlement_csv()),
+        "adyen_accounting": (
+            "payments_accounting_report_filtered_2025-05-01_2025-06-01.csv",
+            adyen_accounting_csv(),
+        ),
         "stripe_payments": ("unified_payments.csv", stripe_unified_csv()),
         "stripe_history": ("balance_history.csv", stripe_history_csv()),
         "quickbooks": ("Transaction Detail by Account.csv", quickbooks_csv()),

@@ -51,6 +51,14 @@ DOWNLOADS = {
     "adyen": ("adyen_settlement_details", set(), {("fee", "EUR"): "-25.45", ("fee", "USD"): "-0.45"}),
     # Charges only: no fee or payout rows, each charge's fee beside it.
     "stripe_payments": ("stripe_unified_payments", set(), {("fee", "EUR"): "-8.10", ("fee", "USD"): "-0.45"}),
+    # Each payment's lifecycle rows (Received, Authorised, SentForSettle) and a refused attempt
+    # left out; its costs beside its Settled row. Transactional events only: no fee, dispute fee
+    # or payout line.
+    "adyen_accounting": (
+        "adyen_payment_accounting",
+        set(),
+        {("fee", "EUR"): "-8.10", ("fee", "USD"): "-0.45"},
+    ),
     # The dispute's withdrawal is an adjustment without the order's key in this export: the
     # books' chargeback is then one the processor does not show.
     "stripe_history": (
@@ -61,7 +69,8 @@ DOWNLOADS = {
 }
 
 
-#: The currency of the items each export pays out in a payout it does not hold (ORD-11's).
+#: The currency of the items each export pays out in a payout it does not hold (ORD-11's); the
+#: exports that say nothing of payouts are not in it.
 more_payout = {"stripe": "USD", "adyen": "USD", "stripe_history": "EUR"}
 
 
@@ -82,7 +91,7 @@ def test_an_export_as_downloaded_reconciles_with_no_option(
     found = {(m.kind, m.currency): str(m.amount) for m in result.movements if m.side == "processor"}
     assert found["refund", "EUR"] == "-35.00"
     assert found.get(("chargeback", "EUR")) == (None if export == "stripe_history" else "-180.50")
-    assert found.get(("payout", "EUR")) == (None if export == "stripe_payments" else f"-{PAID_OUT}")
+    assert found.get(("payout", "EUR")) == (f"-{PAID_OUT}" if export in more_payout else None)
     assert {k: v for k, v in found.items() if k in totals} == totals
     # A payment shown is shown with the fee the processor took on it, and its net.
     charged = result.exceptions[
@@ -95,9 +104,9 @@ def test_an_export_as_downloaded_reconciles_with_no_option(
         assert (fee, net) == (Decimal(CHARGE_FEE), amount - Decimal(CHARGE_FEE))
     paid = {(p.currency, p.state) for p in result.payouts}
     assert paid == (
-        set()
-        if export == "stripe_payments"
-        else {("EUR", "adds up"), (more_payout[export], "no payout row in the file")}
+        {("EUR", "adds up"), (more_payout[export], "no payout row in the file")}
+        if export in more_payout
+        else set()
     )
 
 
@@ -150,6 +159,12 @@ def test_the_command_reconciles_an_export_and_inspect_says_how_it_is_read(
     assert "merchantReferenceId = Merchant Reference" in said
     assert "credit = Gross Credit (GC) (where empty: Net Credit (NC))" in said
     assert "Commission (NC): a fee of its own in Net Currency, where written and not zero" in said
+    assert main(["reconcile", "inspect", str(paths["adyen_accounting"])]) == 0
+    said = capsys.readouterr().out
+    assert "export: Adyen payment accounting report (adyen_payment_accounting), recognised" in said
+    assert "amount = Captured (PC) (where empty: Main Amount)" in said
+    assert "rows whose type matches '^(Received|Authorised|" in said
+    assert "Commission (SC): a fee of its own in Settlement Currency, where written and not zero" in said
     assert main(["reconcile", "inspect", str(paths["stripe_payments"])]) == 0
     said = capsys.readouterr().out
     assert "status words: paid = success, succeeded = success, refunded = success" in said
@@ -234,6 +249,7 @@ def test_the_sample_downloads_are_the_documented_month(tmp_path: Path) -> None:
             "balance_transaction_id txn_0015; source_id ch_0015; charge_id ch_0015; automatic_payout_id po_0001",
         ),
         ("adyen", "Psp Reference 8800000000000015; Modification Reference 9900000000000015; Batch Number 7"),
+        ("adyen_accounting", "Psp Reference 8800000000000015"),
     ],
 )
 def test_an_exception_carries_the_processors_own_references(

@@ -515,7 +515,7 @@ def _layout_lines(described: Described, layout: Layout) -> list[str]:
             where = f" in {split.currency}" if split.currency else ""
             lines.append(f"  {split.amount}: a {split.kind} of its own{where}, where written and not zero")
     for column, pattern in layout.skip:
-        lines.append(f"  rows whose {column} matches {pattern!r}: the report's own lines, left out")
+        lines.append(f"  rows whose {column} matches {pattern!r}: left out, they move no money")
     if layout.references:
         lines.append(f"  the processor's references: {', '.join(layout.references)}")
     return lines
