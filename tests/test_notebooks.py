@@ -286,7 +286,7 @@ def test_scrub_file_never_follows_a_symlink_and_keeps_the_mode(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
+def test_demo_runs_the_whole_chain_on_the_embedded_sandbox(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from toolkit.demo import main as demo
@@ -301,7 +301,7 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
         for p in (tmp_path / "reports").glob("*/*/*.html")
         if p.stem == p.parent.parent.name
     }
-    assert set(runs) == {"catalog_setup", "test_payments", "reconciliation_report"}
+    assert set(runs) == {"catalog_setup", "test_payments", "reconciliation_report", "payout_reconciliation"}
     assert len(csv(runs["catalog_setup"] / "products.csv")) == 4
     assert len(csv(runs["catalog_setup"] / "prices.csv")) == 6
     outcomes = csv(runs["test_payments"] / "outcomes.csv")
@@ -336,6 +336,7 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     assert "reconciliation_report: ok: 7 exceptions (1 rejected row(s)), no threshold set; report: " in out
     assert "catalog_setup: ok: 4 product(s) and 6 price(s) as the catalog says; report: " in out
     assert "test_payments: ok: all 22 outcomes as expected; report: " in out
+    payouts = assert_demo_payouts(runs["payout_reconciliation"], out)
     for name, folder in runs.items():  # the embedded sandbox is said once, in the banner, not on stderr
         shown = outputs(folder / f"{name}.ipynb")
         assert not [o for o in shown if o.get("name") == "stderr" and "TOOLKIT_BASE_URL" in o.get("text", "")]
@@ -351,7 +352,40 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     assert demo(["--reports", str(tmp_path / "later"), "--home", str(home)]) == 0
     later = next((tmp_path / "later" / "reconciliation_report").glob("*/exceptions.csv"))
     assert csv(later).equals(exceptions)
-    assert "reconciliation_report: ok: 7 exceptions" in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert "reconciliation_report: ok: 7 exceptions" in again
+    later_payouts = next((tmp_path / "later" / "payout_reconciliation").glob("*/payouts.csv")).parent
+    assert assert_demo_payouts(later_payouts, again).equals(payouts)
+
+
+def assert_demo_payouts(folder: Path, out: str) -> pd.DataFrame:
+    """The demo's payout run: its five payouts of one day, the EUR one delayed (in transit), the
+    BRL one booked 1.00 short, a USD deposit no payout explains; returns its exceptions."""
+    payouts = csv(folder / "payouts.csv")
+    assert sorted(payouts["currency"]) == ["BRL", "EUR", "INR", "KRW", "USD"]
+    assert len(set(payouts["paid_on"])) == 1 and set(payouts["items_state"]) == {"adds up"}
+    outcomes = dict(zip(payouts["currency"], payouts["outcome"], strict=True))
+    assert outcomes == {
+        "BRL": "payout_amount_mismatch",
+        "EUR": "in_transit",
+        "INR": "matched",
+        "KRW": "matched",
+        "USD": "matched",
+    }
+    brl = payouts[payouts["currency"] == "BRL"].iloc[0]
+    assert Decimal(brl["paid_out"]) - Decimal(brl["bank_amount"]) == Decimal("1.00")
+    exceptions = csv(folder / "exceptions.csv")
+    assert list(exceptions["category"]) == [
+        "payout_amount_mismatch",
+        "bank_deposit_unexplained",
+        "in_transit",
+    ]
+    assert list(exceptions["amount"])[1] == "25.00"
+    assert len(list((folder / "statements").glob("camt053_*.xml"))) == 10  # 5 accounts, 2 days
+    assert "Payout reconciliation" in (folder / "report.html").read_text()
+    line = "payout_reconciliation: ok: 2 exceptions; 3 of 5 payout(s) in the bank, 1 in transit, no threshold set"
+    assert line in out
+    return exceptions
 
 
 @pytest.mark.slow
