@@ -18,7 +18,8 @@ import time
 import urllib.parse
 import zipfile
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from toolkit.controls import SandboxControls
 from toolkit.journal import Journal
 from toolkit.notebooks import (
     NOTEBOOK_DIR,
+    NOTEBOOKS,
     ParameterError,
     check_parameters,
     parse_value,
@@ -172,8 +174,20 @@ def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
             "max_age",
             "output_dir",
         },
+        "payout_reconciliation": {
+            "processor_path",
+            "bank_path",
+            "window",
+            "holidays",
+            "counterparty",
+            "as_of",
+            "max_exceptions",
+            "backend",
+            "output_dir",
+        },
         "fault_drill": {"merchant_reference_id", "output_dir"},
     }
+    assert set(expected) == set(NOTEBOOKS)
     import papermill
 
     for name, params in expected.items():
@@ -272,7 +286,7 @@ def test_scrub_file_never_follows_a_symlink_and_keeps_the_mode(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
+def test_demo_runs_the_whole_chain_on_the_embedded_sandbox(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from toolkit.demo import main as demo
@@ -287,7 +301,7 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
         for p in (tmp_path / "reports").glob("*/*/*.html")
         if p.stem == p.parent.parent.name
     }
-    assert set(runs) == {"catalog_setup", "test_payments", "reconciliation_report"}
+    assert set(runs) == {"catalog_setup", "test_payments", "reconciliation_report", "payout_reconciliation"}
     assert len(csv(runs["catalog_setup"] / "products.csv")) == 4
     assert len(csv(runs["catalog_setup"] / "prices.csv")) == 6
     outcomes = csv(runs["test_payments"] / "outcomes.csv")
@@ -322,6 +336,7 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     assert "reconciliation_report: ok: 7 exceptions (1 rejected row(s)), no threshold set; report: " in out
     assert "catalog_setup: ok: 4 product(s) and 6 price(s) as the catalog says; report: " in out
     assert "test_payments: ok: all 22 outcomes as expected; report: " in out
+    payouts = assert_demo_payouts(runs["payout_reconciliation"], out)
     for name, folder in runs.items():  # the embedded sandbox is said once, in the banner, not on stderr
         shown = outputs(folder / f"{name}.ipynb")
         assert not [o for o in shown if o.get("name") == "stderr" and "TOOLKIT_BASE_URL" in o.get("text", "")]
@@ -337,7 +352,40 @@ def test_demo_runs_the_three_notebooks_on_the_embedded_sandbox(
     assert demo(["--reports", str(tmp_path / "later"), "--home", str(home)]) == 0
     later = next((tmp_path / "later" / "reconciliation_report").glob("*/exceptions.csv"))
     assert csv(later).equals(exceptions)
-    assert "reconciliation_report: ok: 7 exceptions" in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert "reconciliation_report: ok: 7 exceptions" in again
+    later_payouts = next((tmp_path / "later" / "payout_reconciliation").glob("*/payouts.csv")).parent
+    assert assert_demo_payouts(later_payouts, again).equals(payouts)
+
+
+def assert_demo_payouts(folder: Path, out: str) -> pd.DataFrame:
+    """The demo's payout run: its five payouts of one day, the EUR one delayed (in transit), the
+    BRL one booked 1.00 short, a USD deposit no payout explains; returns its exceptions."""
+    payouts = csv(folder / "payouts.csv")
+    assert sorted(payouts["currency"]) == ["BRL", "EUR", "INR", "KRW", "USD"]
+    assert len(set(payouts["paid_on"])) == 1 and set(payouts["items_state"]) == {"adds up"}
+    outcomes = dict(zip(payouts["currency"], payouts["outcome"], strict=True))
+    assert outcomes == {
+        "BRL": "payout_amount_mismatch",
+        "EUR": "in_transit",
+        "INR": "matched",
+        "KRW": "matched",
+        "USD": "matched",
+    }
+    brl = payouts[payouts["currency"] == "BRL"].iloc[0]
+    assert Decimal(brl["paid_out"]) - Decimal(brl["bank_amount"]) == Decimal("1.00")
+    exceptions = csv(folder / "exceptions.csv")
+    assert list(exceptions["category"]) == [
+        "payout_amount_mismatch",
+        "bank_deposit_unexplained",
+        "in_transit",
+    ]
+    assert list(exceptions["amount"])[1] == "25.00"
+    assert len(list((folder / "statements").glob("camt053_*.xml"))) == 10  # 5 accounts, 2 days
+    assert "Payout reconciliation" in (folder / "report.html").read_text()
+    line = "payout_reconciliation: ok: 2 exceptions; 3 of 5 payout(s) in the bank, 1 in transit, no threshold set"
+    assert line in out
+    return exceptions
 
 
 @pytest.mark.slow
@@ -804,3 +852,155 @@ def test_fault_drill_records_unknown_sends_nothing_twice_and_settles(
     assert code == 2 and "has spaces at its ends" in out + err, out + err  # a bad parameter, not a finding
     # The kernel's sockets were made in the run's own folder, not beside the notebooks.
     assert not list(resolve_notebook("fault_drill").parent.glob("kernel-ipc*"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The payout reconciliation notebook
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value", "words"),
+    [
+        ("window", "three", "window: 'three' is not a number of business days"),
+        ("holidays", "2025-12-25,2025-13-01", "holidays: '2025-13-01' is not a date"),
+        ("backend", "sqlite", "backend: 'sqlite' is not duckdb or pyspark"),
+        ("as_of", "tomorrow", "as_of: write a date"),
+        ("max_exceptions", "-2", "max_exceptions: -2 is less than -1"),
+        ("bank_path", "no/such/statements", "bank_path: no such file"),
+        ("processor_path", str(DATA / "ledger.csv"), "processor_path and bank_path go together"),
+        ("counterparty_name", "x", "did you mean 'counterparty'?"),
+    ],
+)
+def test_payout_parameters_are_refused_before_anything_runs(
+    parameter: str, value: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "payout_reconciliation", "-p", parameter, value, "--output-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert words in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_sandbox_counterparty_is_the_sandbox_processor() -> None:
+    from toolkit.sandbox.payouts import PROCESSOR_NAME
+    from toolkit.views.payouts import SANDBOX_COUNTERPARTY
+
+    assert SANDBOX_COUNTERPARTY == PROCESSOR_NAME
+
+
+def plant_a_week_of_payouts(controls: SandboxControls) -> tuple[dict[str, str], datetime]:
+    """Payments on a Monday (EUR, USD), Tuesday (EUR) and Wednesday (USD), paid out Wednesday to
+    Friday, then the bank: Wednesday's EUR payout lost, Thursday's booked for 1.00 less, Friday's
+    delayed 5 business days, and a deposit from the processor no payout explains on the next
+    Monday. The clock is left on the next Tuesday, the cut-off; returns the payout ids by what the
+    bank did, and that instant."""
+    now = controls.freeze_clock()
+    monday = datetime.combine(now.date() + timedelta(days=7 - now.weekday()), datetime.min.time(), UTC)
+    controls.advance_clock(milliseconds=int((monday.replace(hour=9) - now).total_seconds() * 1000))
+    with Client() as client:
+        for day, currency, amount in (
+            (0, "EUR", "10.00"),
+            (0, "USD", "15.00"),
+            (1, "EUR", "20.00"),
+            (2, "USD", "30.00"),
+        ):
+            if day and controls.now().weekday() < day:
+                controls.advance_clock(days=1)
+            result = client.create_payment(
+                amount=Decimal(amount),
+                currency=currency,
+                paymentMethodType="CARD",
+                paymentInstrumentId="pi_test_success",
+                merchantReferenceId=f"PO-{day}-{currency}",
+                customerEmail="buyer@example.com",
+                returnUrl="https://shop.example/r",
+            )
+            assert result.status == 1, result  # success
+    ids = {
+        "lost": f"po_{monday + timedelta(days=2):%Y%m%d}_EUR",
+        "matched": f"po_{monday + timedelta(days=2):%Y%m%d}_USD",
+        "short": f"po_{monday + timedelta(days=3):%Y%m%d}_EUR",
+        "late": f"po_{monday + timedelta(days=4):%Y%m%d}_USD",
+    }
+    controls.lose_payout(ids["lost"])
+    controls.change_payout(ids["short"], "18.12")
+    controls.delay_payout(ids["late"], 5)
+    controls.add_bank_deposit("EUR", "123.45", day=(monday + timedelta(days=7)).date())
+    controls.advance_clock(days=6)  # Wednesday -> the next Tuesday
+    assert controls.now().weekday() == 1
+    return ids, controls.now()
+
+
+@pytest.mark.slow
+def test_payout_reconciliation_on_the_sandbox_and_on_its_files(
+    service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Client() as client:
+        ids, cutoff = plant_a_week_of_payouts(SandboxControls(client))
+    secrets = [CANARY]
+    out = tmp_path / "sandbox"
+    code, printed, _ = toolkit_run(capsys, out, "payout_reconciliation", secrets=secrets)
+    assert code == 0
+    expected = {
+        ids["lost"]: "payout_missing_in_bank",
+        ids["matched"]: "matched",
+        ids["short"]: "payout_amount_mismatch",
+        ids["late"]: "in_transit",
+    }
+    assert (
+        dict(zip(csv(out / "payouts.csv")["payout"], csv(out / "payouts.csv")["outcome"], strict=True))
+        == expected
+    )
+    exceptions = csv(out / "exceptions.csv")
+    assert list(exceptions["category"]) == [
+        "payout_missing_in_bank",
+        "payout_amount_mismatch",
+        "bank_deposit_unexplained",
+        "in_transit",
+    ]
+    assert "3 exceptions; 1 of 4 payout(s) in the bank, 1 in transit, no threshold set" in printed
+    statements = sorted(p.name for p in (out / "statements").iterdir())
+    first = cutoff.date() - timedelta(days=6)  # the first payout's day, the Wednesday
+    assert statements == sorted(
+        f"camt053_{currency}_{first + timedelta(days=n):%Y%m%d}.xml"
+        for currency in ("EUR", "USD")
+        for n in range(7)
+    )
+    for name in ("report.html", "summary.csv", "processor_payouts.csv", "payout_reconciliation.html"):
+        assert (out / name).is_file()
+
+    # Past the threshold: findings, exit 1, the report written all the same.
+    code, _, err = toolkit_run(
+        capsys, tmp_path / "strict", "payout_reconciliation", ("max_exceptions", "2"), secrets=secrets
+    )
+    assert code == 1 and "findings: 3 exceptions" in err and "more than max_exceptions=2" in err
+    assert (tmp_path / "strict" / "exceptions.csv").is_file()
+
+    # The files the first run wrote, given back: the same payouts; a bank holiday on the Monday
+    # keeps the lost payout's window open at the cut-off, so it is in transit, not missing.
+    files = (("processor_path", str(out / "processor_payouts.csv")), ("bank_path", str(out / "statements")))
+    given = (*files, ("as_of", cutoff.date().isoformat()), ("counterparty", "SANDBOX PAYMENTS"))
+    holiday = ("holidays", (cutoff.date() - timedelta(days=1)).isoformat())
+    code, printed, _ = toolkit_run(
+        capsys, tmp_path / "files", "payout_reconciliation", *given, holiday, secrets=secrets
+    )
+    assert code == 0, printed
+    outcomes = csv(tmp_path / "files" / "payouts.csv")
+    assert dict(zip(outcomes["payout"], outcomes["outcome"], strict=True)) == expected | {
+        ids["lost"]: "in_transit"
+    }
+    assert "2 exceptions; 1 of 4 payout(s) in the bank, 2 in transit" in printed
+    assert not (tmp_path / "files" / "statements").exists()  # files given: nothing downloaded
+
+    # A statement that cannot be read: exit 2, naming it.
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<Document><BkToCstmrStmt>")
+    code, _, err = toolkit_run(
+        capsys,
+        tmp_path / "bad",
+        "payout_reconciliation",
+        files[0],
+        ("bank_path", str(broken)),
+        secrets=secrets,
+    )
+    assert code == 2 and "broken.xml" in err

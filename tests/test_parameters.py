@@ -120,3 +120,35 @@ def test_a_count_below_its_least_is_refused_before_the_kernel_starts() -> None:
     with pytest.raises(ParameterError, match=r"max_age: -5 is less than -1"):
         check_parameters(REPORT, {"max_age": -5})
     check_parameters(REPORT, {"max_age": -1, "max_exceptions": 0})
+
+
+PAYOUTS = resolve_notebook("payout_reconciliation")
+
+
+def test_payout_options_pass_as_the_command_reads_them(tmp_path: Path) -> None:
+    holidays = tmp_path / "holidays.txt"
+    holidays.write_text("2025-12-25  # Christmas\n2025-12-26\n")
+    statement = tmp_path / "bank.xml"
+    statement.write_text("<x/>")
+    given = {
+        "window": "5d",
+        "holidays": str(holidays),
+        "backend": "pyspark",
+        "processor_path": str(holidays),
+        "bank_path": str(tmp_path / "*.xml"),  # a glob that matches a file
+        "counterparty": "ACME PAY, PSP LTD",
+        "as_of": "2025-12-31",
+    }
+    check_parameters(PAYOUTS, given)
+    check_parameters(PAYOUTS, {})  # neither file: the sandbox's
+
+
+def test_payout_problems_are_said_together(tmp_path: Path) -> None:
+    holidays = tmp_path / "holidays.txt"
+    holidays.write_text("2025-12-25\nBoxing Day\n")
+    with pytest.raises(ParameterError) as caught:
+        check_parameters(PAYOUTS, {"holidays": str(holidays), "window": "-1", "bank_path": str(holidays)})
+    said = str(caught.value)
+    assert "holidays: 'Boxing Day' is not a date (YYYY-MM-DD)" in said
+    assert "window: '-1' is not a number of business days" in said
+    assert "processor_path and bank_path go together" in said

@@ -66,7 +66,13 @@ from toolkit.reconcile.audit import audit_key
 from toolkit.runlog import MANIFEST
 
 #: The notebooks shipped in ``notebooks/``, by the name ``toolkit run`` accepts.
-NOTEBOOKS: tuple[str, ...] = ("catalog_setup", "test_payments", "reconciliation_report", "fault_drill")
+NOTEBOOKS: tuple[str, ...] = (
+    "catalog_setup",
+    "test_payments",
+    "reconciliation_report",
+    "payout_reconciliation",
+    "fault_drill",
+)
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 

@@ -4,7 +4,9 @@ A scheduler's mistake (``period_start 2025-13-01``, a ledger path that does not 
 ten``) must cost one line and exit code 2 at once, not a kernel start and a traceback. The type of a
 parameter is the type of its default in the notebook's ``parameters`` cell; two naming conventions
 add value rules: ``*_path`` names a file that must exist (empty means "the notebook's default"), and
-``period_*`` / ``*_date`` a calendar date written ``YYYY-MM-DD`` (empty means "no bound").
+``period_*`` / ``*_date`` a calendar date written ``YYYY-MM-DD`` (empty means "no bound"). The payout
+reconciliation's ``window``, ``holidays`` and ``backend`` are read as ``toolkit reconcile payouts``
+reads them, and its ``processor_path`` and ``bank_path`` go together.
 """
 
 from __future__ import annotations
@@ -111,6 +113,8 @@ def _value_problem(name: str, value: Any) -> str | None:
         return _rule_problem(name, value)
     if name in ("ledger_format", "processor_format"):
         return _layout_problem(name, value)
+    if name in PAYOUT_RULES:
+        return _payout_problem(name, value)
     if name.endswith("_map") or (name.startswith("ledger_") and not name.endswith("_path")):
         return _reading_problem(name, value)
     if not isinstance(value, str) or not value.strip():
@@ -195,6 +199,40 @@ def _rule_problem(name: str, value: Any) -> str | None:
     return None
 
 
+#: The payout reconciliation's options checked by their names (as ``toolkit reconcile payouts``
+#: reads them), and the two files that go together: both given, or neither (the sandbox's).
+PAYOUT_RULES = ("window", "holidays", "backend")
+PAIRED = ("processor_path", "bank_path")
+
+
+def _payout_problem(name: str, value: Any) -> str | None:
+    """The payout run's ``window`` (business days), ``holidays`` (dates or a file of them) and
+    ``backend``, read as the notebook will read them."""
+    from toolkit.errors import InputError
+    from toolkit.reconcile.payouts import _business_days
+    from toolkit.views.payouts import holiday_dates
+
+    if name == "backend":
+        return None if value in ("duckdb", "pyspark") else f"backend: {value!r} is not duckdb or pyspark"
+    try:
+        _business_days(str(value)) if name == "window" else holiday_dates(str(value))
+    except InputError as exc:
+        return f"{name}: {str(exc).split(': ', 1)[-1]}"
+    except OSError as exc:
+        return f"{name}: cannot read {value!r} ({exc.strerror or exc})"
+    return None
+
+
+def _pair_problem(declared: Mapping[str, Any], parameters: Mapping[str, Any]) -> str | None:
+    """``processor_path`` without ``bank_path`` (or the other way) where a notebook takes both."""
+    if not all(name in declared for name in PAIRED):
+        return None
+    given = [name for name in PAIRED if str(parameters.get(name, declared[name]) or "").strip()]
+    if len(given) == 1:
+        return f"{' and '.join(PAIRED)} go together: give both, or neither (the sandbox's)"
+    return None
+
+
 def check_parameters(path: Path, parameters: Mapping[str, Any]) -> None:
     """Refuse unknown names (papermill alone only warns), the runner's ``output_dir``, and values of
     the wrong type or that cannot work; every problem in one ``ParameterError``, nothing run."""
@@ -211,6 +249,9 @@ def check_parameters(path: Path, parameters: Mapping[str, Any]) -> None:
             problem = _type_problem(name, value, declared[name]) or _value_problem(name, value)
             if problem:
                 problems.append(problem)
+    paired = _pair_problem(declared, parameters)
+    if paired:
+        problems.append(paired)
     if problems:
         known = ", ".join(n for n in declared if n != OUTPUT_PARAMETER)
         raise ParameterError(f"{path.name}: " + "; ".join(problems) + f" (parameters: {known})")
