@@ -209,13 +209,13 @@ def _payout_problem(name: str, value: Any) -> str | None:
     """The payout run's ``window`` (business days), ``holidays`` (dates or a file of them) and
     ``backend``, read as the notebook will read them."""
     from toolkit.errors import InputError
-    from toolkit.reconcile.payouts import _business_days
+    from toolkit.reconcile.payouts import business_days
     from toolkit.views.payouts import holiday_dates
 
     if name == "backend":
         return None if value in ("duckdb", "pyspark") else f"backend: {value!r} is not duckdb or pyspark"
     try:
-        _business_days(str(value)) if name == "window" else holiday_dates(str(value))
+        business_days(str(value), "window") if name == "window" else holiday_dates(str(value))
     except InputError as exc:
         return f"{name}: {str(exc).split(': ', 1)[-1]}"
     except OSError as exc:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import date
 from pathlib import Path
 
 from toolkit.cli.exit_codes import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT, EXIT_TOO_MANY
@@ -112,11 +111,11 @@ def payouts_command(args: argparse.Namespace) -> int:
     """Run the payout reconciliation and write its report; returns the exit code."""
     from toolkit.errors import EngineError, InputError, OutputError
     from toolkit.outputs import fresh_folder
-    from toolkit.reconcile.payouts import reconcile_payouts
+    from toolkit.reconcile.payouts import holiday_dates, reconcile_payouts
     from toolkit.reconcile.payouts.report import write_payout_report
 
     try:
-        holidays = _holidays(args.payouts_holidays)
+        holidays = holiday_dates(args.payouts_holidays)
         books = None
         if args.payouts_ledger is not None:
             from toolkit.reconcile.inputs import load_ledger
@@ -154,23 +153,3 @@ def payouts_command(args: argparse.Namespace) -> int:
         return EXIT_TOO_MANY
     print(f"ok: {found}; report: {paths['report.html']}")
     return EXIT_OK
-
-
-def _holidays(text: str | None) -> tuple[date, ...]:
-    """``--holidays``: dates, comma-separated, or a file of them (one per line, ``#`` comments)."""
-    from toolkit.errors import InputError
-
-    if not text:
-        return ()
-    path = Path(text)
-    written = path.read_text(encoding="utf-8") if path.is_file() else text
-    days = []
-    for part in written.replace(",", "\n").splitlines():
-        part = part.split("#", 1)[0].strip()
-        if not part:
-            continue
-        try:
-            days.append(date.fromisoformat(part))
-        except ValueError:
-            raise InputError(f"--holidays: {part!r} is not a date (YYYY-MM-DD)") from None
-    return tuple(days)

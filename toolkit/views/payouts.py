@@ -57,21 +57,10 @@ def names(text: str) -> tuple[str, ...]:
 
 
 def holiday_dates(text: str) -> tuple[date, ...]:
-    """``holidays``: dates, comma-separated, or a file of them (one a line, ``#`` comments), as
-    ``toolkit reconcile payouts --holidays`` reads them; ``InputError`` naming the one that is not."""
-    if not text.strip():
-        return ()
-    path = Path(text.strip()).expanduser()
-    written = path.read_text(encoding="utf-8") if path.is_file() else text
-    days = []
-    for part in written.replace(",", "\n").splitlines():
-        part = part.split("#", 1)[0].strip()
-        if part:
-            try:
-                days.append(date.fromisoformat(part))
-            except ValueError:
-                raise InputError(f"holidays: {part!r} is not a date (YYYY-MM-DD)") from None
-    return tuple(days)
+    """``holidays``: as ``toolkit reconcile payouts --holidays`` reads them."""
+    from toolkit.reconcile.payouts import holiday_dates as read
+
+    return read(text, "holidays")
 
 
 def payout_inputs(
@@ -147,7 +136,7 @@ def reconcile_inputs(
 ) -> PayoutReconciliation:
     """``reconcile_payouts`` of the inputs; a sandbox that paid nothing out yet (no statement to
     read) gives an empty reconciliation, which the threshold refuses to pass."""
-    from toolkit.reconcile.payouts import PayoutReconciliation, _business_days, reconcile_payouts
+    from toolkit.reconcile.payouts import PayoutReconciliation, business_days, reconcile_payouts
     from toolkit.reconcile.timing import parse_as_of
 
     try:
@@ -172,7 +161,7 @@ def reconcile_inputs(
         other_entries=0,
         bank_entries=0,
         as_of=parse_as_of(inputs.as_of or datetime.now(UTC)).date(),
-        window=_business_days(window),
+        window=business_days(window, "window"),
         sources=(inputs.processor,),
     )
 

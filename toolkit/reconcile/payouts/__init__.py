@@ -36,6 +36,8 @@ __all__ = [
     "PAYOUT_CATEGORIES",
     "PayoutLine",
     "PayoutReconciliation",
+    "business_days",
+    "holiday_dates",
     "reconcile_payouts",
 ]
 
@@ -167,7 +169,7 @@ def reconcile_payouts(
     loaded = _payout_export(processor)
     books = ledger if ledger is None or isinstance(ledger, LoadedInput) else load_ledger(ledger, carry=False)
     statements = bank if isinstance(bank, BankStatements) else read_statements(bank)
-    days = _business_days(window)
+    days = business_days(window)
     cutoff = _day(as_of)
     engine = backend if isinstance(backend, Backend) else connect(backend or "duckdb")
     totals = _totals(loaded, engine)
@@ -271,12 +273,30 @@ def _booking(entry: BankEntry) -> dict[str, object]:
     }
 
 
-def _business_days(window: str) -> int:
-    """``3d`` (or ``3``): three business days; ``InputError`` naming the option otherwise."""
+def business_days(window: str, option: str = "--window") -> int:
+    """``3d`` (or ``3``): three business days; ``InputError`` naming ``option`` otherwise."""
     written = re.fullmatch(r"\s*([0-9]{1,3})\s*d?\s*", window.lower())
     if written is None:
-        raise InputError(f"--window: {window!r} is not a number of business days (e.g. 3d)")
+        raise InputError(f"{option}: {window!r} is not a number of business days (e.g. 3d)")
     return int(written.group(1))
+
+
+def holiday_dates(text: str | None, option: str = "--holidays") -> tuple[date, ...]:
+    """Bank holidays: ``YYYY-MM-DD`` dates, comma-separated, or a file of them (one a line, ``#``
+    comments); ``InputError`` naming ``option`` and the one that is not a date."""
+    if not text or not text.strip():
+        return ()
+    path = Path(text.strip()).expanduser()
+    written = path.read_text(encoding="utf-8") if path.is_file() else text
+    days = []
+    for part in written.replace(",", "\n").splitlines():
+        part = part.split("#", 1)[0].strip()
+        if part:
+            try:
+                days.append(date.fromisoformat(part))
+            except ValueError:
+                raise InputError(f"{option}: {part!r} is not a date (YYYY-MM-DD)") from None
+    return tuple(days)
 
 
 def _day(as_of: date | datetime | str | None) -> date:
