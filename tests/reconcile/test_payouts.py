@@ -353,3 +353,47 @@ def test_without_books_the_report_says_they_were_not_compared(
     assert "1 of 1 payout(s) in the bank" in capsys.readouterr().out
     payouts = pd.read_csv(tmp_path / "out" / "payouts.csv", dtype=str, keep_default_na=False)
     assert list(payouts["books_outcome"]) == ["booked"]
+
+
+def _tracked(tmp_path: Path, processor: Path, bank: Path, as_of: str, *more: str) -> int:
+    folder = tmp_path / f"run-{as_of}"
+    argv = ["reconcile", "payouts", "--processor", str(processor), "--bank", str(bank), "--as-of", as_of]
+    return main([*argv, "--track", "payouts", "--output-dir", str(folder), *more])
+
+
+def test_a_tracked_payout_run_keeps_states_across_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A payout missing in the bank is new, then acknowledged (not counted by the threshold
+    while its amount stays), then resolved once it arrives; a payment track takes no payout run."""
+    paths = write_month(tmp_path)
+    empty = _statement(tmp_path, MONDAY, name="empty.xml")
+    assert _tracked(tmp_path, paths["stripe"], empty, "2025-06-10") == 0
+    assert (
+        "1 exceptions (1 new, 0 open, 0 acknowledged; 0 resolved), track payouts run 1"
+        in capsys.readouterr().out
+    )
+    written = pd.read_csv(tmp_path / "run-2025-06-10" / "exceptions.csv", dtype=str, keep_default_na=False)
+    (row,) = written.to_dict("records")
+    assert (row["category"], row["state"]) == ("payout_missing_in_bank", "new")
+    assert row["exceptionId"].startswith("E") and len(row["exceptionId"]) == 17
+    assert (
+        main(["reconcile", "ack", "--track", "payouts", "--note", "asked the bank", row["exceptionId"]]) == 0
+    )
+    capsys.readouterr()
+    assert _tracked(tmp_path, paths["stripe"], empty, "2025-06-11", "--max-exceptions", "0") == 0
+    again = pd.read_csv(tmp_path / "run-2025-06-11" / "exceptions.csv", dtype=str, keep_default_na=False)
+    assert list(again["state"]) == ["acknowledged"] and list(again["exceptionId"]) == [row["exceptionId"]]
+    arrived = _statement(tmp_path, MONDAY, _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"))
+    assert _tracked(tmp_path, paths["stripe"], arrived, "2025-06-12") == 0
+    assert "(0 new, 0 open, 0 acknowledged; 1 resolved), track payouts run 3" in capsys.readouterr().out
+    assert main(["reconcile", "verify", "--track", "payouts"]) == 0
+    capsys.readouterr()
+    # A track holds one kind of run.
+    ledger, processor = paths["ledger"], paths["stripe"]
+    payments = ["reconcile", "--ledger", str(ledger), "--processor", str(processor), "--track", "month"]
+    assert main([*payments, "--as-of", "2025-05-31", "--output-dir", str(tmp_path / "pay")]) in (0, 1)
+    capsys.readouterr()
+    assert main(["reconcile", "payouts", "--processor", str(processor), "--bank", str(arrived), "--track", "month",
+                 "--as-of", "2025-06-12", "--output-dir", str(tmp_path / "po")]) == 2  # fmt: skip
+    assert "track month: its runs reconcile payments, not payouts" in capsys.readouterr().err

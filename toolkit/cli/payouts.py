@@ -5,10 +5,17 @@ with the payment reconciliation's exit codes (0 ok, 1 more exceptions than ``--m
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolkit.cli.exit_codes import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT, EXIT_TOO_MANY
+
+if TYPE_CHECKING:
+    from datetime import date
+
+    from toolkit.reconcile.payouts import PayoutReconciliation
 
 
 # Long: the options of `toolkit reconcile payouts`, declared in the order --help lists them.
@@ -92,6 +99,14 @@ def add_arguments(sub: argparse.ArgumentParser) -> None:
         help="exit 1 when there are more than N exceptions",
     )
     sub.add_argument(
+        "--track",
+        dest="payouts_track",
+        default=None,
+        metavar="NAME",
+        help="record the run in this track (one of payout runs): its exceptions get ids and states (new, "
+        "open, acknowledged), --max-exceptions counts the new and open ones",
+    )
+    sub.add_argument(
         "--backend",
         dest="payouts_backend",
         choices=("duckdb", "pyspark"),
@@ -109,47 +124,74 @@ def add_arguments(sub: argparse.ArgumentParser) -> None:
 
 def payouts_command(args: argparse.Namespace) -> int:
     """Run the payout reconciliation and write its report; returns the exit code."""
-    from toolkit.errors import EngineError, InputError, OutputError
-    from toolkit.outputs import fresh_folder
-    from toolkit.reconcile.payouts import holiday_dates, reconcile_payouts
-    from toolkit.reconcile.payouts.report import write_payout_report
+    from toolkit.errors import EngineError, InputError, OutputError, TrackError
+    from toolkit.reconcile.payouts import holiday_dates
 
     try:
         holidays = holiday_dates(args.payouts_holidays)
-        books = None
-        if args.payouts_ledger is not None:
-            from toolkit.reconcile.inputs import load_ledger
-
-            books = load_ledger(args.payouts_ledger, carry=False, currency=args.payouts_ledger_currency)
-        result = reconcile_payouts(
-            args.payouts_processor,
-            args.payouts_bank,
-            window=args.payouts_window,
-            as_of=args.payouts_as_of,
-            holidays=holidays,
-            counterparties=args.payouts_counterparty,
-            backend=args.payouts_backend,
-            ledger=books,
-        )
+        result = _reconciled(args, holidays)
     except (InputError, EngineError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    environment = args.payouts_environment or f"processor file {Path(args.payouts_processor).name}"
-    folder = args.payouts_output_dir or fresh_folder(Path("reports", "payouts"))
     try:
-        paths = write_payout_report(result, folder, environment=environment, holidays=holidays)
-    except OutputError as exc:
+        paths, counted, said = _written(args, result, holidays)
+    except (OutputError, TrackError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_OUTPUT
     counts = result.counts()
     found = (
-        f"{result.exception_count:,} exceptions; {counts['matched']} of {len(result.payouts)} payout(s) in "
-        f"the bank, {counts['in_transit']} in transit"
+        f"{result.exception_count:,} exceptions{said}; {counts['matched']} of {len(result.payouts)} "
+        f"payout(s) in the bank, {counts['in_transit']} in transit"
     )
     limit = args.payouts_max_exceptions
-    if limit is not None and result.exception_count > limit:
+    if limit is not None and counted > limit:
         report = paths["report.html"]
         print(f"findings: {found}, more than --max-exceptions {limit}; report: {report}", file=sys.stderr)
         return EXIT_TOO_MANY
     print(f"ok: {found}; report: {paths['report.html']}")
     return EXIT_OK
+
+
+def _reconciled(args: argparse.Namespace, holidays: tuple[date, ...]) -> PayoutReconciliation:
+    """The payout reconciliation the options ask for (the books too, given ``--ledger``)."""
+    from toolkit.reconcile.inputs import load_ledger
+    from toolkit.reconcile.payouts import reconcile_payouts
+
+    books = None
+    if args.payouts_ledger is not None:
+        books = load_ledger(args.payouts_ledger, carry=False, currency=args.payouts_ledger_currency)
+    return reconcile_payouts(
+        args.payouts_processor,
+        args.payouts_bank,
+        window=args.payouts_window,
+        as_of=args.payouts_as_of,
+        holidays=holidays,
+        counterparties=args.payouts_counterparty,
+        backend=args.payouts_backend,
+        ledger=books,
+    )
+
+
+def _written(
+    args: argparse.Namespace, result: PayoutReconciliation, holidays: tuple[date, ...]
+) -> tuple[dict[str, Path], int, str]:
+    """The report written (a tracked run's recorded with it, all or nothing): its files, the
+    exceptions ``--max-exceptions`` counts (a tracked run's new and open ones), and what the
+    track says of them."""
+    from toolkit.outputs import fresh_folder
+    from toolkit.reconcile.payouts.report import write_payout_report
+    from toolkit.reconcile.payouts.tracked import recording_payouts
+
+    environment = args.payouts_environment or f"processor file {Path(args.payouts_processor).name}"
+    folder = args.payouts_output_dir or fresh_folder(Path("reports", "payouts"))
+    write = functools.partial(write_payout_report, result, folder, environment=environment, holidays=holidays)
+    if args.payouts_track is None:
+        return write(), result.exception_count, ""
+    with recording_payouts(result, args.payouts_track, output_dir=folder) as tracking:
+        paths = write(tracking=tracking)
+    states = tracking.state_counts()
+    said = (
+        f" ({states['new']:,} new, {states['open']:,} open, {states['acknowledged']:,} acknowledged; "
+        f"{states['resolved']:,} resolved), track {tracking.track} run {tracking.run}"
+    )
+    return paths, tracking.unacknowledged_count, said

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from toolkit.money import from_minor
 from toolkit.output_record import claim
-from toolkit.outputs import atomic_path, ensure_directory
+from toolkit.outputs import atomic_path, cell_text, ensure_directory
 from toolkit.reconcile.payouts import (
     BOOKS_CATEGORIES,
     INFORMATIONAL,
@@ -28,6 +29,10 @@ from toolkit.reconcile.payouts import (
 )
 from toolkit.reconcile.render.page import template
 from toolkit.reconcile.render.report import write_csv_table
+from toolkit.reconcile.schema import TRACKING_COLUMNS
+
+if TYPE_CHECKING:
+    from toolkit.reconcile.tracking.model import Tracking
 
 #: What the report is made of.
 PAYOUT_REPORT_FILES: tuple[str, ...] = ("report.html", "payouts.csv", "exceptions.csv", "summary.csv")
@@ -244,14 +249,18 @@ def write_payout_report(
     environment: str,
     generated_at: datetime | None = None,
     holidays: Sequence[object] = (),
+    tracking: Tracking | None = None,
 ) -> dict[str, Path]:
     """Write ``PAYOUT_REPORT_FILES`` into ``output_dir`` (created); returns them by name. Nothing
-    is written when a file there is an input of the run or not the toolkit's (``OutputError``)."""
+    is written when a file there is an input of the run or not the toolkit's (``OutputError``).
+    A tracked run's ``tracking`` (``tracked.recording_payouts``) adds each exception's id, state,
+    first seen, age and reason."""
     directory = ensure_directory(output_dir)
     paths = {name: directory / name for name in PAYOUT_REPORT_FILES}
     record = claim(directory, PAYOUT_REPORT_FILES, inputs=result.sources)
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
-    exceptions = exception_rows(result)
+    exceptions = exception_rows(result) if tracking is None else with_states(exception_rows(result), tracking)
+    columns = EXCEPTION_COLUMNS + (TRACKING_COLUMNS if tracking is not None else ())
     totals = _totals(result)
     page = template("payouts.html.j2").render(
         title=title,
@@ -272,6 +281,7 @@ def write_payout_report(
         other_entries=result.other_entries,
         books=result.books,
         books_payouts=result.books_payouts,
+        tracking=None if tracking is None else tracking.summary_text(),
     )
     summary = [
         {"category": t.category, "currency": t.currency, "count": str(t.count), "amount": str(t.amount)}
@@ -281,12 +291,26 @@ def write_payout_report(
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
         temporary["report.html"].write_text(page, encoding="utf-8")
         write_csv_table(payout_table(result), temporary["payouts.csv"])
-        write_csv_table(_text_table(EXCEPTION_COLUMNS, exceptions), temporary["exceptions.csv"])
+        write_csv_table(_text_table(columns, exceptions), temporary["exceptions.csv"])
         write_csv_table(
             _text_table(("category", "currency", "count", "amount"), summary), temporary["summary.csv"]
         )
     record.updated(PAYOUT_REPORT_FILES, ())
     return paths
+
+
+def with_states(rows: list[dict[str, str]], tracking: Tracking) -> list[dict[str, str]]:
+    """``rows`` with a tracked run's ``TRACKING_COLUMNS`` (blank for a row the track does not
+    follow: a payout in transit)."""
+    tracked = tracking.exceptions
+    states = {
+        (str(key), str(category)): {c: cell_text(record[c]) for c in TRACKING_COLUMNS}
+        for key, category, record in zip(
+            tracked["merchantReferenceId"], tracked["category"], tracked.to_dict("records"), strict=True
+        )
+    }
+    blank = dict.fromkeys(TRACKING_COLUMNS, "")
+    return [row | states.get((row["exception_id"], row["category"]), blank) for row in rows]
 
 
 def _text_table(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> pa.Table:

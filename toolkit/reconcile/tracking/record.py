@@ -68,6 +68,10 @@ if TYPE_CHECKING:
     from toolkit.reconcile.inputs import LoadedInput
 
 
+#: The kind of run a track holds unless its runs say otherwise (``recording``'s ``kind``).
+PAYMENT_RUNS = "payments"
+
+
 def parse_as_of(value: str | date | datetime | None) -> datetime | None:
     """A run's cut-off as the engine cuts the data (``timing.parse_as_of``: a bare date is the
     end of that day, UTC), to the second. The track recorded 00:00 for a date the engine read
@@ -173,8 +177,10 @@ def recording(
     home: str | Path | None = None,
     started: datetime | None = None,
     output_dir: str | Path | None = None,
+    kind: str = PAYMENT_RUNS,
 ) -> Iterator[ReconciliationResult]:
     """Record a run of ``track`` and yield the result with its states (``result.tracking``).
+    ``kind``: what the track's runs reconcile (a payout run's track is its own: ``payouts``).
 
     The run is committed when the block ends; if the block raises (a report that cannot be
     written), nothing is recorded. The store stays locked for writing meanwhile, so a second run
@@ -195,6 +201,7 @@ def recording(
             _refuse_a_history_gone(track, output_dir)
             chain = [store.append(track, "track", {"track": track}, [])]
         moment = cut_off or datetime.now(UTC).replace(microsecond=0)
+        _refuse_another_kind(track, chain, kind)
         previous, rerun_of, period = _place(track, chain, moment, inputs)
         signoffs = latest_signoffs(chain)
         tracked, payload = _track(
@@ -208,10 +215,22 @@ def recording(
             started,
             rerun_of,
         )
-        entry = store.append(track, "run", {**payload, "period": period}, chain)
+        said = {"kind": kind} if kind != PAYMENT_RUNS else {}  # a payment run's entry as before
+        entry = store.append(track, "run", {**payload, "period": period, **said}, chain)
         assert tracked.tracking is not None
         head = audit.Head(track, entry.number, entry.hash).text
         yield replace(tracked, tracking=replace(tracked.tracking, audit_head=head))
+
+
+def _refuse_another_kind(track: str, chain: list[Entry], kind: str) -> None:
+    """A track holds one kind of run: a payout run compared with a payment run's exceptions would
+    list each of them as resolved."""
+    runs = runs_of(chain, voided_too=True)
+    held = runs[-1].payload.get("kind", PAYMENT_RUNS) if runs else kind
+    if held != kind:
+        raise TrackError(
+            f"track {track}: its runs reconcile {held}, not {kind}; give this run a track of its own"
+        )
 
 
 def _place(
