@@ -397,3 +397,87 @@ def test_a_tracked_payout_run_keeps_states_across_runs(
     assert main(["reconcile", "payouts", "--processor", str(processor), "--bank", str(arrived), "--track", "month",
                  "--as-of", "2025-06-12", "--output-dir", str(tmp_path / "po")]) == 2  # fmt: skip
     assert "track month: its runs reconcile payments, not payouts" in capsys.readouterr().err
+
+
+def _mt940(minor: int) -> str:
+    """A day's MT940 (the layout of tests/bank/data/mt940_two_days.sta): the payout, a deposit no
+    payout explains, and an account fee."""
+    amount = f"{minor // 100},{minor % 100:02d}"
+    closing = minor + 50000 - 1250
+    return (
+        ":20:STARTUMSE\n:25:10020030/1234567\n:28C:1/1\n:60F:C250530EUR0,00\n"
+        f":61:2506020602C{amount}NTRFNONREF//B1\n"
+        ":86:051?00UEBERWEISUNG?20STRIPE PAYOUT po_0001?32STRIPE PAYMENTS EUROPE\n"
+        ":61:2506020602C500,00NTRFNONREF//B3\n"
+        ":86:051?00UEBERWEISUNG?20STRIPE PAYOUT po_9999?32STRIPE PAYMENTS EUROPE\n"
+        ":61:2506020602D12,50NCHGNONREF//B2\n:86:805?00ENTGELT?20Kontofuehrung\n"
+        f":62F:C250602EUR{closing // 100},{closing % 100:02d}\n-\n"
+    )
+
+
+def _bai2(minor: int) -> str:
+    """The same day as BAI2 (the layout of tests/bank/data/bai2_two_days.bai2), in EUR: control
+    totals are the sums of the amounts, record counts the records."""
+    closing = minor + 50000 - 1250
+    account = [
+        f"03,1234567890,EUR,010,0,,,015,{closing},,/",
+        f"16,195,{minor},Z,B1,,INCOMING WIRE STRIPE PAYMENTS EUROPE",
+        "88,STRIPE PAYOUT po_0001",
+        "16,195,50000,Z,B3,,INCOMING WIRE STRIPE PAYMENTS EUROPE",
+        "88,STRIPE PAYOUT po_9999",
+        "16,698,1250,Z,B2,,ACCOUNT FEE",
+    ]
+    total = closing + minor + 50000 + 1250
+    lines = [
+        "01,121140399,9999999999,250602,0200,1,,,2/",
+        "02,9999999999,121140399,1,250602,,EUR,2/",
+        *account,
+        f"49,{total},{len(account) + 1}/",
+        f"98,{total},1,{len(account) + 3}/",
+        f"99,{total},1,{len(account) + 5}/",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _ofx(minor: int) -> str:
+    """The same day as OFX 1.x SGML (the layout of tests/bank/data/ofx1_checking.ofx)."""
+    sample = (Path(__file__).parents[1] / "bank" / "data" / "ofx1_checking.ofx").read_text(encoding="utf-8")
+    head, rest = sample.split("<BANKTRANLIST>", 1)
+    tail = rest.split("</BANKTRANLIST>", 1)[1]
+    entries = [
+        (str(Decimal(minor) / 100), "B1", "STRIPE PAYOUT po_0001", "CREDIT"),
+        ("500.00", "B3", "STRIPE PAYOUT po_9999", "CREDIT"),
+        ("-12.50", "B2", "ACCOUNT FEE", "FEE"),
+    ]
+    listed = "".join(
+        f"<STMTTRN>\n<TRNTYPE>{kind}\n<DTPOSTED>20250602\n<TRNAMT>{amount}\n<FITID>{fitid}\n"
+        f"<NAME>STRIPE PAYMENTS\n<MEMO>{memo}\n</STMTTRN>\n"
+        for amount, fitid, memo, kind in entries
+    )
+    days = "<BANKTRANLIST>\n<DTSTART>20250602\n<DTEND>20250602\n"
+    return head.replace("<CURDEF>USD", "<CURDEF>EUR") + days + listed + "</BANKTRANLIST>" + tail
+
+
+@pytest.mark.parametrize("written", ["camt053", "mt940", "bai2", "ofx"])
+@pytest.mark.parametrize("minor", [PAID_MINOR, PAID_MINOR - 4])
+def test_each_bank_format_gives_the_same_outcomes(tmp_path: Path, written: str, minor: int) -> None:
+    """The payout credited by its reference (for its amount, or 0.04 short), a processor's deposit
+    no payout explains, and a fee left alone, in each format a bank sends."""
+    paths = write_month(tmp_path)
+    if written == "camt053":
+        entries = (
+            _entry(minor, MONDAY, "B1", "STRIPE PAYOUT po_0001"),
+            _entry(50000, MONDAY, "B3", "STRIPE PAYOUT po_9999"),
+            _entry(-1250, MONDAY, "B2", "Account fee", who=""),
+        )
+        bank = _statement(tmp_path, MONDAY, *entries)
+    else:
+        text = {"mt940": _mt940, "bai2": _bai2, "ofx": _ofx}[written](minor)
+        bank = tmp_path / f"statement.{written}"
+        bank.write_text(text, encoding="utf-8")
+    result = reconcile_payouts(paths["stripe"], bank, as_of="2025-06-10")
+    (line,) = result.payouts
+    expected = "matched" if minor == PAID_MINOR else "payout_amount_mismatch"
+    assert (line.outcome, line.matched_by, line.bank_amount) == (expected, "reference", Decimal(minor) / 100)
+    assert [str(u["amount"]) for u in result.unexplained] == ["500.00"]
+    assert result.other_entries == 1 and not result.gaps
