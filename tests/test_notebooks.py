@@ -18,7 +18,7 @@ import time
 import urllib.parse
 import zipfile
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from toolkit.notebooks import (
     NOTEBOOKS,
     ParameterError,
     check_parameters,
+    declared_outputs,
     parse_value,
     resolve_notebook,
     scrub_file,
@@ -177,6 +178,8 @@ def test_every_notebook_declares_its_parameters_and_has_no_outputs() -> None:
         "payout_reconciliation": {
             "processor_path",
             "bank_path",
+            "ledger_path",
+            "ledger_currency",
             "window",
             "holidays",
             "counterparty",
@@ -383,9 +386,27 @@ def assert_demo_payouts(folder: Path, out: str) -> pd.DataFrame:
     assert list(exceptions["amount"])[1] == "25.00"
     assert len(list((folder / "statements").glob("camt053_*.xml"))) == 10  # 5 accounts, 2 days
     assert "Payout reconciliation" in (folder / "report.html").read_text()
+    workbook_formats(folder / "report.xlsx", payouts)
     line = "payout_reconciliation: ok: 2 exceptions; 3 of 5 payout(s) in the bank, 1 in transit, no threshold set"
     assert line in out
     return exceptions
+
+
+def workbook_formats(path: Path, payouts: pd.DataFrame) -> None:
+    """The payout report's workbook: each payout's amount a number in its currency's format
+    (KRW without decimals), equal to payouts.csv's."""
+    import openpyxl
+
+    book = openpyxl.load_workbook(path)
+    assert book.sheetnames == ["Summary", "Payouts", "Exceptions"]
+    rows = list(book["Payouts"].iter_rows())
+    column = [cell.value for cell in rows[0]].index("paid_out")
+    cells = {row[1].value: row[column] for row in rows[1:]}
+    for currency, paid_out in zip(payouts["currency"], payouts["paid_out"], strict=True):
+        cell = cells[currency]
+        assert Decimal(str(cell.value)) == Decimal(paid_out) and cell.data_type == "n"
+        decimals = "" if currency == "KRW" else ".00"
+        assert cell.number_format == f'#,##0{decimals} "{currency}"'
 
 
 @pytest.mark.slow
@@ -869,6 +890,8 @@ def test_fault_drill_records_unknown_sends_nothing_twice_and_settles(
         ("bank_path", "no/such/statements", "bank_path: no such file"),
         ("processor_path", str(DATA / "ledger.csv"), "processor_path and bank_path go together"),
         ("counterparty_name", "x", "did you mean 'counterparty'?"),
+        ("ledger_path", "no/such/books.csv", "ledger_path: no such file"),
+        ("ledger_currency", "EURO", "ledger_currency: 'EURO' is not an ISO 4217 code"),
     ],
 )
 def test_payout_parameters_are_refused_before_anything_runs(
@@ -879,6 +902,14 @@ def test_payout_parameters_are_refused_before_anything_runs(
     assert code == 2
     assert words in err and err.count("\n") == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_the_payout_notebook_declares_the_report_s_files() -> None:
+    """The runner claims a notebook's declared outputs before it starts: every file of the payout
+    report is one."""
+    from toolkit.reconcile.payouts.report import PAYOUT_REPORT_FILES
+
+    assert set(PAYOUT_REPORT_FILES) <= set(declared_outputs(resolve_notebook("payout_reconciliation")))
 
 
 def test_the_sandbox_counterparty_is_the_sandbox_processor() -> None:
@@ -966,7 +997,13 @@ def test_payout_reconciliation_on_the_sandbox_and_on_its_files(
         for currency in ("EUR", "USD")
         for n in range(7)
     )
-    for name in ("report.html", "summary.csv", "processor_payouts.csv", "payout_reconciliation.html"):
+    for name in (
+        "report.html",
+        "report.xlsx",
+        "summary.csv",
+        "processor_payouts.csv",
+        "payout_reconciliation.html",
+    ):
         assert (out / name).is_file()
 
     # Past the threshold: findings, exit 1, the report written all the same.
@@ -1004,3 +1041,58 @@ def test_payout_reconciliation_on_the_sandbox_and_on_its_files(
         secrets=secrets,
     )
     assert code == 2 and "broken.xml" in err
+
+
+@pytest.mark.slow
+def test_payout_reconciliation_compares_the_books_given(
+    service: RunningSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files given, with the books (``ledger_path``, ``ledger_currency``): the QuickBooks report's
+    transfer of the payout is its booking, shown in the notebook's table of payouts and in the
+    report's files; books that name no currency, without ``ledger_currency``: exit 2."""
+    import openpyxl
+
+    from tests.reconcile.exports import PAID_OUT, write_month
+    from toolkit.sandbox.statements import StatementEntry, camt053
+
+    paths = write_month(tmp_path / "month")
+    monday = date(2025, 6, 2)  # the month's payout was paid out on Friday, May 30th
+    credit = StatementEntry(
+        int(Decimal(PAID_OUT) * 100),
+        monday,
+        monday,
+        "B1",
+        "STRIPE PAYMENTS EUROPE LTD",
+        "STRIPE PAYOUT po_0001",
+    )
+    bank = tmp_path / "camt053_20250602.xml"
+    bank.write_bytes(
+        camt053(iban="DE89370400440532013000", currency="EUR", day=monday, opening_minor=0, entries=(credit,))
+    )
+    files = (("processor_path", str(paths["stripe"])), ("bank_path", str(bank)), ("as_of", "2025-06-10"))
+    books = ("ledger_path", str(paths["quickbooks"]))
+    out = tmp_path / "books"
+    code, printed, err = toolkit_run(
+        capsys,
+        out,
+        "payout_reconciliation",
+        *files,
+        books,
+        ("ledger_currency", "EUR"),
+        ("max_exceptions", "0"),
+        secrets=[CANARY],
+    )
+    assert code == 0, err
+    assert "0 exceptions; 1 of 1 payout(s) in the bank, 0 in transit, within max_exceptions=0" in printed
+    payouts = csv(out / "payouts.csv")
+    assert list(payouts["books_outcome"]) == ["booked"]
+    page = (out / "payout_reconciliation.html").read_text(encoding="utf-8")
+    assert "in the books" in page and "booked on" in page and "in the books 1 of 1 booked" in page
+    sheet = openpyxl.load_workbook(out / "report.xlsx")["Payouts"]
+    row = dict(zip([c.value for c in sheet[1]], [c.value for c in sheet[2]], strict=True))
+    assert (row["books_outcome"], row["books_amount"]) == ("booked", float(PAID_OUT))
+
+    code, _, err = toolkit_run(
+        capsys, tmp_path / "no_currency", "payout_reconciliation", *files, books, secrets=[CANARY]
+    )
+    assert code == 2 and "Transaction Detail by Account.csv" in err

@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import csv
 import io
+import zipfile
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+import openpyxl
 import pandas as pd
 import pytest
 
 from tests.reconcile.exports import PAID_OUT, STRIPE_HEADER, write_month
 from toolkit.cli import main
-from toolkit.errors import InputError
+from toolkit.errors import InputError, OutputError
 from toolkit.reconcile.backends import Backend
 from toolkit.reconcile.inputs import load_ledger
-from toolkit.reconcile.payouts import reconcile_payouts
+from toolkit.reconcile.payouts import payout_table, reconcile_payouts
 from toolkit.reconcile.payouts.matching import business_days_after
-from toolkit.reconcile.payouts.report import write_payout_report
+from toolkit.reconcile.payouts.report import exception_rows, write_payout_report
 from toolkit.sandbox.statements import StatementEntry, camt053
 
 pytestmark = [
@@ -384,6 +387,11 @@ def test_a_tracked_payout_run_keeps_states_across_runs(
     assert _tracked(tmp_path, paths["stripe"], empty, "2025-06-11", "--max-exceptions", "0") == 0
     again = pd.read_csv(tmp_path / "run-2025-06-11" / "exceptions.csv", dtype=str, keep_default_na=False)
     assert list(again["state"]) == ["acknowledged"] and list(again["exceptionId"]) == [row["exceptionId"]]
+    book = openpyxl.load_workbook(tmp_path / "run-2025-06-11" / "report.xlsx")
+    cells = dict(zip([c.value for c in book["Exceptions"][1]], book["Exceptions"][2], strict=True))
+    assert (cells["exceptionId"].value, cells["state"].value) == (row["exceptionId"], "acknowledged")
+    assert cells["ageDays"].value == int(again["ageDays"][0]) and cells["ageDays"].data_type == "n"
+    assert any(str(line).startswith("track payouts: run 2 as of") for (line, *_) in _rows(book["Summary"]))
     arrived = _statement(tmp_path, MONDAY, _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"))
     assert _tracked(tmp_path, paths["stripe"], arrived, "2025-06-12") == 0
     assert "(0 new, 0 open, 0 acknowledged; 1 resolved), track payouts run 3" in capsys.readouterr().out
@@ -481,3 +489,140 @@ def test_each_bank_format_gives_the_same_outcomes(tmp_path: Path, written: str, 
     assert (line.outcome, line.matched_by, line.bank_amount) == (expected, "reference", Decimal(minor) / 100)
     assert [str(u["amount"]) for u in result.unexplained] == ["500.00"]
     assert result.other_entries == 1 and not result.gaps
+
+
+# ---------------------------------------------------------------------------------------------
+# report.xlsx
+
+
+def _csv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def _rows(sheet: Any) -> list[list[Any]]:
+    return [[cell.value for cell in row] for row in sheet.iter_rows()]
+
+
+def test_the_workbook_holds_the_report_s_tables_with_amounts_as_numbers(tmp_path: Path) -> None:
+    """Summary first (where the data came from, the verdict, the books, summary.csv's table under
+    an autofilter), then Payouts and Exceptions as the CSV files have them: a bold frozen header,
+    an autofilter, amounts as numbers in the currency's format equal to the CSV's decimals, and a
+    bank's text that looks like a formula kept as text."""
+    paths = write_month(tmp_path)
+    bank = _statement(
+        tmp_path,
+        MONDAY,
+        _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"),
+        _entry(50000, MONDAY, "=cmd", '=HYPERLINK("http://x.example","click")'),
+    )
+    ledger = load_ledger(paths["quickbooks"], currency="EUR")
+    result = reconcile_payouts(paths["stripe"], bank, as_of="2025-06-10", ledger=ledger)
+    written = write_payout_report(result, tmp_path / "out", environment="test")
+    assert set(written) == {"report.html", "report.xlsx", "payouts.csv", "exceptions.csv", "summary.csv"}
+    book = openpyxl.load_workbook(written["report.xlsx"])
+    assert book.sheetnames == ["Summary", "Payouts", "Exceptions"]
+
+    summary = book["Summary"]
+    lines = [row[0] for row in _rows(summary)]
+    assert lines[0] == "Data from: test" and summary["A1"].font.b
+    assert "1 exception(s) to look at; 1 of 1 payout(s) in the bank, 1 booked, 0 on its way." in lines
+    assert (
+        f"Books: {paths['quickbooks']}, 1 payout booking(s) compared by the same rules and window." in lines
+    )
+    first, last = (int(cell[1:]) for cell in summary.auto_filter.ref.split(":"))
+    table = _rows(summary)[first - 1 : last]
+    expected = _csv(written["summary.csv"])
+    assert table[0] == list(expected.columns) == ["category", "currency", "count", "amount"]
+    assert [(c, cur, str(n), Decimal(str(a))) for c, cur, n, a in table[1:]] == [
+        (c, cur, n, Decimal(a)) for c, cur, n, a in expected.itertuples(index=False)
+    ]
+
+    # The CSV files' rows; their text as the report has it (the CSV files neutralise a start
+    # like a formula with an apostrophe, the workbook's text cells need not).
+    raw = {"Payouts": payout_table(result).to_pylist(), "Exceptions": exception_rows(result)}
+    for name, csv_file in (("Payouts", "payouts.csv"), ("Exceptions", "exceptions.csv")):
+        sheet, rows = book[name], _csv(written[csv_file])
+        header = [cell.value for cell in sheet[1]]
+        assert header == list(rows.columns) and len(rows) == len(raw[name])
+        assert all(cell.font.b for cell in sheet[1])
+        assert sheet.freeze_panes == "A2"
+        assert sheet.auto_filter.ref == f"A1:{sheet.cell(1, len(header)).column_letter}{len(rows) + 1}"
+        assert sheet.column_dimensions["A"].width >= len(header[0])
+        for i, (row, text_row) in enumerate(zip(rows.to_dict("records"), raw[name], strict=True), start=2):
+            for j, column in enumerate(header, start=1):
+                cell, text = sheet.cell(i, j), row[column]
+                if column in ("paid_out", "items_net", "bank_amount", "books_amount", "amount") and text:
+                    assert cell.data_type == "n" and not isinstance(cell.value, str), (column, cell.value)
+                    assert Decimal(str(cell.value)) == Decimal(text)
+                    assert cell.number_format == '#,##0.00 "EUR"'
+                elif column in ("items", "books_row") and text:
+                    assert cell.value == int(text)
+                else:
+                    assert cell.value == (text_row[column] or None)
+                    assert not text or cell.data_type == "s"
+    deposit = exception_rows(result)[0]
+    assert deposit["bank_reference"] == "=cmd" and "=HYPERLINK(" in deposit["detail"]
+    assert _csv(written["exceptions.csv"]).loc[0, "bank_reference"] == "'=cmd"
+    assert book["Exceptions"]["F2"].value == "=cmd" and book["Exceptions"]["F2"].data_type == "s"
+    with zipfile.ZipFile(written["report.xlsx"]) as archive:
+        sheets = [archive.read(n) for n in archive.namelist() if n.startswith("xl/worksheets/")]
+    assert sheets and not any(b"<f>" in xml or b"<f " in xml for xml in sheets)
+
+
+def test_an_amount_excel_cannot_hold_stays_exact_text_and_is_counted(tmp_path: Path) -> None:
+    """12345678901234.56 EUR has 16 significant digits: openpyxl would write it through a float
+    (12345678901234.6); it stays text, as in the CSV files, and the summary counts it. A payout of
+    100.00 beside it is a number."""
+    huge = "12345678901234.56"
+    export = _stripe_payouts(
+        tmp_path,
+        [
+            ("charge", huge, "2025-06-02 09:00:00", "ch_1", "po_H"),
+            ("payout", f"-{huge}", "2025-06-02 10:00:00", "po_H", ""),
+            ("charge", "100.00", "2025-06-02 09:00:00", "ch_2", "po_S"),
+            ("payout", "-100.00", "2025-06-02 10:00:00", "po_S", ""),
+        ],
+    )
+    bank = _statement(tmp_path, date(2025, 6, 3), _entry(10000, date(2025, 6, 3), "B1", "STRIPE po_S"))
+    result = reconcile_payouts(export, bank, as_of="2025-06-20")
+    assert _outcomes(result) == {"po_H": "payout_missing_in_bank", "po_S": "matched"}
+    written = write_payout_report(result, tmp_path / "out", environment="test")
+    book = openpyxl.load_workbook(written["report.xlsx"])
+    payouts = {row[0]: row for row in _rows(book["Payouts"])[1:]}
+    assert payouts["po_H"][2] == payouts["po_H"][5] == huge and book["Payouts"]["C2"].data_type == "s"
+    assert payouts["po_S"][2] == 100
+    assert _rows(book["Exceptions"])[1][4] == huge
+    amounts = {
+        row[0]: row[3] for row in _rows(book["Summary"]) if row[0] in ("matched", "payout_missing_in_bank")
+    }
+    assert amounts == {"matched": 100, "payout_missing_in_bank": huge}
+    # paid_out and items_net of po_H, its exception, its line of the summary
+    note = _rows(book["Summary"])[-1][0]
+    assert note.endswith("4 amount(s) in this workbook are text.")
+    assert _csv(written["payouts.csv"]).loc[0, "paid_out"] == huge
+
+
+def test_a_failure_to_write_the_workbook_leaves_the_folder_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workbook is written with the other files, to temporary names moved into place only when
+    all are written: a failure leaves no report file in a new folder, and the last report whole in
+    a folder written before."""
+    import toolkit.reconcile.payouts.report as report
+
+    paths = write_month(tmp_path)
+    bank = _statement(tmp_path, MONDAY, _entry(PAID_MINOR, MONDAY, "B1", "STRIPE PAYOUT po_0001"))
+    result = reconcile_payouts(paths["stripe"], bank, as_of="2025-06-10")
+    before = write_payout_report(result, tmp_path / "old", environment="test")
+    kept = {name: path.read_bytes() for name, path in before.items()}
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "write_payout_workbook", broken)
+    for folder in (tmp_path / "new", tmp_path / "old"):
+        with pytest.raises(OutputError, match="No space left on device"):
+            write_payout_report(result, folder, environment="test")
+    assert list((tmp_path / "new").iterdir()) == []
+    assert {p.name for p in (tmp_path / "old").iterdir()} == {*kept, ".toolkit-written.json"}
+    assert {name: path.read_bytes() for name, path in before.items()} == kept

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
 
     from toolkit.controls import SandboxControls
+    from toolkit.reconcile.inputs import LoadedInput
     from toolkit.reconcile.payouts import PayoutReconciliation
 
 #: The name the sandbox's bank gives the processor (``toolkit.sandbox.payouts.PROCESSOR_NAME``, kept
@@ -61,6 +62,19 @@ def holiday_dates(text: str) -> tuple[date, ...]:
     from toolkit.reconcile.payouts import holiday_dates as read
 
     return read(text, "holidays")
+
+
+def payout_books(ledger_path: str, ledger_currency: str) -> LoadedInput | None:
+    """``ledger_path``: the books whose payout bookings are compared too, read as ``toolkit
+    reconcile payouts --ledger`` reads them, ``ledger_currency`` the currency of books that name
+    none (``--ledger-currency``, checked as the payment notebook checks it); None when blank."""
+    from toolkit.reconcile.inputs import load_ledger
+    from toolkit.views.reading import reading_options
+
+    if not ledger_path.strip():
+        return None
+    currency = reading_options(currency=ledger_currency)["currency"]
+    return load_ledger(ledger_path.strip(), carry=False, currency=currency)
 
 
 def payout_inputs(
@@ -132,10 +146,16 @@ def _download(controls: SandboxControls, folder: Path, last: date) -> tuple[Path
 
 
 def reconcile_inputs(
-    inputs: PayoutInputs, *, window: str, holidays: Sequence[date], backend: str
+    inputs: PayoutInputs,
+    *,
+    window: str,
+    holidays: Sequence[date],
+    backend: str,
+    books: LoadedInput | None = None,
 ) -> PayoutReconciliation:
-    """``reconcile_payouts`` of the inputs; a sandbox that paid nothing out yet (no statement to
-    read) gives an empty reconciliation, which the threshold refuses to pass."""
+    """``reconcile_payouts`` of the inputs (and of the books, given: ``payout_books``); a sandbox
+    that paid nothing out yet (no statement to read) gives an empty reconciliation, which the
+    threshold refuses to pass."""
     from toolkit.reconcile.payouts import PayoutReconciliation, business_days, reconcile_payouts
     from toolkit.reconcile.timing import parse_as_of
 
@@ -149,6 +169,7 @@ def reconcile_inputs(
                 holidays=holidays,
                 counterparties=inputs.counterparties,
                 backend=backend,
+                ledger=books,
             )
     finally:
         if inputs.scratch is not None:
@@ -198,11 +219,14 @@ _PAYOUT_COLUMNS = {
     "bank_booking_date": "booked",
     "bank_amount": "bank amount",
 }
+#: Its columns of the books, when they were compared.
+_BOOKS_COLUMNS = {"books_outcome": "in the books", "books_date": "booked on", "books_amount": "booked amount"}
 
 
 def payouts_table(result: PayoutReconciliation) -> Styler:
     """Every payout: what it paid out and when, whether its items add up, and where the bank shows
-    it (the entry's reference and booking date, to tick it off)."""
+    it (the entry's reference and booking date, to tick it off); given the books, where they show
+    it (``books_outcome``: booked, not booked, ...)."""
     from toolkit.reconcile.payouts import payout_table
     from toolkit.reconcile.payouts.report import OUTCOME_WORDS
     from toolkit.views.tables import table
@@ -210,8 +234,10 @@ def payouts_table(result: PayoutReconciliation) -> Styler:
     frame = payout_table(result).to_pandas()
     frame["outcome"] = [OUTCOME_WORDS.get(o, o) for o in frame["outcome"]]
     frame["items"] = [f"{n}, {state}" for n, state in zip(frame["items"], frame["items_state"], strict=True)]
-    frame = frame[list(_PAYOUT_COLUMNS)].rename(columns=_PAYOUT_COLUMNS).set_index("payout")
-    return table(frame, money={"paid out": "currency", "bank amount": "currency"})
+    columns = _PAYOUT_COLUMNS | (_BOOKS_COLUMNS if result.books is not None else {})
+    frame = frame[list(columns)].rename(columns=columns).set_index("payout")
+    money = {name: "currency" for name in ("paid out", "bank amount", "booked amount") if name in frame}
+    return table(frame, money=money)
 
 
 #: The totals' columns: outcomes summed together, in the order a controller reads them.

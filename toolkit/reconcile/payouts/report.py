@@ -1,7 +1,8 @@
-"""The payout reconciliation's report: ``report.html`` (the controller's view), ``payouts.csv``
-(every payout, its items and its bank entry), ``exceptions.csv`` (what needs an action, then what
-is on its way) and ``summary.csv`` (per outcome and currency), written whole or not at all, in a
-folder whose files the toolkit may replace (``output_record``), as the payment report is.
+"""The payout reconciliation's report: ``report.html`` (the controller's view), ``report.xlsx``
+(the same tables for a spreadsheet, amounts as numbers: ``workbook.py``), ``payouts.csv`` (every
+payout, its items and its bank entry), ``exceptions.csv`` (what needs an action, then what is on
+its way) and ``summary.csv`` (per outcome and currency), written whole or not at all, in a folder
+whose files the toolkit may replace (``output_record``), as the payment report is.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from toolkit.reconcile.payouts import (
     PayoutReconciliation,
     payout_table,
 )
+from toolkit.reconcile.payouts.workbook import COUNT_FORMAT, PLAIN_FORMAT, TextTable, write_payout_workbook
 from toolkit.reconcile.render.page import template
 from toolkit.reconcile.render.report import write_csv_table
 from toolkit.reconcile.schema import TRACKING_COLUMNS
@@ -35,7 +37,13 @@ if TYPE_CHECKING:
     from toolkit.reconcile.tracking.model import Tracking
 
 #: What the report is made of.
-PAYOUT_REPORT_FILES: tuple[str, ...] = ("report.html", "payouts.csv", "exceptions.csv", "summary.csv")
+PAYOUT_REPORT_FILES: tuple[str, ...] = (
+    "report.html",
+    "report.xlsx",
+    "payouts.csv",
+    "exceptions.csv",
+    "summary.csv",
+)
 #: The columns of ``exceptions.csv``.
 EXCEPTION_COLUMNS: tuple[str, ...] = (
     "exception_id",
@@ -48,6 +56,9 @@ EXCEPTION_COLUMNS: tuple[str, ...] = (
     "books_row",
     "detail",
 )
+
+#: The columns of ``summary.csv``.
+SUMMARY_COLUMNS: tuple[str, ...] = ("category", "currency", "count", "amount")
 
 #: What each outcome of a payout says in the page's table.
 OUTCOME_WORDS: dict[str, str] = {
@@ -283,20 +294,31 @@ def write_payout_report(
         books_payouts=result.books_payouts,
         tracking=None if tracking is None else tracking.summary_text(),
     )
-    summary = [
-        {"category": t.category, "currency": t.currency, "count": str(t.count), "amount": str(t.amount)}
-        for t in totals
-    ]
+    summary = _summary_rows(totals)
+    payouts = payout_table(result)
     with contextlib.ExitStack() as stack:
         temporary = {name: stack.enter_context(atomic_path(path)) for name, path in paths.items()}
         temporary["report.html"].write_text(page, encoding="utf-8")
-        write_csv_table(payout_table(result), temporary["payouts.csv"])
+        write_csv_table(payouts, temporary["payouts.csv"])
         write_csv_table(_text_table(columns, exceptions), temporary["exceptions.csv"])
-        write_csv_table(
-            _text_table(("category", "currency", "count", "amount"), summary), temporary["summary.csv"]
+        write_csv_table(_text_table(SUMMARY_COLUMNS, summary), temporary["summary.csv"])
+        write_payout_workbook(
+            temporary["report.xlsx"],
+            heading=_heading(result, title, environment, when, bool(holidays), tracking),
+            summary=TextTable(SUMMARY_COLUMNS, summary, amounts=_IN_CURRENCY, numbers=_COUNT),
+            payouts=TextTable(tuple(payouts.column_names), payouts.to_pylist(), _PAYOUT_AMOUNTS, _ROWS),
+            exceptions=TextTable(columns, exceptions, amounts=_IN_CURRENCY, numbers=_EXCEPTION_NUMBERS),
         )
     record.updated(PAYOUT_REPORT_FILES, ())
     return paths
+
+
+def _summary_rows(totals: Sequence[_Total]) -> list[dict[str, str]]:
+    """``summary.csv``'s rows: per category and currency, how many and their sum."""
+    return [
+        {"category": t.category, "currency": t.currency, "count": str(t.count), "amount": str(t.amount)}
+        for t in totals
+    ]
 
 
 def with_states(rows: list[dict[str, str]], tracking: Tracking) -> list[dict[str, str]]:
@@ -311,6 +333,46 @@ def with_states(rows: list[dict[str, str]], tracking: Tracking) -> list[dict[str
     }
     blank = dict.fromkeys(TRACKING_COLUMNS, "")
     return [row | states.get((row["exception_id"], row["category"]), blank) for row in rows]
+
+
+#: The workbook's amount columns (each in its row's ``currency``) and whole numbers (counts with
+#: thousands separated, a row of the books plain).
+_IN_CURRENCY = {"amount": "currency"}
+_PAYOUT_AMOUNTS = dict.fromkeys(("paid_out", "items_net", "bank_amount", "books_amount"), "currency")
+_ROWS = {"items": COUNT_FORMAT, "books_row": PLAIN_FORMAT}
+_EXCEPTION_NUMBERS = {"books_row": PLAIN_FORMAT, "ageDays": COUNT_FORMAT}
+_COUNT = {"count": COUNT_FORMAT}
+
+
+def _heading(
+    result: PayoutReconciliation,
+    title: str,
+    environment: str,
+    when: str,
+    holidays: bool,
+    tracking: Tracking | None,
+) -> list[str]:
+    """The workbook's Summary above its table: where the data came from, the run's settings, the
+    verdict, the books, a tracked run's states, the files read."""
+    days = f"{result.window} business day{'s' if result.window != 1 else ''}"
+    books = (
+        f"Books: {result.books}, {result.books_payouts} payout booking(s) compared by the same rules "
+        "and window."
+        if result.books is not None
+        else "The books were not compared for payouts (give them with --ledger, or the notebook's "
+        "ledger_path)."
+    )
+    return [
+        f"Data from: {environment}",
+        title,
+        f"Generated {when}",
+        f"Cut-off: {result.as_of} (a payout whose window is still open then is in transit)",
+        f"Window: {days}, Monday to Friday{', holidays left out' if holidays else ''}",
+        _verdict(result),
+        books,
+        *([] if tracking is None else tracking.summary_text().splitlines()[:1]),  # the run and its states
+        f"From: {', '.join(result.sources)}",
+    ]
 
 
 def _text_table(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> pa.Table:
