@@ -52,6 +52,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/qr_codes.py
 	$(BIN)/python benchmarks/frames.py
 	$(BIN)/python benchmarks/reconcile.py
+	$(BIN)/python benchmarks/spark_transpile.py
 	$(BIN)/python benchmarks/workbook_writers.py
 
 screenshot: $(STAMP)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -36,10 +37,31 @@ if TYPE_CHECKING:
 LOCAL_SHUFFLE_PARTITIONS = 8
 
 
-@functools.lru_cache(maxsize=512)
+#: The names a connection gives its tables and views (``Backend.temp_name``).
+_TEMP_NAME = re.compile(r"\btoolkit_([a-z]+(?:_[a-z]+)*)_([0-9]+)\b")
+
+
 def spark_sql(query: str) -> str:
-    """A query of the engine (DuckDB's dialect) in Spark's, by sqlglot: the engine's queries are
-    written once; the same query text is transpiled once per process."""
+    """A query of the engine (DuckDB's dialect) in Spark's, by sqlglot. The engine writes the same
+    queries for the same options, in every run, but for the numbers of the tables it keeps
+    (``toolkit_kept_17``): those are numbered in order of appearance before the query is
+    transpiled, so that a query is transpiled once per process whatever run sends it again."""
+    names: dict[str, str] = {}
+
+    def placeholder(found: re.Match[str]) -> str:
+        return names.setdefault(found.group(0), f"toolkit_{found.group(1)}_p{len(names)}")
+
+    written = _transpiled(_TEMP_NAME.sub(placeholder, query))
+    if not names:
+        return written
+    back = {shown: name for name, shown in names.items()}
+    return re.sub(
+        r"\btoolkit_[a-z_]+_p[0-9]+\b", lambda found: back.get(found.group(0), found.group(0)), written
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _transpiled(query: str) -> str:
     import sqlglot
 
     return str(sqlglot.transpile(query, read="duckdb", write="spark")[0])
