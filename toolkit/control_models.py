@@ -22,6 +22,20 @@ from toolkit.money import MAX_DECIMALS, MAX_REQUEST_AMOUNT, decimal_places, fits
 _INT32 = 2**31 - 1
 
 
+#: A payout as GET /sandbox/payouts lists it (the sandbox's route and ``SandboxControls.payouts``).
+PAYOUT_COLUMNS: tuple[str, ...] = (
+    "payoutId",
+    "currency",
+    "payoutDate",
+    "status",
+    "payments",
+    "gross",
+    "fee",
+    "net",
+    "statementDescriptor",
+)
+
+
 class ScheduledPhaseRequest(RequestModel):
     """From cycle ``effectiveCycle`` on, bill ``priceSnapshotId`` and/or ``quantity`` instead."""
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from toolkit.client import Client, path_segment
 from toolkit.config import load_settings
 from toolkit.control_models import (
+    PAYOUT_COLUMNS,
     BankChangeRequest,
     BankDelayRequest,
     BankDepositRequest,
@@ -55,17 +56,6 @@ REQUEST_COLUMNS: tuple[str, ...] = (
     "merchantReferenceId",
     "fault",
     "faultId",
-)
-PAYOUT_COLUMNS: tuple[str, ...] = (
-    "payoutId",
-    "currency",
-    "payoutDate",
-    "status",
-    "payments",
-    "gross",
-    "fee",
-    "net",
-    "statementDescriptor",
 )
 
 

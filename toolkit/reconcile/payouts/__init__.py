@@ -30,6 +30,7 @@ from toolkit.reconcile.bank import BankStatements, read_statements
 from toolkit.reconcile.inputs import LoadedInput, load_ledger, load_processor
 from toolkit.reconcile.payouts.matching import BankEntry, Found, Payout, looks_like_a_deposit, match_payouts
 from toolkit.reconcile.result import PayoutTotal
+from toolkit.reconcile.sources.rows import PART_SHIFT
 from toolkit.reconcile.timing import parse_as_of
 
 __all__ = [
@@ -234,12 +235,11 @@ def _booked_payouts(books: LoadedInput, engine: Backend) -> list[BankEntry]:
     from toolkit.reconcile._engine.sides import checked_rows, dated
     from toolkit.reconcile.inputs.checks import currency_codes
     from toolkit.reconcile.movements import code
-    from toolkit.reconcile.sources.rows import row_sql
 
     with engine.failures():
         side = checked_rows(engine, "ledger", dated(books, None, rated=True).with_dates_read(engine))
         query = (
-            f"SELECT {row_sql('_ord')} AS _row, _minor, _cur, _when, _key FROM ({side.rows}) "
+            f"SELECT _ord, _minor, _cur, _when, _key FROM ({side.rows}) "
             f"WHERE _kind = {code('payout')} AND NOT _rejected AND _minor IS NOT NULL ORDER BY _ord"
         )
         rows = engine.arrow(query).to_pylist()
@@ -249,7 +249,7 @@ def _booked_payouts(books: LoadedInput, engine: Backend) -> list[BankEntry]:
         day = datetime.fromtimestamp(int(row["_when"]), UTC).date() if row["_when"] is not None else date.min
         entries.append(
             BankEntry(
-                index=int(row["_row"]),
+                index=int(row["_ord"]),  # unique across the books' files; its row: ``_row``
                 currency=codes[int(row["_cur"])],
                 amount_minor=-int(row["_minor"]),
                 value_date=day,
@@ -262,10 +262,15 @@ def _booked_payouts(books: LoadedInput, engine: Backend) -> list[BankEntry]:
     return entries
 
 
+def _row(index: int) -> int:
+    """The row of a books' entry, in its file (``index`` is the row's ``_ord``)."""
+    return index % (1 << PART_SHIFT)
+
+
 def _booking(entry: BankEntry) -> dict[str, object]:
     """A payout booking no payout explains, as ``books_unexplained`` holds it."""
     return {
-        "row": entry.index,
+        "row": _row(entry.index),
         "date": entry.booking_date,
         "currency": entry.currency,
         "amount": from_minor(entry.amount_minor, entry.currency),
@@ -346,7 +351,7 @@ def _line(found: Found, total: PayoutTotal, in_books: Found | None) -> PayoutLin
         bank_amount=from_minor(entry.amount_minor, entry.currency) if entry else None,
         candidates=found.candidates,
         books_outcome=None if in_books is None else BOOKS_OUTCOMES[in_books.outcome],
-        books_row=booking.index if booking else None,
+        books_row=_row(booking.index) if booking else None,
         books_date=booking.booking_date if booking else None,
         books_amount=from_minor(booking.amount_minor, booking.currency) if booking else None,
     )

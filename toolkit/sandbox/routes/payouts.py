@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from toolkit.control_models import BankChangeRequest, BankDelayRequest, BankDepositRequest
+from toolkit.control_models import PAYOUT_COLUMNS, BankChangeRequest, BankDelayRequest, BankDepositRequest
 from toolkit.money import fits_currency, from_minor, to_minor
 from toolkit.sandbox import bank, store
 from toolkit.sandbox.db import Database
@@ -30,17 +30,7 @@ _DAY = {"type": "string", "format": "date"}
 _DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 _PAYOUT = {
     "type": "object",
-    "required": [
-        "payoutId",
-        "currency",
-        "payoutDate",
-        "status",
-        "payments",
-        "gross",
-        "fee",
-        "net",
-        "statementDescriptor",
-    ],
+    "required": list(PAYOUT_COLUMNS),
     "properties": {
         "payoutId": _STR,
         "currency": _STR,
