@@ -138,11 +138,7 @@ def payouts_command(args: argparse.Namespace) -> int:
     except (OutputError, TrackError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_OUTPUT
-    counts = result.counts()
-    found = (
-        f"{result.exception_count:,} exceptions{said}; {counts['matched']} of {len(result.payouts)} "
-        f"payout(s) in the bank, {counts['in_transit']} in transit"
-    )
+    found = result.result_text(said)
     limit = args.payouts_max_exceptions
     if limit is not None and counted > limit:
         report = paths["report.html"]

@@ -190,11 +190,7 @@ def reconcile_inputs(
 def check_payout_threshold(result: PayoutReconciliation, max_exceptions: int) -> str:
     """The run's result in words; ``NotebookFailure`` (exit 1) past ``max_exceptions`` (-1: no
     threshold), ``InputError`` (exit 2) when a threshold is set and there was nothing to compare."""
-    counts = result.counts()
-    found = (
-        f"{result.exception_count:,} exceptions; {counts['matched']} of {len(result.payouts)} payout(s) "
-        f"in the bank, {counts['in_transit']} in transit"
-    )
+    found = result.result_text()
     if max_exceptions < 0:
         return f"{found}, no threshold set"
     if not result.payouts and not result.bank_entries:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -32,6 +33,9 @@ from toolkit.reconcile.payouts.matching import BankEntry, Found, Payout, looks_l
 from toolkit.reconcile.result import PayoutTotal
 from toolkit.reconcile.sources.rows import PART_SHIFT
 from toolkit.reconcile.timing import parse_as_of
+
+if TYPE_CHECKING:
+    from toolkit.reconcile._engine.model import Side
 
 __all__ = [
     "PAYOUT_CATEGORIES",
@@ -131,6 +135,15 @@ class PayoutReconciliation:
         counts = self.counts()
         return sum(counts[name] for name in PAYOUT_CATEGORIES)
 
+    def result_text(self, track: str = "") -> str:
+        """The run in a line, as the command and the notebook end with it (``track``: what a
+        tracked run adds after the count)."""
+        counts = self.counts()
+        return (
+            f"{self.exception_count:,} exceptions{track}; {counts['matched']} of {len(self.payouts)} "
+            f"payout(s) in the bank, {counts['in_transit']} in transit"
+        )
+
     def counts(self) -> dict[str, int]:
         """How many of each outcome and category (``PAYOUT_CATEGORIES`` and ``INFORMATIONAL``)."""
         counts = dict.fromkeys((*PAYOUT_CATEGORIES, *INFORMATIONAL), 0)
@@ -221,23 +234,28 @@ def _payout_export(processor: LoadedInput | str | Path) -> LoadedInput:
 def _totals(loaded: LoadedInput, engine: Backend) -> tuple[PayoutTotal, ...]:
     """Each payout of the export added up, in the backend (the payment reconciliation's SQL)."""
     from toolkit.reconcile._engine.payouts import payout_totals
-    from toolkit.reconcile._engine.sides import checked_rows, dated
 
     with engine.failures():
-        side = checked_rows(engine, "processor", dated(loaded, None, rated=True).with_dates_read(engine))
-        return payout_totals(engine, side)
+        return payout_totals(engine, _checked(engine, loaded))
+
+
+def _checked(engine: Backend, loaded: LoadedInput) -> Side:
+    """A side read and checked as the payment run reads it (dated, its slashed dates' order
+    decided), with no cut-off: a payout run counts every row the file holds."""
+    from toolkit.reconcile._engine.sides import checked_rows, dated
+
+    return checked_rows(engine, loaded.side, dated(loaded, None, rated=True).with_dates_read(engine))
 
 
 def _booked_payouts(books: LoadedInput, engine: Backend) -> list[BankEntry]:
     """The books' payout bookings (rows of kind ``payout``, usable) as entries to match: the
     money the clearing account sent to the bank, signed as the bank receives it, on the day
     booked, the row's key as its reference."""
-    from toolkit.reconcile._engine.sides import checked_rows, dated
     from toolkit.reconcile.inputs.checks import currency_codes
     from toolkit.reconcile.movements import code
 
     with engine.failures():
-        side = checked_rows(engine, "ledger", dated(books, None, rated=True).with_dates_read(engine))
+        side = _checked(engine, books)
         query = (
             f"SELECT _ord, _minor, _cur, _when, _key FROM ({side.rows}) "
             f"WHERE _kind = {code('payout')} AND NOT _rejected AND _minor IS NOT NULL ORDER BY _ord"

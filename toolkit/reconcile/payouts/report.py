@@ -215,28 +215,26 @@ def _payout_detail(line: PayoutLine, window: str) -> str | None:
 
 
 def _totals(result: PayoutReconciliation) -> list[_Total]:
-    """Per currency and outcome: how many payouts and their sum; then the unexplained deposits."""
-    sums: dict[tuple[str, str], tuple[int, Decimal]] = {}
+    """Per currency and outcome: how many payouts and their sum; the unexplained deposits; in the
+    books, the payouts booked or the exception each is, and the bookings no payout explains."""
+    counted: list[tuple[str, str, Decimal]] = [(p.currency, p.outcome, p.paid_out) for p in result.payouts]
+    counted += [
+        (str(e["currency"]), "bank_deposit_unexplained", Decimal(str(e["amount"])))
+        for e in result.unexplained
+    ]
     for line in result.payouts:
-        count, amount = sums.get((line.currency, line.outcome), (0, Decimal(0)))
-        sums[line.currency, line.outcome] = (count + 1, amount + line.paid_out)
-    for entry in result.unexplained:
-        key = (str(entry["currency"]), "bank_deposit_unexplained")
-        count, amount = sums.get(key, (0, Decimal(0)))
-        sums[key] = (count + 1, amount + Decimal(str(entry["amount"])))
-    for line in result.payouts:  # in the books: booked, or the exception it is
-        books = (
-            "payout_booked"
-            if line.books_outcome == "booked"
-            else BOOKS_CATEGORIES.get(line.books_outcome or "")
-        )
+        said = line.books_outcome or ""
+        books = "payout_booked" if said == "booked" else BOOKS_CATEGORIES.get(said)
         if books is not None:
-            count, amount = sums.get((line.currency, books), (0, Decimal(0)))
-            sums[line.currency, books] = (count + 1, amount + line.paid_out)
-    for booking in result.books_unexplained:
-        key = (str(booking["currency"]), "books_payout_unexplained")
-        count, amount = sums.get(key, (0, Decimal(0)))
-        sums[key] = (count + 1, amount + Decimal(str(booking["amount"])))
+            counted.append((line.currency, books, line.paid_out))
+    counted += [
+        (str(b["currency"]), "books_payout_unexplained", Decimal(str(b["amount"])))
+        for b in result.books_unexplained
+    ]
+    sums: dict[tuple[str, str], tuple[int, Decimal]] = {}
+    for currency, category, amount in counted:
+        count, total = sums.get((currency, category), (0, Decimal(0)))
+        sums[currency, category] = (count + 1, total + amount)
     return [_Total(c, o, n, a) for (c, o), (n, a) in sorted(sums.items())]
 
 

@@ -69,7 +69,7 @@ def recording_payouts(
     the states of its exceptions; the run is committed when the block ends, and nothing is when
     it raises (a report that cannot be written)."""
     exceptions = as_exceptions(result)
-    matched = int((np.array([line.outcome for line in result.payouts]) == "matched").sum())
+    matched = result.counts()["matched"]
     as_run = ReconciliationResult(
         summary=pd.DataFrame({c: [] for c in SUMMARY_COLUMNS}),
         exceptions=exceptions,

@@ -75,12 +75,12 @@ _CONTROLS = {
 }
 
 
-def _as_of(db: Database) -> tuple[list[Payout], date, sqlite3.Connection]:
+def _as_of(db: Database) -> tuple[list[Payout], date]:
     """Every payout and the sandbox's today (UTC), open payments past their expiry failed first."""
     with db.write() as conn:
         now = store.now_ms(conn)
         store.expire_orders(conn, now=now)
-    return payouts(store.list_orders(db.conn)), utc_day(now), db.conn
+    return payouts(store.list_orders(db.conn)), utc_day(now)
 
 
 def _once(request: Request, *names: str) -> None:
@@ -102,7 +102,7 @@ def _once(request: Request, *names: str) -> None:
     ),
 )
 async def list_payouts(db: DbDep) -> Response:
-    found, today, _ = _as_of(db)
+    found, today = _as_of(db)
     return ok({"today": today.isoformat(), "payouts": [payout_record(p, today) for p in found]})
 
 
@@ -114,7 +114,7 @@ async def list_payouts(db: DbDep) -> Response:
     ),
 )
 async def payout_report(db: DbDep) -> Response:
-    found, today, _ = _as_of(db)
+    found, today = _as_of(db)
     paid = [p for p in found if p.status(today) == "paid"]
     return Response(report_csv(paid), media_type="text/csv; charset=utf-8")
 
@@ -139,10 +139,10 @@ async def bank_statement(
     if currency not in CHARGEABLE:
         raise BadRequest("currency", f"{currency!r} is no currency a payment method charges")
     wanted = _date(day)
-    found, today, conn = _as_of(db)
+    found, today = _as_of(db)
     if wanted > today:
         raise Conflict("day", f"{wanted} is after the sandbox's today ({today}): no statement yet")
-    booked = bank.lines(found, _controls(conn), _deposits(conn))
+    booked = bank.lines(found, _controls(db.conn), _deposits(db.conn))
     body = bank.statement(booked, currency=currency, day=wanted)
     return Response(body, media_type="application/xml")
 
@@ -235,7 +235,7 @@ def _date(day: str) -> date:
 
 
 def _payout(db: Database, payout_id: str) -> Payout:
-    found, _, _ = _as_of(db)
+    found, _ = _as_of(db)
     for payout in found:
         if payout.id == payout_id:
             return payout
