@@ -25,14 +25,18 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 
-# The whole suite with a coverage report of toolkit/ (the floor is fail_under in pyproject.toml).
+# The whole suite with a coverage report of toolkit/ (the floor is fail_under in pyproject.toml),
+# a worker per core (PYTEST_WORKERS=0 runs it in this one process).
+PYTEST_WORKERS ?= auto
+PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
+
 test: lint
-	$(BIN)/pytest --cov --cov-report=term-missing:skip-covered
+	$(BIN)/pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered
 	env -u TOOLKIT_BASE_URL -u TOOLKIT_API_KEY TOOLKIT_HOME=$$(mktemp -d) $(BIN)/pytest --nbval-lax -p no:cacheprovider notebooks/
 
 # The inner loop: the suite without the slow tests (crash, concurrency, schemathesis, notebooks).
 test-fast: $(STAMP)
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest $(PARALLEL) -m "not slow"
 
 format: $(STAMP)
 	$(BIN)/ruff format $(LINTED)

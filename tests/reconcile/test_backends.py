@@ -18,7 +18,14 @@ from tests.reconcile.files import EXCEL_ROWS, SANDBOX_EXPORT
 from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, frame
 from toolkit.errors import EngineError, InputError
 from toolkit.reconcile import ReconciliationResult, load_ledger, load_processor, reconcile
-from toolkit.reconcile.backends import Backend, SparkBackend, connect, parse_memory_limit, size_text
+from toolkit.reconcile.backends import (
+    LOCAL_SHUFFLE_PARTITIONS,
+    Backend,
+    SparkBackend,
+    connect,
+    parse_memory_limit,
+    size_text,
+)
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -744,3 +751,34 @@ def test_a_spark_without_local_checkpoints_keeps_tables_cached(
     kept = spark.keep(f"SELECT k, n + 1 AS n FROM {rows}")
     assert spark._frames[kept.name].is_cached
     assert sorted(r["n"] for r in spark.arrow(f"SELECT * FROM {kept}").to_pylist()) == [2, 3]
+
+
+def _spark_settings(spark: SparkBackend) -> tuple[str, str, str]:
+    names = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled", "spark.sql.codegen.wholeStage")
+    first, second, third = (str(spark.con.conf.get(name)) for name in names)
+    return first, second, third
+
+
+@pytest.mark.slow
+def test_a_local_session_fits_its_partitions_to_the_input(spark: SparkBackend, tmp_path: Path) -> None:
+    """A small month runs in one partition without re-planning or compiling each stage; a larger
+    input gets a partition per 32 MB up to eight, with both back; a session the toolkit did not
+    start keeps the settings it has."""
+    ledger, export = tmp_path / "books.csv", tmp_path / "export.csv"
+    ledger.write_text(EXCEL_ROWS)
+    export.write_text(SANDBOX_EXPORT)
+    try:
+        reconcile(load_ledger(ledger), load_processor(export), backend=spark)
+        assert _spark_settings(spark) == ("1", "false", "false")
+        spark.fit(100 << 20)
+        assert _spark_settings(spark) == ("4", "true", "true")
+        spark.fit(10 << 30)
+        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true")
+        spark.fit(1)
+        spark.fit(None)  # a table by name: its size is not known
+        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true")
+        theirs = SparkBackend(spark.con, spark.memory_limit)
+        theirs.fit(1)
+        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true")
+    finally:
+        spark.fit(None)

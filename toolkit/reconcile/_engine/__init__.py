@@ -154,6 +154,8 @@ def reconcile(
         )
     )
     with engine.failures():
+        sizes = [side.described.size for side in (ledger, processor)]
+        engine.fit(None if None in sizes else sum(size or 0 for size in sizes))
         # The order of each side's slashed dates, decided from its rows, before any row is checked.
         ledger, processor = (side.with_dates_read(engine) for side in (ledger, processor))
         processor = processor.with_key_of(engine, ledger)  # of an export's metadata columns

@@ -116,6 +116,11 @@ class Backend(ABC):
             self._drop_released()
             return self._arrow(str(query))
 
+    @abstractmethod
+    def fit(self, input_bytes: int | None) -> None:
+        """Settle the run's settings for inputs of ``input_bytes`` (None: unknown) before its
+        first query."""
+
     def _drop_released(self) -> None:
         while self._released:
             self._drop(self._released.pop())

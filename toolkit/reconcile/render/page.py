@@ -10,6 +10,7 @@ the tables from ``sections``.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from datetime import UTC, datetime
 from importlib import resources
@@ -61,9 +62,11 @@ def render_html(
     return template("report.html.j2").render(**context)
 
 
+@functools.cache
 def template(name: str) -> Template:
     """A page template of ``render/templates`` (HTML escaped), for the payment and the payout
-    reports alike."""
+    reports alike: compiled once per process (compiling took longer than rendering a small
+    report, and every report of a notebook or a test session wrote it again)."""
     env = Environment(
         loader=PackageLoader("toolkit.reconcile.render", "templates"),
         autoescape=select_autoescape(["html", "j2"]),

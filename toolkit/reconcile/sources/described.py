@@ -59,6 +59,15 @@ class Described:
     # lines: QuickBooks' and Xero's account headings), not refused.
     ragged: bool = False
 
+    @property
+    def size(self) -> int | None:
+        """Its bytes, as stored (files) or held (frames, sheets); None for a table by name."""
+        if self.table is not None:
+            return int(self.table.nbytes)
+        if self.paths:
+            return sum(path.stat().st_size for path in self.paths)
+        return None
+
 
 def named_cells(names: Sequence[object]) -> list[str]:
     """A header's cells, an empty one named by its place (``column 1``): an accounting export
