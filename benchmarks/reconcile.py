@@ -1,4 +1,4 @@
-"""Benchmark: ``toolkit reconcile`` on 1M x 1M CSV rows against datacompy on the same files.
+"""Benchmark: ``toolkit reconcile`` on 1M x 1M CSV rows against datacompy and bare DuckDB on the same files.
 
 Generates a ledger and a sandbox-style processor export with about 1% of each kind of
 discrepancy in a temporary directory, then measures, in one run:
@@ -11,9 +11,16 @@ discrepancy in a temporary directory, then measures, in one run:
 * where the command's time goes: importing it, ``reconcile`` in process (it reads both files: the
   engine's first step) and ``write_report`` in process, each the best of three.
 
-Targets (issue 10): >= 5x faster than datacompy end to end; peak <= 1.5 GB (issue 4). With
-``--backend pyspark`` the same case runs on a local Spark session, for the record (no target).
-Run: ``.venv/bin/python benchmarks/reconcile.py [--rows N] [--backend duckdb|pyspark]``.
+The three subprocesses run in turn (command, datacompy, bare; command, ...) ``--repeat`` times
+(default 3 up to 100,000 rows, 1 above), and each keeps its best wall time: a burst of load from
+other processes on the machine then slows one round, not one side.
+
+Targets (issue 36), against the references of the same run: up to 10,000 rows a side (the
+issue's 1,000 x 1,000), the command at most 0.6 s above the bare query and faster than datacompy;
+up to 100,000, at most 1 s above the bare query; above (1M x 1M), at most 2x the bare query. At
+every size the ratio command / datacompy is printed for the record. Peak <= 1.5 GB (issue 4).
+With ``--backend pyspark`` the same case runs on a local Spark session, for the record (no target).
+Run: ``.venv/bin/python benchmarks/reconcile.py [--rows N] [--backend duckdb|pyspark] [--repeat N]``.
 """
 
 from __future__ import annotations
@@ -168,11 +175,62 @@ def _timed(code: str, cwd: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, flo
     return wall, cpu, peak, proc.stdout
 
 
+#: Issue 36's targets by size, rows a side: the command at most this many seconds above the bare
+#: query up to 10,000 rows (the issue's 1,000 x 1,000) and up to 100,000; above, at most 2x it.
+SMALL_ROWS, SMALL_ABOVE_BARE_S = 10_000, 0.6
+MEDIUM_ROWS, MEDIUM_ABOVE_BARE_S = 100_000, 1.0
+LARGE_TIMES_BARE = 2.0
+
+
+def _verdict(met: bool) -> str:
+    """How a target's line ends: ``MISSED`` in capitals, to be seen at a glance."""
+    return "met" if met else "MISSED"
+
+
+def target_lines(rows: int, ours: float, bare: float, datacompy: float) -> list[str]:
+    """Issue 36's targets at this size, each against this run's references (best wall times)."""
+    if rows <= SMALL_ROWS:
+        limit = bare + SMALL_ABOVE_BARE_S
+        return [
+            f"target: the command at most {SMALL_ABOVE_BARE_S} s above the bare query "
+            f"({ours:.2f} s <= {limit:.2f} s): {_verdict(ours <= limit)}",
+            f"target: the command faster than datacompy ({ours:.2f} s < {datacompy:.2f} s): "
+            f"{_verdict(ours < datacompy)}",
+        ]
+    if rows <= MEDIUM_ROWS:
+        limit = bare + MEDIUM_ABOVE_BARE_S
+        return [
+            f"target: the command at most {MEDIUM_ABOVE_BARE_S:.0f} s above the bare query "
+            f"({ours:.2f} s <= {limit:.2f} s): {_verdict(ours <= limit)}"
+        ]
+    limit = bare * LARGE_TIMES_BARE
+    return [
+        f"target: the command at most {LARGE_TIMES_BARE:.0f}x the bare query "
+        f"({ours:.2f} s <= {limit:.2f} s, {ours / bare:.2f}x): {_verdict(ours <= limit)}"
+    ]
+
+
+Timing = tuple[float, float, float, str]
+
+
+def _best(runs: list[Timing]) -> Timing:
+    """The run of lowest wall time, with the largest peak RSS of all the runs (memory is no noise)."""
+    wall, cpu, _, out = min(runs, key=lambda run: run[0])
+    return wall, cpu, max(run[2] for run in runs), out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--backend", choices=("duckdb", "pyspark"), default="duckdb")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help="rounds of the three processes (default 3 up to 100,000 rows, 1 above)",
+    )
     args = parser.parse_args()
+    repeat = max(args.repeat or (3 if args.rows <= MEDIUM_ROWS else 1), 1)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         start = time.perf_counter()
@@ -180,13 +238,6 @@ def main() -> None:
         print(f"generated {args.rows:,} x ~{args.rows:,} rows in {time.perf_counter() - start:.1f} s")
         print(f"planted: {planted}")
 
-        command = (
-            "from toolkit.cli import main; import sys; "
-            f"sys.exit(main(['reconcile', '--ledger', {str(ledger)!r}, '--processor', "
-            f"{str(processor)!r}, '--output-dir', {str(directory / 'ours')!r}, "
-            f"'--backend', {args.backend!r}]))"
-        )
-        ours_wall, ours_cpu, ours_peak, ours_out = _timed(command, Path.cwd(), ok=(0, 1))
         reference = textwrap.dedent(f"""
             import time
             start = time.perf_counter()
@@ -201,15 +252,26 @@ def main() -> None:
             done = time.perf_counter()
             print(f"STAGES {{loaded - start:.2f}} {{compared - loaded:.2f}} {{done - compared:.2f}}")
         """)
-        ref_wall, ref_cpu, ref_peak, ref_out = _timed(reference, Path.cwd())
-        stages = next(
-            (line.split()[1:] for line in ref_out.splitlines() if line.startswith("STAGES")), ["?", "?", "?"]
-        )
         from reconcile_large import BARE_RUNNER, CATEGORIES, bare_sql  # beside this script
 
         sql = bare_sql(ledger, processor, "1536MB", os.cpu_count() or 1, directory / "spill-bare")
-        bare_wall, _, bare_peak, bare_out = _timed(
-            f"import sys\nsys.argv[1:] = [{sql!r}]\n{BARE_RUNNER}", Path.cwd()
+        bare_code = f"import sys\nsys.argv[1:] = [{sql!r}]\n{BARE_RUNNER}"
+        runs: dict[str, list[Timing]] = {"ours": [], "datacompy": [], "bare": []}
+        for attempt in range(repeat):  # alternated: a burst of load slows one round, not one side
+            command = (
+                "from toolkit.cli import main; import sys; "
+                f"sys.exit(main(['reconcile', '--ledger', {str(ledger)!r}, '--processor', "
+                f"{str(processor)!r}, '--output-dir', {str(directory / f'ours-{attempt}')!r}, "
+                f"'--backend', {args.backend!r}]))"
+            )
+            runs["ours"].append(_timed(command, Path.cwd(), ok=(0, 1)))
+            runs["datacompy"].append(_timed(reference, Path.cwd()))
+            runs["bare"].append(_timed(bare_code, Path.cwd()))
+        ours_wall, ours_cpu, ours_peak, _ = _best(runs["ours"])
+        ref_wall, ref_cpu, ref_peak, ref_out = _best(runs["datacompy"])
+        bare_wall, _, bare_peak, bare_out = _best(runs["bare"])
+        stages = next(
+            (line.split()[1:] for line in ref_out.splitlines() if line.startswith("STAGES")), ["?", "?", "?"]
         )
         bare_counts = next(
             json.loads(line[7:]) for line in bare_out.splitlines() if line.startswith("COUNTS ")
@@ -233,6 +295,8 @@ def main() -> None:
         imports = min(_timed("import toolkit.cli.reconcile", Path.cwd())[0] for _ in range(3))
         found = result.category_counts
         print(f"found:   {found}")
+        best = f"best of {repeat}, alternated" if repeat > 1 else "one run each"
+        print(f"whole processes, {best} (peak RSS: the largest of the runs):")
         print(
             f"toolkit reconcile (end to end, subprocess): {ours_wall:.2f} s wall, "
             f"{ours_cpu:.2f} s CPU, peak RSS {ours_peak:.0f} MB"
@@ -244,17 +308,20 @@ def main() -> None:
         print(f"  datacompy stages: import+load {stages[0]} s, Compare {stages[1]} s, report {stages[2]} s")
         print(
             f"bare DuckDB query on the same files (the floor): {bare_wall:.2f} s wall, "
-            f"peak RSS {bare_peak:.0f} MB; the 5x target, {ref_wall / 5:.2f} s, "
-            f"is {ref_wall / 5 / bare_wall:.1f}x it"
+            f"peak RSS {bare_peak:.0f} MB; the command is {ours_wall - bare_wall:+.2f} s above it, "
+            f"{ours_wall / bare_wall:.2f}x it"
         )
         agree = dict(zip(CATEGORIES, bare_counts, strict=True)) == {c: found.get(c, 0) for c in CATEGORIES}
         print(f"  its counts {'agree' if agree else 'DIFFER'} with the command's: {bare_counts}")
         duckdb = args.backend == "duckdb"
         print(
-            f"speed-up end to end on {args.backend}: {ref_wall / ours_wall:.1f}x wall, "
-            f"{ref_cpu / ours_cpu:.1f}x CPU "
-            + ("(target >= 5x)" if duckdb else "(for the record, no target)")
+            f"command / datacompy on {args.backend}: {ours_wall / ref_wall:.2f}x wall, "
+            f"{ours_cpu / ref_cpu:.2f}x CPU (for the record, no target)"
         )
+        if duckdb:
+            print(f"issue 36's targets at {args.rows:,} rows a side, against the references above:")
+            for line in target_lines(args.rows, ours_wall, bare_wall, ref_wall):
+                print(f"  {line}")
         print(f"describing both files in process (the engine reads them): {load_s:.2f} s")
         print("where the command's time goes, each measured apart:")
         print(f"  importing the command in a fresh interpreter: best {imports:.2f} s of 3")
@@ -264,7 +331,6 @@ def main() -> None:
             print(f"peak memory of the command: {ours_peak:.0f} MB (target <= 1536 MB)")
         else:  # Spark's JVM is a process of its own, which the command's peak does not count
             print(f"peak memory of the command's Python process: {ours_peak:.0f} MB (the JVM not counted)")
-        del ours_out
 
 
 if __name__ == "__main__":
