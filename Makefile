@@ -55,7 +55,12 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/sandbox_throughput.py
 	$(BIN)/python benchmarks/qr_codes.py
 	$(BIN)/python benchmarks/frames.py
+	$(BIN)/python benchmarks/reconcile.py --rows 1000
+	$(BIN)/python benchmarks/reconcile.py --rows 100000
 	$(BIN)/python benchmarks/reconcile.py
+	$(BIN)/python benchmarks/light_commands.py
+	$(BIN)/python benchmarks/notebook_run.py
+	$(BIN)/python benchmarks/payouts.py
 	$(BIN)/python benchmarks/spark_transpile.py
 	$(BIN)/python benchmarks/workbook_writers.py
 
