@@ -27,6 +27,8 @@ from toolkit.reconcile.schema import (
 
 #: Exception rows read back from the engine at a time (``SpilledRows``).
 BATCH_ROWS = 50_000
+#: The kept rows' ``_seq`` of a category starts at its place in ``CATEGORIES`` times this.
+CATEGORY_SEQ = 1 << 40
 
 
 @dataclass(frozen=True)
@@ -59,14 +61,17 @@ def held_exceptions(
     are read once, in report order, and counted here; only more are kept in the engine."""
     if listed is None:
         return Held(_exception_frame(None), [])
-    order = '_rank, _on_processor, _row, "merchantReferenceId"'
+    within = '_on_processor, _row, "merchantReferenceId"'  # a category's rows in report order
+    order = f"_rank, {within}"
     held_rows -= rejected_rows
     if listed_rows <= held_rows:
         table = engine.arrow(f"SELECT * FROM ({listed}) ORDER BY {order}")
         return Held(_exception_frame(table), _tally(table))
-    kept = engine.keep(
-        f"SELECT *, ROW_NUMBER() OVER (ORDER BY {order}) - 1 AS _seq FROM ({listed})", stem="spilled"
-    )
+    # Numbered within each category (``_rank``), from its own place in ``_seq``: a window over
+    # one category at a time fits where one over every row did not (10.5M exception rows of 100M
+    # payments ran out of a 6 GB limit).
+    number = f"ROW_NUMBER() OVER (PARTITION BY _rank ORDER BY {within}) - 1"
+    kept = engine.keep(f"SELECT *, _rank * {CATEGORY_SEQ} + {number} AS _seq FROM ({listed})", stem="spilled")
     return _kept_in_engine(engine, kept, held_rows, preview_rows)
 
 
@@ -102,11 +107,7 @@ def _batches(
 ) -> Callable[[str, int, int | None], Iterator[pd.DataFrame]]:
     """How ``SpilledRows`` reads rows of a category back from ``kept``, whose categories follow
     each other in report order with ``sizes`` rows each."""
-    starts: dict[str, int] = {}  # the first ``_seq`` (from 0) of each category
-    position = 0
-    for category in sizes:
-        starts[category] = position
-        position += sizes[category]
+    starts = {category: CATEGORIES.index(category) * CATEGORY_SEQ for category in sizes}
 
     def read(category: str, start: int, count: int | None) -> Iterator[pd.DataFrame]:
         """Rows ``start`` to ``start + count`` of ``category`` in report order, a batch at a
