@@ -91,11 +91,10 @@ class SparkBackend(Backend):
         except ImportError:
             raise EngineError("the pyspark backend needs pyspark: pip install 'pyspark>=4.0,<4.1'") from None
         session = SparkSession.getActiveSession()
-        ours = session is None and not os.environ.get("SPARK_REMOTE")
-        ours = ours and os.environ.get("TOOLKIT_SPARK_MASTER", "local").startswith("local")
-        if session is None:
-            session = _start_spark(SparkSession, limit, spill)
-        return cls(session, limit, spill_dir=spill, _ours=ours)
+        if session is not None:
+            return cls(session, limit, spill_dir=spill)
+        session, local = _start_spark(SparkSession, limit, spill)
+        return cls(session, limit, spill_dir=spill, _ours=local)
 
     def fit(self, input_bytes: int | None) -> None:
         """A local session of the toolkit's shuffles into one partition per ``BYTES_PER_PARTITION``
@@ -238,13 +237,15 @@ def _spark_hint(remote: str | None, master: str | None) -> str:
     )
 
 
-def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
-    """A Spark session from the environment: a master URL, Spark Connect, or local."""
+def _start_spark(session_class: Any, limit: int, spill: Path | None) -> tuple[Any, bool]:
+    """A Spark session from the environment (a master URL, Spark Connect, or local), and whether
+    it is a local one with the toolkit's settings."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = session_class.builder.appName("toolkit-reconcile")
     remote = os.environ.get("SPARK_REMOTE")
     master = os.environ.get("TOOLKIT_SPARK_MASTER")
+    local = not remote and (not master or master.startswith("local"))
     if remote:
         builder = builder.remote(remote)
     else:
@@ -253,7 +254,7 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())  # a terminal's only
         )
-        if not master or master.startswith("local"):
+        if local:
             # A local session stays on the loopback interface: Spark would otherwise bind to the
             # machine's first network address (and warn that it does).
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -286,7 +287,7 @@ def _start_spark(session_class: Any, limit: int, spill: Path | None) -> Any:
         # the command's output; its errors still show. A session of the user's keeps its level.
         session.sparkContext.setLogLevel("ERROR")
         _quiet_codegen_fallback(session)
-    return session
+    return session, local
 
 
 #: Spark's logger of whole-stage code generation: a check's plan compiles to Java code past the
