@@ -17,8 +17,9 @@ from toolkit.models import PAYMENT_STATUS_NAMES
 from toolkit.reconcile import load_ledger, load_processor, load_subscription_ledger, reconcile, select_period
 from toolkit.reconcile._engine.details import minor_text
 from toolkit.reconcile.backends import connect
-from toolkit.reconcile.inputs import parse_amounts
+from toolkit.reconcile.inputs import checks, parse_amounts
 from toolkit.reconcile.relation import Relation
+from toolkit.reconcile.sources import POINT_UNDECIDED
 
 
 def test_sandbox_export_loads_without_mapping(tmp_path: Path) -> None:
@@ -265,6 +266,46 @@ def test_engine_parse_and_text_round_trip() -> None:
             v for v, ok in zip(values, fits, strict=True) if ok
         ]
         assert all(Decimal(r["text"]) == Decimal(v).scaleb(-digits) for r, v in zip(out, values, strict=True))
+
+
+#: Amounts near the edges of the plain reading (``checks._plain_minor``) and past them.
+EDGE_AMOUNTS = (
+    *("12.50", "12.5", "12.500", "12.501", "-0.01", "007", "0012.50", "+12.50", "12.", ".5", "-"),
+    *("1,234.56", "12,50", "1.234", "1.234,56", "-1.234,5", " 12.50", "12.50 ", "(12.50)", "12.50-"),
+    *("99999999999999", "999999999999999999", "1234567890123456789", "1e5", "", "0.0000", "1,5"),
+)
+
+
+@pytest.mark.parametrize("decimal", [".", ",", POINT_UNDECIDED])
+def test_plain_amounts_read_as_every_stage_reads_them(decimal: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-stage reading of plain amounts gives what the stages after it give, or stands
+    aside: the same minor units and the same problem for every amount, mark and currency."""
+    engine = connect("duckdb")
+    texts = [text for text in EDGE_AMOUNTS for _ in range(5)]
+    numbers = engine.register(
+        pa.table(
+            {"_i": range(len(texts)), "text": texts, "digits": [d for _ in EDGE_AMOUNTS for d in range(5)]}
+        )
+    )
+    table = Relation(f"SELECT * FROM {numbers}", ("_i", "text", "digits"), (numbers,))
+
+    def read() -> list[dict[str, object]]:
+        parsed = parse_amounts(table, "text", "digits", decimal=decimal)
+        shown = parsed.select("_i", minor="_minor", problem="_amount_problem")
+        rows: list[dict[str, object]] = engine.arrow(
+            f"SELECT minor, problem FROM ({shown}) ORDER BY _i"
+        ).to_pylist()
+        return rows
+
+    taken = checks._plain_minor("text", "digits", decimal)
+    read_plain = engine.arrow(f"SELECT COUNT({taken}) AS n FROM {numbers}").column("n")[0].as_py()
+    assert read_plain >= 10  # not a test of the stages alone
+    plain = read()
+    monkeypatch.setattr(checks, "_plain_minor", lambda *_: "CAST(NULL AS BIGINT)")
+    staged = read()
+    assert [dict(r, text=t) for r, t in zip(plain, texts, strict=True)] == [
+        dict(r, text=t) for r, t in zip(staged, texts, strict=True)
+    ]
 
 
 def test_subscription_ledger(tmp_path: Path) -> None:

@@ -119,9 +119,9 @@ def with_epoch_seconds(
     the second (milliseconds lose their last three digits as text).
 
     Built in stages (each a select of its own, as ``parse_amounts``), so that each value is
-    computed once per row: ``_how`` says which form read the row, each form tried only on the
-    rows the ones before did not read (a file is almost always written in one form, and each
-    pattern tried costs every row a match)."""
+    computed once per row: ``_how`` says which form read the row, one CASE trying each form only
+    on the rows the ones before did not read (a file is almost always written in one form, and
+    each pattern tried costs every row a match; a stage a form took 0.2 s more on 10M rows)."""
     text = ident(column)
     forms = [date_format(f) for f in ((written,) if written else ()) + BUILT_IN]
     patterns = [
@@ -131,10 +131,8 @@ def with_epoch_seconds(
         _ISO_MINUTES_ZONED,
         *(f.pattern for f in forms[1 if written else 0 :]),
     ]
-    t = table.mutate(_how="0")
-    for number, pattern in enumerate(patterns, 1):
-        tried = f"WHEN {_matches(text, pattern)} THEN {number}"
-        t = t.mutate(_how=f"CASE WHEN _how > 0 THEN _how {tried} ELSE 0 END")
+    tried = " ".join(f"WHEN {_matches(text, pattern)} THEN {n}" for n, pattern in enumerate(patterns, 1))
+    t = table.mutate(_how=f"CASE {tried} ELSE 0 END")
     epoch = patterns.index("^[0-9]{11,18}$") + 1
     assembled = {
         patterns.index(_ISO_WHEN) + 1: text,
