@@ -891,8 +891,11 @@ def main() -> int:
                     ok=(0, 1),
                 )
                 print(run.line(f"  toolkit reconcile ({name}){best}"))
-                if run.returncode not in (0, 1):
-                    print(f"  FAILED:\n{run.stderr[-4000:]}")
+                # Exit 1 is the command's "exceptions found", and Python's uncaught error too.
+                wrote = any((output / name).exists() for name in ("summary.csv", "exceptions.csv"))
+                if run.returncode not in (0, 1) or not wrote:
+                    written = "" if wrote else ", no report written"
+                    print(f"  FAILED (exit {run.returncode}{written}):\n{run.stderr[-4000:]}")
                     ok = False
                     continue
                 runs[label] = run

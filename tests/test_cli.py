@@ -94,3 +94,27 @@ def test_the_command_returns_the_subcommand_exit_code(capsys: pytest.CaptureFixt
     assert main(["run", "no_such_notebook"]) == 2
     err = capsys.readouterr().err
     assert "notebook 'no_such_notebook' not found" in err
+
+
+def test_a_bug_exits_2_not_1_which_says_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error no command expected (a bug, an engine's own failure) ends the run with exit 2,
+    as any failure to finish: Python's own exit code, 1, is what a scheduler reads as findings.
+    Its traceback is kept on stderr, scrubbed of the key, and the last line says what it was."""
+    import toolkit.cli.journal
+
+    key = "sk_test_a_key_that_must_not_show_0123456789"
+    monkeypatch.setenv("TOOLKIT_API_KEY", key)
+    monkeypatch.setenv("TOOLKIT_HOME", str(tmp_path))
+
+    def broken(_args: object) -> int:
+        raise RuntimeError(f"lost the connection\nwith {key} in it")
+
+    monkeypatch.setattr(toolkit.cli.journal, "run", broken)
+    assert main(["journal", "list"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and key not in err
+    assert err.splitlines()[-1].startswith(
+        "error: toolkit journal: unexpected RuntimeError: lost the connection with"
+    )

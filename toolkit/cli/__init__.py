@@ -13,6 +13,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -72,3 +73,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"error: toolkit {' '.join(chosen)}: interrupted; nothing unfinished was written", file=sys.stderr
         )
         return 2
+    except Exception as exc:  # a bug: Python's own exit would be 1, which says "findings"
+        return _unexpected(chosen, exc)
+
+
+def _unexpected(chosen: Sequence[str], exc: Exception) -> int:
+    """A bug's traceback, scrubbed of any key, then one line; exit 2, as any failure to finish."""
+    from toolkit.notebooks import EXIT_ERROR, scrub_text, secrets_in_environment
+
+    secrets = secrets_in_environment()
+    print(scrub_text("".join(traceback.format_exception(exc)), secrets), file=sys.stderr, end="")
+    said = " ".join(scrub_text(str(exc), secrets).splitlines()).strip()
+    print(f"error: toolkit {' '.join(chosen)}: unexpected {type(exc).__name__}: {said}", file=sys.stderr)
+    return EXIT_ERROR
