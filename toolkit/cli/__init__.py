@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 module.add_arguments(sub)
                 sub.set_defaults(handler=module.run)
         args = parser.parse_args(argv)
-        return int(args.handler(args))
+        return _run(args, chosen)
     except BrokenPipeError:
         # The reader of stdout went away (``| head``): what the command wrote to files stands; stop
         # quietly rather than with a traceback, and keep Python's last flush from raising again.
@@ -73,12 +73,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"error: toolkit {' '.join(chosen)}: interrupted; nothing unfinished was written", file=sys.stderr
         )
         return 2
-    except Exception as exc:  # a bug: Python's own exit would be 1, which says "findings"
+
+
+def _run(args: argparse.Namespace, chosen: Sequence[str]) -> int:
+    """The subcommand's run and its exit code; an error it did not expect (a bug, a backend's own
+    failure) exits 2, as any failure to finish: Python's own exit, 1, says "findings"."""
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: ``main`` stops quietly
+    except Exception as exc:
         return _unexpected(chosen, exc)
 
 
 def _unexpected(chosen: Sequence[str], exc: Exception) -> int:
-    """A bug's traceback, scrubbed of any key, then one line; exit 2, as any failure to finish."""
+    """A bug's traceback, scrubbed of any key, then one line naming it."""
     from toolkit.notebooks import EXIT_ERROR, scrub_text, secrets_in_environment
 
     secrets = secrets_in_environment()
