@@ -263,6 +263,12 @@ def scrub_text(text: str, secrets: Sequence[str]) -> str:
     return _replace(text, secrets, lambda _: REDACTED)
 
 
+def one_line(text: str) -> str:
+    """``text`` scrubbed of any key a run could know and folded onto one line, for a scheduler to
+    forward."""
+    return " ".join(scrub_text(text, secrets_in_environment()).splitlines()).strip()
+
+
 def _scrub_bytes(data: bytes, secrets: Sequence[str], *, keep_length: bool) -> bytes:
     """``scrub_text`` for bytes in any encoding; ``keep_length`` overwrites with ``*`` byte for byte."""
     text = data.decode("utf-8", "surrogateescape")  # every byte survives the round trip

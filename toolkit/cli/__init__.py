@@ -88,10 +88,12 @@ def _run(args: argparse.Namespace, chosen: Sequence[str]) -> int:
 
 def _unexpected(chosen: Sequence[str], exc: Exception) -> int:
     """A bug's traceback, scrubbed of any key, then one line naming it."""
-    from toolkit.notebooks import EXIT_ERROR, scrub_text, secrets_in_environment
+    from toolkit.notebooks import EXIT_ERROR, one_line, scrub_text, secrets_in_environment
 
-    secrets = secrets_in_environment()
-    print(scrub_text("".join(traceback.format_exception(exc)), secrets), file=sys.stderr, end="")
-    said = " ".join(scrub_text(str(exc), secrets).splitlines()).strip()
-    print(f"error: toolkit {' '.join(chosen)}: unexpected {type(exc).__name__}: {said}", file=sys.stderr)
+    trace = "".join(traceback.format_exception(exc))
+    print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
+    print(
+        f"error: toolkit {' '.join(chosen)}: unexpected {type(exc).__name__}: {one_line(str(exc))}",
+        file=sys.stderr,
+    )
     return EXIT_ERROR

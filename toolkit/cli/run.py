@@ -18,6 +18,7 @@ from toolkit.notebooks import (
     EXIT_ERROR,
     NOTEBOOKS,
     RunResult,
+    one_line,
     resolve_notebook,
     resolve_paths,
     run_notebook,
@@ -61,17 +62,17 @@ def run(args: argparse.Namespace) -> int:
         result = run_notebook(path, parameters, args.output_dir)
         warning = _record_run(result, parameters, started, _input_files(path, defaults, parameters))
     except (ToolkitError, OSError) as exc:  # bad parameter or input, unwritable output: one line
-        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # a bug: its traceback is kept, but the exit code must not say "findings"
         trace = "".join(traceback.format_exception(exc))
         print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
-        print(f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"error: unexpected {type(exc).__name__}: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     if warning:
-        print(_one_line(warning), file=sys.stderr)
+        print(one_line(warning), file=sys.stderr)
     # The last line is the run's result, for a scheduler to forward; failures go to stderr.
-    print(_one_line(result.result_line()), file=sys.stdout if result.ok else sys.stderr)
+    print(one_line(result.result_line()), file=sys.stdout if result.ok else sys.stderr)
     return result.exit_code
 
 
@@ -126,8 +127,3 @@ def _audit_head(track: str) -> dict[str, str]:
     except ToolkitError:
         return {}
     return {} if head is None else {"auditHead": head.text}
-
-
-def _one_line(text: str) -> str:
-    """``text`` scrubbed of any key and folded onto one line, for a scheduler to forward."""
-    return " ".join(scrub_text(text, secrets_in_environment()).splitlines()).strip()

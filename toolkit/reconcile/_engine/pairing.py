@@ -4,7 +4,7 @@ joined on the key; the keys of more than one row, and their rows.
 
 from __future__ import annotations
 
-from toolkit.reconcile._engine.model import PAIRED, USABLE, Rules, Side, count_if, select
+from toolkit.reconcile._engine.model import PAIRED, Rules, Side, count_if, select
 from toolkit.reconcile.backends import Backend, Kept
 from toolkit.reconcile.movements import code, is_returned
 
@@ -24,11 +24,11 @@ def _per_key(side: Side, *, when: bool, price: bool) -> str:
     # The repeated keys are found by a count alone (the smallest state a group of every key can
     # have: 10M keys a side group a third faster than with the four aggregates below), and
     # only their few rows are aggregated.
-    repeated = f"SELECT _key AS _dkey FROM ({side.rows}) WHERE {USABLE} GROUP BY _key HAVING COUNT(*) > 1"
+    repeated = f"SELECT _key AS _dkey FROM ({side.usable}) GROUP BY _key HAVING COUNT(*) > 1"
     counts = (
         f"SELECT _key AS _rkey, COUNT(*) AS _n, MIN(_ord) AS _first, SUM(_minor) AS _sum, "
         "MIN(_kind) = MAX(_kind) AS _one_kind "
-        f"FROM ({side.rows}) AS _a JOIN ({repeated}) AS _d ON _a._key = _d._dkey WHERE {USABLE} GROUP BY _key"
+        f"FROM ({side.usable}) AS _a JOIN ({repeated}) AS _d ON _a._key = _d._dkey GROUP BY _key"
     )
     # Only the columns the rules read, in their stored types: the join that pairs the sides
     # holds every key's row in a hash table, so each byte less is one less to spill.
