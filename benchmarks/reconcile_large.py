@@ -891,8 +891,9 @@ def main() -> int:
                     ok=(0, 1),
                 )
                 print(run.line(f"  toolkit reconcile ({name}){best}"))
-                # Exit 1 is the command's "exceptions found", and Python's uncaught error too.
-                wrote = any((output / name).exists() for name in ("summary.csv", "exceptions.csv"))
+                # Exit 1 is the command's "exceptions found", and in trees before 4a9fa0c Python's
+                # exit on an error it did not expect too.
+                wrote = any((output / file).exists() for file in ("summary.csv", "exceptions.csv"))
                 if run.returncode not in (0, 1) or not wrote:
                     written = "" if wrote else ", no report written"
                     print(f"  FAILED (exit {run.returncode}{written}):\n{run.stderr[-4000:]}")
