@@ -17,6 +17,12 @@ import pytest
 from toolkit import AsyncClient, Client
 from toolkit.sandbox.embedded import RunningSandbox, start_server
 
+# The Spark JVMs of the tests (each worker's session, and the commands they run) compile with the
+# JIT's first tier only: a test's run is too short for the second tier's code to pay for its
+# compiling, which took a third of their CPU (tests/reconcile/test_backends.py's planted and files
+# tests: 99 s of JVM CPU with both tiers, 65 s with the first). A shell's own setting stays.
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell")
+
 
 @pytest.fixture(autouse=True)
 def _clean_toolkit_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:

@@ -753,32 +753,37 @@ def test_a_spark_without_local_checkpoints_keeps_tables_cached(
     assert sorted(r["n"] for r in spark.arrow(f"SELECT * FROM {kept}").to_pylist()) == [2, 3]
 
 
-def _spark_settings(spark: SparkBackend) -> tuple[str, str, str]:
-    names = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled", "spark.sql.codegen.wholeStage")
-    first, second, third = (str(spark.con.conf.get(name)) for name in names)
-    return first, second, third
+def _spark_settings(spark: SparkBackend) -> tuple[str, str, str, str]:
+    names = (
+        "spark.sql.shuffle.partitions",
+        "spark.sql.adaptive.enabled",
+        "spark.sql.codegen.wholeStage",
+        "spark.sql.codegen.factoryMode",
+    )
+    first, second, third, fourth = (str(spark.con.conf.get(name)) for name in names)
+    return first, second, third, fourth
 
 
 @pytest.mark.slow
 def test_a_local_session_fits_its_partitions_to_the_input(spark: SparkBackend, tmp_path: Path) -> None:
-    """A small month runs in one partition without re-planning or compiling each stage; a larger
-    input gets a partition per 32 MB up to eight, with both back; a session the toolkit did not
-    start keeps the settings it has."""
+    """A small month runs in one partition without re-planning or compiling each stage or
+    expression; a larger input gets a partition per 32 MB up to eight, with all three back; a
+    session the toolkit did not start keeps the settings it has."""
     ledger, export = tmp_path / "books.csv", tmp_path / "export.csv"
     ledger.write_text(EXCEL_ROWS)
     export.write_text(SANDBOX_EXPORT)
     try:
         reconcile(load_ledger(ledger), load_processor(export), backend=spark)
-        assert _spark_settings(spark) == ("1", "false", "false")
+        assert _spark_settings(spark) == ("1", "false", "false", "NO_CODEGEN")
         spark.fit(100 << 20)
-        assert _spark_settings(spark) == ("4", "true", "true")
+        assert _spark_settings(spark) == ("4", "true", "true", "FALLBACK")
         spark.fit(10 << 30)
-        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true")
+        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true", "FALLBACK")
         spark.fit(1)
         spark.fit(None)  # a table by name: its size is not known
-        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true")
+        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true", "FALLBACK")
         theirs = SparkBackend(spark.con, spark.memory_limit)
         theirs.fit(1)
-        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true")
+        assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true", "FALLBACK")
     finally:
         spark.fit(None)
