@@ -118,3 +118,23 @@ def test_a_bug_exits_2_not_1_which_says_findings(
     assert err.splitlines()[-1].startswith(
         "error: toolkit journal: unexpected RuntimeError: lost the connection with"
     )
+
+
+def test_an_error_that_cannot_give_its_text_still_exits_2_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Spark error asks its JVM for its text; when the JVM has died, asking raises, and the
+    command exited 1, "findings", from inside its own handler. The line says so instead."""
+    import toolkit.cli.journal
+
+    class JvmGone(Exception):
+        def __str__(self) -> str:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+    def broken(_args: object) -> int:
+        raise JvmGone
+
+    monkeypatch.setattr(toolkit.cli.journal, "run", broken)
+    assert main(["journal", "list"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "error: toolkit journal: unexpected JvmGone: (its text cannot be read)"

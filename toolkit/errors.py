@@ -168,3 +168,12 @@ class TrackError(ToolkitError):
 class TrackIntegrityError(TrackError):
     """A track's audit log does not verify: an entry was changed, removed or inserted outside
     the toolkit. The message names the first entry that does not match."""
+
+
+def error_text(exc: BaseException) -> str | None:
+    """An error's text, or None when it cannot be had: a Spark error asks its JVM for its text,
+    and a JVM that died (of heap memory, or killed) answers nothing but a refused connection."""
+    try:
+        return str(exc)
+    except Exception:
+        return None

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit.config import default_home
-from toolkit.errors import NotebookFailure, OutputError, ParameterError, ToolkitError
+from toolkit.errors import NotebookFailure, OutputError, ParameterError, ToolkitError, error_text
 from toolkit.output_record import RECORD_NAME, OutputRecord, claim
 from toolkit.outputs import atomic_path, ensure_directory, fresh_folder, write_text_atomic
 from toolkit.parameters import (
@@ -267,6 +267,13 @@ def one_line(text: str) -> str:
     """``text`` scrubbed of any key a run could know and folded onto one line, for a scheduler to
     forward."""
     return " ".join(scrub_text(text, secrets_in_environment()).splitlines()).strip()
+
+
+def error_line(exc: BaseException) -> str:
+    """An error's text as ``one_line`` gives it, or what stands for it when the error cannot give
+    its text (a Spark error whose JVM died): the line that says why a run stopped is never lost."""
+    text = error_text(exc)
+    return "(its text cannot be read)" if text is None else one_line(text)
 
 
 def _scrub_bytes(data: bytes, secrets: Sequence[str], *, keep_length: bool) -> bytes:

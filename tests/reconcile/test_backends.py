@@ -713,6 +713,29 @@ def test_a_query_interrupted_by_ctrl_c_is_an_interrupt_not_an_error() -> None:
         timer.cancel()
 
 
+def test_a_query_whose_spark_jvm_died_stops_the_run_saying_so() -> None:
+    """A 10M-row run on Spark whose JVM ran out of heap memory (and so exited) ended with exit 1,
+    "findings", and two tracebacks: the query's ``Py4JJavaError`` asks the JVM for its text, and
+    asking a JVM that is gone raises. It is now an ``EngineError`` (exit 2) saying what to change.
+    The dead JVM is a closed port on 127.0.0.1 that py4j asks, as it asked the JVM that died."""
+    import socket
+
+    from py4j.java_gateway import GatewayParameters, JavaGateway, JavaObject
+    from py4j.protocol import Py4JJavaError
+
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    gateway = JavaGateway(gateway_parameters=GatewayParameters(address="127.0.0.1", port=port))
+    gone = JavaObject("o42", gateway._gateway_client)
+    engine = SparkBackend(None, 1536 << 20)
+    with pytest.raises(EngineError) as raised, engine.failures():
+        raise Py4JJavaError("An error occurred while calling o41.localCheckpoint.\n", gone)
+    message = str(raised.value)
+    assert message.startswith("the pyspark engine stopped in the middle of a query"), message
+    assert "raise --memory-limit" in message
+
+
 @pytest.mark.slow
 def test_a_table_kept_on_spark_is_its_rows_not_the_plan_that_made_it(spark: Backend) -> None:
     """A kept table was a cached frame, holding the plan of every step before it: each later

@@ -88,12 +88,12 @@ def _run(args: argparse.Namespace, chosen: Sequence[str]) -> int:
 
 def _unexpected(chosen: Sequence[str], exc: Exception) -> int:
     """A bug's traceback, scrubbed of any key, then one line naming it."""
-    from toolkit.notebooks import EXIT_ERROR, one_line, scrub_text, secrets_in_environment
+    from toolkit.notebooks import EXIT_ERROR, error_line, scrub_text, secrets_in_environment
 
     trace = "".join(traceback.format_exception(exc))
     print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
     print(
-        f"error: toolkit {' '.join(chosen)}: unexpected {type(exc).__name__}: {one_line(str(exc))}",
+        f"error: toolkit {' '.join(chosen)}: unexpected {type(exc).__name__}: {error_line(exc)}",
         file=sys.stderr,
     )
     return EXIT_ERROR

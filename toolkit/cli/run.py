@@ -18,6 +18,7 @@ from toolkit.notebooks import (
     EXIT_ERROR,
     NOTEBOOKS,
     RunResult,
+    error_line,
     one_line,
     resolve_notebook,
     resolve_paths,
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # a bug: its traceback is kept, but the exit code must not say "findings"
         trace = "".join(traceback.format_exception(exc))
         print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
-        print(f"error: unexpected {type(exc).__name__}: {one_line(str(exc))}", file=sys.stderr)
+        print(f"error: unexpected {type(exc).__name__}: {error_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     if warning:
         print(one_line(warning), file=sys.stderr)

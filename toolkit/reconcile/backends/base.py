@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import duckdb
 import pyarrow as pa
 
-from toolkit.errors import EngineError, InputError
+from toolkit.errors import EngineError, InputError, error_text
 from toolkit.reconcile.backends.memory import size_text
 from toolkit.reconcile.relation import Relation
 from toolkit.reconcile.schema import BackendName
@@ -155,30 +155,37 @@ class Backend(ABC):
         except EngineError:
             raise
         except Exception as exc:
-            if _interrupted(exc):  # DuckDB took the Ctrl-C to stop its query: give it back
+            text = error_text(exc)
+            if text is None:  # a JVM that died answers nothing (it printed its own error)
+                raise EngineError(
+                    f"the {self.name} engine stopped in the middle of a query and cannot say why "
+                    "(Spark's JVM is gone: out of heap memory, or killed; its own error is above); "
+                    "raise --memory-limit, or run with --backend duckdb"
+                ) from None
+            if _interrupted(exc, text):  # DuckDB took the Ctrl-C to stop its query: give it back
                 raise KeyboardInterrupt from None
-            malformed = _SPARK_MALFORMED.search(str(exc))
+            malformed = _SPARK_MALFORMED.search(text)
             if malformed:  # Spark reads a file when a query first needs it, not when it is named
                 file, record = malformed.group(1), malformed.group(2).strip()
                 raise InputError(
                     f"{file.removeprefix('file://')}: a row cannot be read (the row: {record!r}); "
                     "fix the row or export the file again"
                 ) from None
-            reason = _resource_failure(self, exc)
+            reason = _resource_failure(self, exc, text)
             if reason is None:
                 raise
             raise EngineError(reason) from exc
 
 
-def _interrupted(exc: Exception) -> bool:
+def _interrupted(exc: Exception, text: str) -> bool:
     """Whether a query failed because the user interrupted it (DuckDB stops on SIGINT and raises
-    its own error, sometimes as a ``RuntimeError``)."""
-    return isinstance(exc, duckdb.InterruptException) or str(exc).startswith("Query interrupted")
+    its own error, of text ``text``, sometimes as a ``RuntimeError``)."""
+    return isinstance(exc, duckdb.InterruptException) or text.startswith("Query interrupted")
 
 
-def _resource_failure(backend: Backend, exc: Exception) -> str | None:
+def _resource_failure(backend: Backend, exc: Exception, message: str) -> str | None:
     """What ran out, in one line, or None for any other failure (a bug: shown as it is)."""
-    text = f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {message}"
     if "No space left on device" in text or "ENOSPC" in text:
         where = backend.spill_dir or "the temporary directory"
         return (
