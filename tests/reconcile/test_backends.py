@@ -763,7 +763,7 @@ def test_a_spark_without_local_checkpoints_keeps_tables_cached(
     the same (that Spark is not on the machines: its refusal is raised here)."""
     from pyspark.errors import PySparkNotImplementedError
 
-    def refused(self: object, eager: bool = True) -> None:
+    def refused(self: object, eager: bool = True, storageLevel: object = None) -> None:
         raise PySparkNotImplementedError(
             errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "localCheckpoint"}
         )
@@ -787,19 +787,31 @@ def _spark_settings(spark: SparkBackend) -> tuple[str, str, str, str]:
     return first, second, third, fourth
 
 
+def _kept_where(spark: SparkBackend) -> tuple[bool, bool]:
+    """Whether a table the session keeps now is held in memory, and on disk."""
+    rows = spark.register(pa.table({"k": ["a", "b"], "n": [1, 2]}))
+    kept = spark.keep(f"SELECT k, n + 1 AS n FROM {rows}")
+    level = spark._frames[kept.name]._jdf.queryExecution().analyzed().rdd().getStorageLevel()
+    return bool(level.useMemory()), bool(level.useDisk())
+
+
 @pytest.mark.slow
 def test_a_local_session_fits_its_partitions_to_the_input(spark: SparkBackend, tmp_path: Path) -> None:
     """A small month runs in one partition without re-planning or compiling each stage or
-    expression; a larger input gets a partition per 32 MB up to eight, with all three back; a
-    session the toolkit did not start keeps the settings it has."""
+    expression, its kept tables in memory; a larger input gets a partition per 32 MB up to eight,
+    with all three back, and keeps its tables on disk only (in memory, 10M payments a side with
+    10% in exception ran out of a 1.5 GB limit); a session the toolkit did not start keeps the
+    settings it has."""
     ledger, export = tmp_path / "books.csv", tmp_path / "export.csv"
     ledger.write_text(EXCEL_ROWS)
     export.write_text(SANDBOX_EXPORT)
     try:
         reconcile(load_ledger(ledger), load_processor(export), backend=spark)
         assert _spark_settings(spark) == ("1", "false", "false", "NO_CODEGEN")
+        assert _kept_where(spark) == (True, True)
         spark.fit(100 << 20)
         assert _spark_settings(spark) == ("4", "true", "true", "FALLBACK")
+        assert _kept_where(spark) == (False, True)
         spark.fit(10 << 30)
         assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true", "FALLBACK")
         spark.fit(1)
