@@ -115,7 +115,8 @@ class SparkBackend(Backend):
 
         Larger input keeps its tables on disk only (``_keep``): held in the JVM's memory, the
         checked rows of 10M payments a side left too little of a 1.5 GB limit to pair them with
-        10% in exception (two runs of three ran out, in a hash aggregate; on disk, both finished)."""
+        10% in exception (of five runs, three ran out of memory pairing and one more failed; on
+        disk, both runs finished)."""
         if not self._ours:
             return
         wanted = LOCAL_SHUFFLE_PARTITIONS  # a table of unknown size: as the session started
