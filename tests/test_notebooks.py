@@ -927,7 +927,7 @@ def plant_a_week_of_payouts(controls: SandboxControls) -> tuple[dict[str, str], 
     bank did, and that instant."""
     now = controls.freeze_clock()
     monday = datetime.combine(now.date() + timedelta(days=7 - now.weekday()), datetime.min.time(), UTC)
-    controls.advance_clock(milliseconds=int((monday.replace(hour=9) - now).total_seconds() * 1000))
+    controls.advance_clock(milliseconds=(monday.replace(hour=9) - now) // timedelta(milliseconds=1))
     with Client() as client:
         for day, currency, amount in (
             (0, "EUR", "10.00"),

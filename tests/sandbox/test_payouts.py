@@ -58,7 +58,7 @@ def controls(api: Api, sandbox: RunningSandbox) -> Iterator[SandboxControls]:
         now = sandbox_controls.freeze_clock()
         monday = now.date() + timedelta(days=7 - now.weekday())
         target = datetime(monday.year, monday.month, monday.day, 9, tzinfo=UTC)
-        sandbox_controls.advance_clock(milliseconds=int((target - now).total_seconds() * 1000))
+        sandbox_controls.advance_clock(milliseconds=(target - now) // timedelta(milliseconds=1))
         assert sandbox_controls.now() == target
         yield sandbox_controls
 
