@@ -83,17 +83,15 @@ def _run(args: argparse.Namespace, chosen: Sequence[str]) -> int:
     except BrokenPipeError:
         raise  # the reader of stdout went away: ``main`` stops quietly
     except Exception as exc:
-        return _unexpected(chosen, exc)
+        return unexpected(exc, f"toolkit {' '.join(chosen)}: ")
 
 
-def _unexpected(chosen: Sequence[str], exc: Exception) -> int:
-    """A bug's traceback, scrubbed of any key, then one line naming it."""
+def unexpected(exc: Exception, where: str = "") -> int:
+    """A bug's traceback, scrubbed of any key, then one line naming it after ``where`` (the
+    command, ``toolkit journal: ``); the exit code, 2."""
     from toolkit.notebooks import EXIT_ERROR, error_line, scrub_text, secrets_in_environment
 
     trace = "".join(traceback.format_exception(exc))
     print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
-    print(
-        f"error: toolkit {' '.join(chosen)}: unexpected {type(exc).__name__}: {error_line(exc)}",
-        file=sys.stderr,
-    )
+    print(f"error: {where}unexpected {type(exc).__name__}: {error_line(exc)}", file=sys.stderr)
     return EXIT_ERROR

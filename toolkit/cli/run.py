@@ -7,18 +7,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from toolkit import runlog
+from toolkit.cli import unexpected
 from toolkit.errors import ToolkitError
 from toolkit.notebooks import (
     EXIT_ERROR,
     NOTEBOOKS,
     RunResult,
-    error_line,
     one_line,
     resolve_notebook,
     resolve_paths,
@@ -66,10 +65,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # a bug: its traceback is kept, but the exit code must not say "findings"
-        trace = "".join(traceback.format_exception(exc))
-        print(scrub_text(trace, secrets_in_environment()), file=sys.stderr, end="")
-        print(f"error: unexpected {type(exc).__name__}: {error_line(exc)}", file=sys.stderr)
-        return EXIT_ERROR
+        return unexpected(exc)
     if warning:
         print(one_line(warning), file=sys.stderr)
     # The last line is the run's result, for a scheduler to forward; failures go to stderr.
