@@ -26,6 +26,8 @@ from toolkit.reconcile.backends import (
     parse_memory_limit,
     size_text,
 )
+from toolkit.reconcile.backends.memory import RESERVE_SHARE
+from toolkit.reconcile.backends.spark import JVM_OUTSIDE_HEAP, driver_memory
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -822,3 +824,19 @@ def test_a_local_session_fits_its_partitions_to_the_input(spark: SparkBackend, t
         assert _spark_settings(spark) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "true", "FALLBACK")
     finally:
         spark.fit(None)
+
+
+@pytest.mark.parametrize("limit", ["1.5GB", "6GB", "16GB"])
+def test_a_local_sessions_jvm_fits_its_heap_and_the_rest_in_its_share_of_the_limit(limit: str) -> None:
+    """The JVM's memory outside its heap (metaspace, code, Arrow's buffers: about 500 MB at 10M
+    rows a side) counts in its share of ``--memory-limit``: a heap of the whole share took the
+    process tree to 2.4 GB at a limit of 1.5 GB."""
+    size = parse_memory_limit(limit)
+    heap = parse_memory_limit(driver_memory(size))
+    assert heap + JVM_OUTSIDE_HEAP <= size * (1 - RESERVE_SHARE)
+    assert heap + JVM_OUTSIDE_HEAP > size * (1 - RESERVE_SHARE) - (1 << 20)  # the whole share, to the MiB
+
+
+def test_a_small_limit_still_gives_spark_the_heap_it_needs() -> None:
+    """Spark refuses to start on a heap under 450 MiB: a small limit gets the least it can run on."""
+    assert driver_memory(parse_memory_limit("500MB")) == "512m"

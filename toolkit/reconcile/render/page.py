@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, Template, select_autoescape
+from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, Template, select_autoescape
+from jinja2.bccache import Bucket
 
 from toolkit.reconcile.render.figures import (
     category_lines,
@@ -66,13 +67,45 @@ def render_html(
 def template(name: str) -> Template:
     """A page template of ``render/templates`` (HTML escaped), for the payment and the payout
     reports alike: compiled once per process (compiling took longer than rendering a small
-    report, and every report of a notebook or a test session wrote it again)."""
+    report, and every report of a notebook or a test session wrote it again), and its compiled
+    code kept between processes (``CompiledTemplates``)."""
     env = Environment(
         loader=PackageLoader("toolkit.reconcile.render", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
         keep_trailing_newline=True,
+        bytecode_cache=CompiledTemplates.in_user_cache(),
     )
     return env.get_template(name)
+
+
+class CompiledTemplates(FileSystemBytecodeCache):
+    """Jinja's compiled templates in the user's cache folder: compiling the page took 0.2 s of
+    each ``toolkit reconcile`` (a tenth of a 1,000-row run); loading it takes milliseconds. Jinja
+    compiles again when a template's text changes, and when the file is not its own (a version
+    of Python's, a damaged one); a folder it cannot write to costs the compiling, not the run."""
+
+    @classmethod
+    def in_user_cache(cls) -> CompiledTemplates | None:
+        """The cache in the platform's per-user cache folder (``XDG_CACHE_HOME`` on Linux), or
+        None when that folder cannot be made."""
+        from platformdirs import user_cache_path
+
+        from toolkit.home import APP_NAME
+
+        folder = user_cache_path(APP_NAME, appauthor=False) / "templates"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return None
+        return cls(str(folder))
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        """Keep the compiled code, unless the disk refuses it (full, read-only, the folder gone):
+        the next process then compiles again."""
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            return
 
 
 def script(*, more: bool = False) -> tuple[str, str]:
