@@ -26,12 +26,13 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # The whole suite with a coverage report of toolkit/ (the floor is fail_under in pyproject.toml),
-# a worker per core (PYTEST_WORKERS=0 runs it in this one process).
+# a worker per core (PYTEST_WORKERS=0 runs it in this one process), and its 20 slowest steps:
+# where the suite's time goes, in every CI log.
 PYTEST_WORKERS ?= auto
 PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
 test: lint
-	$(BIN)/pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered
+	$(BIN)/pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered --durations=20
 	env -u TOOLKIT_BASE_URL -u TOOLKIT_API_KEY TOOLKIT_HOME=$$(mktemp -d) $(BIN)/pytest --nbval-lax -p no:cacheprovider notebooks/
 
 # The inner loop: the suite without the slow tests (crash, concurrency, schemathesis, notebooks).
