@@ -8,6 +8,7 @@ canary key that the server refuses, and the embedded sandbox's own key.
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 import os
 import signal
@@ -1096,3 +1097,47 @@ def test_payout_reconciliation_compares_the_books_given(
         capsys, tmp_path / "no_currency", "payout_reconciliation", *files, books, secrets=[CANARY]
     )
     assert code == 2 and "Transaction Detail by Account.csv" in err
+
+
+def test_toolkit_run_imports_jsonschema_without_building_the_iri_grammar(tmp_path: Path) -> None:
+    """jsonschema, which nbformat validates notebooks with, builds some 35 Earley parsers of RFC
+    3987 at import when rfc3987-syntax is installed (jupyterlab brings it): 1.4 s of every run,
+    for formats no notebook's schema has. ``toolkit run`` imports it without them, and runs."""
+    if importlib.util.find_spec("rfc3987_syntax") is None:
+        pytest.skip("rfc3987-syntax is not installed here: jsonschema builds no grammar to leave out")
+    notebook = tmp_path / "one_cell.ipynb"
+    cells = [('output_dir = ""', "parameters"), ('print("nothing done")', "result")]
+    document = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [
+            {
+                "id": tag,
+                "cell_type": "code",
+                "metadata": {"tags": [tag]},
+                "source": source,
+                "outputs": [],
+                "execution_count": None,
+            }
+            for source, tag in cells
+        ],
+    }
+    notebook.write_text(json.dumps(document), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolkit.cli", "run", str(notebook)],
+        cwd=tmp_path,
+        env={**os.environ, "TOOLKIT_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "one_cell: ok: nothing done" in done.stdout
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert {"papermill", "nbformat", "jsonschema._format"} <= imported
+    assert "rfc3987_syntax.syntax_helpers" not in imported

@@ -48,7 +48,13 @@ from toolkit.client import Client
 from toolkit.controls import SandboxControls
 from toolkit.environment import resolve_environment
 from toolkit.errors import SandboxError, ToolkitError
-from toolkit.notebooks import DEFAULT_REPORTS, EXIT_OK, RunResult, run_notebook
+from toolkit.notebooks import (
+    DEFAULT_REPORTS,
+    EXIT_OK,
+    RunResult,
+    import_jsonschema_without_iri_grammar,
+    run_notebook,
+)
 
 #: Where the demo's sandbox and journal live when ``TOOLKIT_HOME`` is not set: in the checkout.
 DEMO_HOME = Path(".toolkit")
@@ -164,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"TOOLKIT_HOME of the demo's sandbox and journal (default $TOOLKIT_HOME, else {DEMO_HOME} here)",
     )
     args = parser.parse_args(argv)
+    import_jsonschema_without_iri_grammar()
     try:
         results = run_demo(reports_root=args.reports, home=args.home)
     except ToolkitError as exc:  # an unwritable reports folder, a refused journal: infrastructure

@@ -40,12 +40,14 @@ import contextlib
 import difflib
 import errno
 import functools
+import importlib
 import io
 import json
 import os
 import re
 import sqlite3
 import stat
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -88,6 +90,22 @@ _TEXT_SUFFIXES = frozenset(
     {".ipynb", ".html", ".htm", ".csv", ".txt", ".json", ".md", ".svg", ".log", ".xml", ".yaml", ".yml"}
 )
 _ZIP_SUFFIXES = frozenset({".xlsx", ".xlsm", ".zip"})
+
+
+def import_jsonschema_without_iri_grammar() -> None:
+    """Import jsonschema (papermill's nbformat validates notebooks with it) without the RFC 3987
+    grammar it builds at import when ``rfc3987-syntax`` is installed (jupyterlab brings it, through
+    jupyter-events): some 35 Earley parsers, 1.4 s of every ``toolkit run``, for the ``iri`` formats
+    no notebook's schema has (python-jsonschema/jsonschema#1428). Called by the processes the
+    toolkit owns (``toolkit run``, the demo) before anything imports jsonschema; jsonschema checks
+    no ``iri`` format in them. Does nothing once jsonschema or the grammar is imported."""
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        return
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # its import raises ImportError
+    try:
+        importlib.import_module("jsonschema")
+    finally:
+        del sys.modules["rfc3987_syntax"]  # anyone may still import it later
 
 
 @dataclass(frozen=True)

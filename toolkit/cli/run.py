@@ -18,6 +18,7 @@ from toolkit.notebooks import (
     EXIT_ERROR,
     NOTEBOOKS,
     RunResult,
+    import_jsonschema_without_iri_grammar,
     one_line,
     resolve_notebook,
     resolve_paths,
@@ -54,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the notebook; print where its report is; return 0, 1 or 2."""
+    import_jsonschema_without_iri_grammar()
     try:
         path = resolve_notebook(args.notebook)
         defaults = declared_parameters(path)
