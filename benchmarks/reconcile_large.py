@@ -32,12 +32,14 @@ checked as docs/reference/outputs.md documents it: ``exceptions.csv`` holds ever
 that has rows, continued past Excel's 1,048,575 rows a sheet on sheets named ``category (2)``,
 ``(3)``, ... (only its sheet names are read, from the workbook's ``xl/workbook.xml``).
 
-Targets (the Ibis engine): at 10M x 10M, peak RSS <= 2 GB and >= 3x faster than today's engine
-(commit acbc598: 15.7 s, 5.6 GB); at 100M x 100M, peak RSS <= 8 GB and wall <= 2x the bare DuckDB
-query; at every size, every planted case found and the report as documented. With many exceptions
+Targets (issue 36): on DuckDB, at 10M x 10M and at 100M x 100M, the whole command at most 1.5x
+the bare DuckDB query's wall time; peak RSS <= 2 GB at 10M and <= 8 GB at 100M (and, from the
+Ibis engine's issue, >= 3x faster than the engine of commit acbc598 at 10M: 15.7 s, 5.6 GB); at
+every size, every planted case found and the report as documented. With many exceptions
 (``--exception-share 0.1``: 100M x 100M on DuckDB, 10M x 10M on Spark), peak RSS under 8 GB at
-100M and under 2 GB at 10M, the time targets as above. Peak RSS is the largest of the process's
-own peak (``wait4``) and the summed RSS of its process tree sampled every 0.1 s (a JVM counts).
+100M and under 2 GB at 10M; their wall time is printed for the record (no time target). Peak RSS
+is the largest of the process's own peak (``wait4``) and the summed RSS of its process tree
+sampled every 0.1 s (a JVM counts).
 
 Run (one heavy benchmark at a time on the machine; the data takes about 0.4 GB of disk per 10M
 rows, plus what the runs spill and the reports, larger with many exceptions):
@@ -104,6 +106,8 @@ DEFAULT_WIDTH = 1
 SHEET_ROWS = 1_048_575
 SAMPLE_SECONDS = 0.1
 GB = 1024.0
+#: The command's wall time at most this many times the bare query's, on DuckDB (issue 36).
+WALL_TARGET = 1.5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -722,6 +726,18 @@ def _target(text: str, met: bool) -> bool:
     return met
 
 
+def _wall_target(ours: Measured, bare: Measured, backend: str, share: float | None) -> None:
+    """Print the command's wall time against the bare query's: a target on DuckDB's benchmark
+    files (``WALL_TARGET``), for the record on Spark and with many exceptions."""
+    ratio = ours.wall / bare.wall
+    versus = f"wall vs the bare DuckDB query: {ours.wall:.2f} s / {bare.wall:.2f} s = {ratio:.2f}x"
+    if backend == "duckdb" and share is None:
+        _target(f"{versus} (target <= {WALL_TARGET}x)", ratio <= WALL_TARGET)
+    else:
+        many = "" if share is None else " and many exceptions"
+        print(f"  {versus} (for the record: no time target on {backend}{many})")
+
+
 def _peak_target(peak_mb: float, rows: int, in_exception: float | None) -> bool:
     """Print the command's peak RSS against its target at ``rows`` rows a side: <= 2 GB up to 10M,
     else <= 8 GB; with many exceptions (``in_exception``, the share of the ledger's keys planted),
@@ -912,12 +928,7 @@ def main() -> int:
         ours = runs.get("ours")
         if ours is not None:
             _peak_target(ours.peak_mb, rows, None if share is None else in_ledger / rows)
-            ratio = ours.wall / bare.wall
-            _target(
-                f"wall vs the bare DuckDB query: {ours.wall:.2f} s / {bare.wall:.2f} s = "
-                f"{ratio:.2f}x (target <= 2x at 100M)",
-                ratio <= 2,
-            )
+            _wall_target(ours, bare, args.backend, share)
             reference = runs.get("reference")
             if reference is not None:
                 _target(
