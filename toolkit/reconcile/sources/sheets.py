@@ -117,6 +117,7 @@ def _sheet_table(sheet: _Sheet, worksheet: ReadOnlyWorksheet, header_row: int, m
 
     Refused at the first row that shows it: a value beyond ``MAX_COLUMNS`` columns, a row past
     Excel's last (``_EXCEL_ROWS``), more than ``MAX_CELLS`` cells."""
+    from openpyxl.cell.read_only import EMPTY_CELL
     from openpyxl.utils import get_column_letter
 
     kept: list[int] = []
@@ -131,6 +132,8 @@ def _sheet_table(sheet: _Sheet, worksheet: ReadOnlyWorksheet, header_row: int, m
         cells += len(row)
         if cells > MAX_CELLS:
             raise sheet.refuse(f"has more than {MAX_CELLS:,} cells (by row {number:,})")
+        if number != header_row and all(cell is EMPTY_CELL for cell in row):
+            continue  # openpyxl gives such a row for each row the sheet skips: a million past a stray cell
         values = [_cell_value(cell) for cell in row]
         width = next((i + 1 for i in range(len(values) - 1, -1, -1) if values[i] != ""), 0)
         if width > MAX_COLUMNS:
