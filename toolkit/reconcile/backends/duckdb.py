@@ -90,8 +90,8 @@ class DuckDBBackend(Backend):
 
     def _arrow(self, query: str) -> pa.Table:
         """The result of a statement run once: a relation (``con.sql``) parses and binds its query
-        to describe it, then again to run it, 20 ms of each of a small run's nine results. The
-        copy DuckDB warns of is of a result small by nature (a page of exceptions at most)."""
+        to describe it, then again to run it (about 10 ms of each of a small run's nine results).
+        The copy DuckDB warns of is of a result small by nature (a page of exceptions at most)."""
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", _DB_API_ARROW, UserWarning)
             table: pa.Table = self.con.execute(query).to_arrow_table()
