@@ -21,6 +21,14 @@ def default_home() -> Path:
     return user_data_path(APP_NAME, appauthor=False)
 
 
+def user_cache() -> Path:
+    """The per-user folder of what the toolkit can make again (compiled templates): the platform's
+    cache folder (``XDG_CACHE_HOME`` on Linux), never ``TOOLKIT_HOME``."""
+    from platformdirs import user_cache_path
+
+    return user_cache_path(APP_NAME, appauthor=False)
+
+
 def absolute_home(value: str | Path | None) -> Path:
     """``value`` as the home: blank or None is the default; a relative one is pinned to here."""
     if value is None or (isinstance(value, str) and not value.strip()):

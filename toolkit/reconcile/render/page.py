@@ -88,11 +88,9 @@ class CompiledTemplates(FileSystemBytecodeCache):
     def in_user_cache(cls) -> CompiledTemplates | None:
         """The cache in the platform's per-user cache folder (``XDG_CACHE_HOME`` on Linux), or
         None when that folder cannot be made."""
-        from platformdirs import user_cache_path
+        from toolkit.home import user_cache
 
-        from toolkit.home import APP_NAME
-
-        folder = user_cache_path(APP_NAME, appauthor=False) / "templates"
+        folder = user_cache() / "templates"
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError:
