@@ -270,11 +270,15 @@ def test_an_interrupt_stops_a_batch_run_inside_a_running_loop(
         create_payments(rows, journal=journal, concurrency=1, progress=False)
 
     loop = asyncio.new_event_loop()  # as a kernel's: Python's own SIGINT handler (asyncio.run's defers)
+    # Python's own handler, whatever an earlier test of this process left: a Spark session's
+    # context installs one of its own (it cancels Spark's jobs first, a call into the JVM).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             loop.run_until_complete(in_a_notebook_cell())
     finally:
         loop.close()
+        signal.signal(signal.SIGINT, previous)
     states = [record.state for record in journal.records("payment") if record.key.endswith(tag)]
     assert len(states) <= 2 and set(states) & UNKNOWN_STATES  # the one in flight; nothing after it
     assert sum(created(controls, row["merchantReferenceId"]) for row in rows) <= 2
