@@ -90,9 +90,9 @@ def main() -> int:
         text=True,
         check=True,
     ).stdout.strip()
-    subprocess.run(["git", "clone", "--quiet", str(args.repo), str(clone)], check=True)
     print(f"make test on a fresh clone of {args.repo} at {head} ({os.cpu_count()} CPUs), in {clone}")
     try:
+        subprocess.run(["git", "clone", "--quiet", str(args.repo), str(clone)], check=True)
         install = _make(".venv/.installed", clone, shell, log)
         _report("installing (not counted)", install, log)
         if install.returncode:
@@ -105,10 +105,9 @@ def main() -> int:
             print(f"  {summary}")
         slowest = _SLOWEST.search(test.stdout)
         if slowest:
-            print(
-                "  the suite's slowest steps:\n"
-                + "".join(f"    {line}\n" for line in slowest.group(1).splitlines())
-            )
+            print("  the suite's slowest steps:")
+            for line in slowest.group(1).splitlines():
+                print(f"    {line}")
         met = test.returncode == 0 and test.wall <= TARGET_S
         verdict = "met" if met else "MISSED"
         print(f"target: make test at most {TARGET_S:.0f} s once installed: {test.wall:.0f} s  {verdict}")
