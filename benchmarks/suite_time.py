@@ -54,9 +54,10 @@ def _make(target: str, clone: Path, shell: Path, log: Path) -> Measured:
 
 
 def _steps(log: Path) -> list[tuple[float, int, str]]:
-    """Each recipe line make ran: its seconds, exit status and first line."""
+    """Each recipe line make ran: its seconds, exit status and first line (none when make ran
+    none: a Makefile without the target)."""
     steps = []
-    for line in log.read_text().splitlines():
+    for line in (log.read_text() if log.exists() else "").splitlines():
         start, end, status, command = line.split("\t", 3)
         steps.append((float(end) - float(start), int(status), command))
     return steps
@@ -71,7 +72,7 @@ def _report(name: str, run: Measured, log: Path) -> None:
     for seconds, status, command in _steps(log):
         failed = "" if status == 0 else f"  (exit {status})"
         print(f"    {seconds:7.1f} s  {command}{failed}")
-    log.unlink()
+    log.unlink(missing_ok=True)
 
 
 def main() -> int:
