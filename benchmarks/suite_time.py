@@ -48,7 +48,7 @@ _SLOWEST = re.compile(r"^=+ slowest \d+ durations =+\n((?:[0-9.]+s .*\n)+)", re.
 
 def _make(target: str, clone: Path, shell: Path, log: Path) -> Measured:
     env = {**os.environ, "SUITE_TIME_LOG": str(log)}
-    for name in ("VIRTUAL_ENV", "PYTHONPATH", "TOOLKIT_BASE_URL", "TOOLKIT_API_KEY"):
+    for name in ("VIRTUAL_ENV", "PYTHONPATH"):
         env.pop(name, None)  # the clone's own venv, not this process's
     return measure(["make", target, f"SHELL={shell}"], env=env, cwd=clone, timeout=TIMEOUT_S)
 
