@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench
 
-.PHONY: demo test test-fast lint format lab bench screenshot clean
+.PHONY: demo test test-fast lint notebook-cells format lab bench screenshot clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no python3.11 or python3 on PATH" >&2; exit 2; }
@@ -31,8 +31,14 @@ lint: $(STAMP)
 PYTEST_WORKERS ?= auto
 PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
-test: lint
+# Lint and the notebooks' cells (nbval) each take one core, so they run side by side (their outputs
+# each in one piece), then the suite takes every core.
+test: $(STAMP)
+	$(MAKE) --no-print-directory --jobs=2 --output-sync=target lint notebook-cells
 	$(BIN)/pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered --durations=20
+
+# The committed notebooks cell by cell, in file order, on a fresh embedded sandbox.
+notebook-cells: $(STAMP)
 	env -u TOOLKIT_BASE_URL -u TOOLKIT_API_KEY TOOLKIT_HOME=$$(mktemp -d) $(BIN)/pytest --nbval-lax -p no:cacheprovider notebooks/
 
 # The inner loop: the suite without the slow tests (crash, concurrency, schemathesis, notebooks).
