@@ -15,7 +15,12 @@ import httpx
 import pytest
 
 from toolkit import AsyncClient, Client
+from toolkit.notebooks import import_jsonschema_without_iri_grammar
 from toolkit.sandbox.embedded import RunningSandbox, start_server
+
+# jsonschema (schemathesis and nbformat check with it) without the RFC 3987 grammar it builds at
+# import: 1.3 s of every xdist worker's collection, for the ``iri`` formats no schema here has.
+import_jsonschema_without_iri_grammar()
 
 # The Spark JVMs of the tests (each worker's session, and the commands they run) compile with the
 # JIT's first tier only: a test's run is too short for the second tier's code to pay for its
