@@ -39,8 +39,9 @@ PYTEST_WORKERS ?= auto
 PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
 # Lint and the notebooks' cells (nbval) each take one core, so they run side by side (their outputs
-# each in one piece), then the suite takes every core.
-test: bytecode
+# each in one piece), then the suite takes every core. The bytecode is compiled once, by
+# notebook-cells, before nbval and the suite.
+test: $(STAMP)
 	$(MAKE) --no-print-directory --jobs=2 --output-sync=target lint notebook-cells
 	$(BIN)/pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered --durations=20
 
