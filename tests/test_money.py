@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from babel.numbers import format_currency, list_currencies
 
 from toolkit.money import (
     MoneyError,
@@ -88,3 +89,27 @@ def test_format_money() -> None:
     assert format_money(Decimal("1234.5"), "USD") == "$1,234.50"
     assert format_money(123450, "USD", minor=True) == "$1,234.50"
     assert format_money(1200, "JPY", minor=True) == "¥1,200"
+
+
+@pytest.mark.parametrize("locale", ["en_US", "de_DE", "fr_CH", "de_CH", "nl_NL", "ja_JP", "ar_EG", "en_IN"])
+def test_format_money_writes_what_babel_writes_in_every_currency(locale: str) -> None:
+    """The report formats thousands of amounts through a way of writing read once per currency;
+    every currency Babel knows must read exactly as Babel's own ``format_currency`` writes it."""
+    amounts = [
+        Decimal(text)
+        for text in (
+            "0.00",
+            "-0",
+            "0.07",
+            "12.3",
+            "12.300",
+            "-1234.56",
+            "1000000",
+            "98765432109.8765",
+            "5E+2",
+        )
+    ]
+    for currency in sorted(list_currencies()):
+        for amount in amounts:
+            babel = format_currency(amount, currency, locale=locale, decimal_quantization=False)
+            assert format_money(amount, currency, locale=locale) == babel, (currency, amount)

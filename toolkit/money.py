@@ -6,11 +6,20 @@ Digits come from babel's CLDR data, corrected where CLDR's accounting digits dif
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cache
 
 from babel import Locale
-from babel.numbers import format_currency, get_currency_precision, list_currencies
+from babel.numbers import (
+    format_currency,
+    get_currency_precision,
+    get_currency_symbol,
+    get_decimal_symbol,
+    get_group_symbol,
+    list_currencies,
+)
 
 # Re-exported: the functions here raise it, and callers catch it as ``toolkit.money.MoneyError``.
 from toolkit.errors import MoneyError as MoneyError
@@ -156,7 +165,82 @@ def round_to_currency(amount: Decimal, currency: str) -> Decimal:
 def format_money(amount: Decimal | int, currency: str, *, minor: bool = False, locale: str = "en_US") -> str:
     """Human text for an amount (``$12.30``, ``¥1,200``); pass ``minor=True`` for minor units."""
     value = from_minor(int(amount), currency) if minor else Decimal(amount)
+    written = _written_as(currency, locale)
+    if written is None or not value.is_finite():
+        return _babel_text(value, currency, locale)
+    return written.text(value)
+
+
+def _babel_text(value: Decimal, currency: str, locale: str) -> str:
     return str(format_currency(value, currency, locale=_locale(locale), decimal_quantization=False))
+
+
+@dataclass(frozen=True)
+class _WrittenAs:
+    """How Babel writes amounts of one currency in one locale, read once off its pattern: the
+    text around the number (positive, negative), the currency's digits and the locale's symbols.
+
+    Babel works this out again for every amount (with the currency's plural name, which the
+    pattern does not use): 35 us an amount, where a report of 100,000 payments formats 7,000 of
+    them. ``text`` gives Babel's text exactly (``_written_as`` checks it on sample amounts)."""
+
+    prefix: tuple[str, str]
+    suffix: tuple[str, str]
+    digits: int
+    symbols: dict[int, str]
+
+    def text(self, value: Decimal) -> str:
+        """``value`` as Babel's ``format_currency(..., decimal_quantization=False)`` writes it: at
+        least the currency's digits, more when the amount has more, grouped by thousands."""
+        negative = int(value.is_signed())
+        number = f"{abs(value).normalize():,f}"  # exact: every digit the amount has, no more
+        point = number.find(".")
+        places = 0 if point < 0 else len(number) - point - 1
+        if places < self.digits:
+            number += ("" if places else ".") + "0" * (self.digits - places)
+        return f"{self.prefix[negative]}{number.translate(self.symbols)}{self.suffix[negative]}"
+
+
+#: Amounts each way of writing is checked on against Babel before it is used.
+_SAMPLES = tuple(
+    Decimal(text)
+    for text in ("0", "-0.00", "7", "0.5", "-1234.5", "1234567.891", "12.30", "1E+3", "-999.9999")
+)
+
+
+@cache
+def _written_as(currency: str, locale: str) -> _WrittenAs | None:
+    """The way ``currency`` is written in ``locale``, or None where Babel's pattern is one this
+    does not write (grouping other than by thousands, as in India; scientific or significant
+    digits; the currency's name; a group symbol that is a quote) or gives other text on a sample."""
+    place = _locale(locale)
+    pattern = place.currency_formats["standard"]
+    group, decimal = get_group_symbol(place), get_decimal_symbol(place)
+    around = "".join((*pattern.prefix, *pattern.suffix))
+    if (
+        pattern.grouping != (3, 3)
+        or pattern.int_prec[0] > 1
+        or pattern.exp_prec
+        or pattern.scale
+        or "@" in pattern.pattern
+        or "¤¤¤" in around
+        or "'" in group + decimal
+    ):
+        return None
+
+    def filled(text: str) -> str:  # as ``NumberPattern.apply`` fills and unquotes its pattern
+        text = text.replace("¤¤", currency.upper()).replace("¤", get_currency_symbol(currency, place))
+        return re.sub(r"'([^']*)'", lambda m: m.group(1) or "'", text)
+
+    written = _WrittenAs(
+        prefix=(filled(pattern.prefix[0]), filled(pattern.prefix[1])),
+        suffix=(filled(pattern.suffix[0]), filled(pattern.suffix[1])),
+        digits=int(get_currency_precision(currency)),
+        symbols=str.maketrans({",": group, ".": decimal}),
+    )
+    if any(written.text(sample) != _babel_text(sample, currency, locale) for sample in _SAMPLES):
+        return None
+    return written
 
 
 @cache

@@ -38,11 +38,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolkit.errors import OutputError
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
 
@@ -54,6 +55,27 @@ def cell_text(value: object) -> str:
     if isinstance(value, float) and value != value:
         return ""
     return str(value)
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame's rows as dicts by column name, values exact as held (ints, Decimals, text), as
+    ``to_dict("records")`` gives them: None where a nullable column has pandas' NA.
+
+    Read a column at a time (``Series.tolist``): a report lists thousands of exceptions, and
+    pandas' row readers box every cell on its own (4,500 rows: 0.29 s against 0.004 s)."""
+    names = [str(name) for name in frame.columns]
+    if not names:
+        return [{} for _ in range(len(frame))]
+    columns = [_column_values(frame.iloc[:, i]) for i in range(len(names))]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
+def _column_values(column: pd.Series) -> list[Any]:
+    values = column.tolist()
+    missing = getattr(column.dtype, "na_value", None)
+    if missing is not None and missing is sys.modules["pandas"].NA:  # nullable: NA is None
+        return [None if value is missing else value for value in values]
+    return values
 
 
 #: A plain number, as a spreadsheet reads it. ASCII digits, as ``\d`` takes any script's digits in

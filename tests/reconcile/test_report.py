@@ -304,3 +304,33 @@ def test_notebook_view_shows_information_apart_and_the_new_accounting() -> None:
     assert "<td>24</td><td>7</td><td>10</td><td>4</td><td>2</td><td>1</td></tr>" in html
     plain = run(PLANTED_LEDGER, PLANTED_PROCESSOR)._repr_html_()
     assert "For information" not in plain and "in transit" not in plain
+
+
+def test_rows_read_a_column_at_a_time_are_the_frames_rows_as_held() -> None:
+    """The page and the notebook read exceptions a column at a time (``frame_records``): each
+    row must hold what pandas' own row reading gives, cell for cell and type for type."""
+    from decimal import Decimal
+
+    from toolkit.outputs import frame_records
+
+    frame = pd.DataFrame(
+        {
+            "merchantReferenceId": pd.array(["MR-1", None, "MR-3"], dtype="string[pyarrow]"),
+            "category": pd.Categorical(["amount_mismatch", "missing_in_ledger", "amount_mismatch"]),
+            "ledger_amount": [Decimal("12.30"), None, Decimal("-0.005")],
+            "source_row": [2, 3, 4],
+            "age_days": pd.array([1, None, 3], dtype="Int64"),
+            "firstSeen": pd.to_datetime(["2026-11-01", "2026-11-02", None], utc=True),
+            7: [1.5, float("nan"), 2.0],
+        }
+    )
+    expected = [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
+    got = frame_records(frame)
+    assert [list(row) for row in got] == [list(row) for row in expected]
+    for row, want in zip(got, expected, strict=True):
+        for name, value in want.items():
+            held = row[name]
+            assert type(held) is type(value), name
+            assert held is value or held == value or (value != value and held != held), name
+    assert frame_records(frame.iloc[:0]) == []
+    assert frame_records(frame[[]]) == [{}, {}, {}]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Context, Decimal, localcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -56,11 +56,6 @@ if TYPE_CHECKING:
     from toolkit.reconcile.tracking.model import Tracking
 
 IntArray = npt.NDArray[np.int64]
-
-
-def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """A small frame's rows as dicts by column name, values exact as held (ints, Decimals, text)."""
-    return [{str(name): value for name, value in row.items()} for row in frame.to_dict("records")]
 
 
 @dataclass(frozen=True)

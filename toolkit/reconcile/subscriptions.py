@@ -20,6 +20,7 @@ import pandas as pd
 
 from toolkit.errors import MoneyError
 from toolkit.money import from_minor, to_minor
+from toolkit.outputs import frame_records
 from toolkit.reconcile.inputs import LoadedInput
 from toolkit.reconcile.result import (
     LazyRows,
@@ -27,7 +28,6 @@ from toolkit.reconcile.result import (
     RowCounts,
     _sort_exceptions,
     build_summary,
-    frame_records,
     rejected_exceptions,
 )
 from toolkit.reconcile.schema import EXCEPTION_COLUMNS, SUBSCRIPTION_CATEGORIES

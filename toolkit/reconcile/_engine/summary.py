@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.money import from_minor
+from toolkit.outputs import frame_records
 from toolkit.payment_status import PAYMENT_STATUS_NAMES
 from toolkit.reconcile._engine.held import Held
 from toolkit.reconcile._engine.model import (
@@ -38,7 +39,6 @@ from toolkit.reconcile.result import (
     SideTotal,
     SpilledRows,
     _sort_summary,
-    frame_records,
     rejected_exceptions,
 )
 from toolkit.reconcile.schema import (

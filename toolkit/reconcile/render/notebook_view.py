@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from toolkit.charts import EXCEPTION_COLOUR
+from toolkit.outputs import frame_records
 from toolkit.reconcile.render.figures import category_lines, source_lines
-from toolkit.reconcile.render.sections import Cell, info_sections, records_of, row_cells
+from toolkit.reconcile.render.sections import Cell, info_sections, row_cells
 from toolkit.reconcile.render.words import category_label
 from toolkit.reconcile.schema import INFO_CATEGORIES, in_report_order
 
@@ -124,7 +125,7 @@ def _first_rows(result: ReconciliationResult, rows: int) -> str:
     for category in in_report_order(c for c, n in counts.items() if n and c not in INFO_CATEGORIES):
         count = counts[category]
         page = result.exceptions_page(category, 0, rows)
-        body = "".join(_row(row_cells(r, tracked=tracked)) for r in records_of(page))
+        body = "".join(_row(row_cells(r, tracked=tracked)) for r in frame_records(page))
         more = ""
         if count > len(page):
             more = (

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from toolkit.outputs import cell_text
+from toolkit.outputs import cell_text, frame_records
 from toolkit.reconcile.render.words import (
     CATEGORY_WORDS,
     INFO_HEADINGS,
@@ -101,7 +101,7 @@ def exception_rows(
         shown = min(rows, len(part))
         if count > shown:
             cut.append(CutCategory(category, category_label(category), shown, len(part), count))
-        records += [dict(zip(part.columns, r, strict=True)) for r in part.itertuples(index=False)]
+        records += frame_records(part)
         held += [False] * shown + [True] * (len(part) - shown)
     order = {name: i for i, name in enumerate(CATEGORIES)}
     category_rank = _ranks([(order.get(str(r["category"]), len(order)), i) for i, r in enumerate(records)])
@@ -226,7 +226,7 @@ def info_sections(result: ReconciliationResult, rows: int) -> list[InfoSection]:
         oldest = part.assign(_age=part["age_days"].astype("Int64")).sort_values(
             "_age", ascending=False, kind="stable", na_position="last"
         )
-        records = records_of(oldest.head(rows))
+        records = frame_records(oldest.head(rows))
         variance = code == "within_tolerance"
         at_rates = _fx_variances(result) if variance else {}
         sections.append(
@@ -287,12 +287,6 @@ def _info_cells(
     )
 
 
-def records_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of a frame as dicts keyed by column name."""
-    columns = [str(c) for c in frame.columns]
-    return [dict(zip(columns, row, strict=True)) for row in frame.itertuples(index=False)]
-
-
 def _age_text(age: Any) -> str:
     """Whole days ('' for a row without a date: NA, None or NaN)."""
     return "" if cell_text(age) == "" else f"{int(age):,}"
@@ -328,7 +322,7 @@ def fx_view(result: ReconciliationResult, rows: int) -> dict[str, Any] | None:
     ]
     return {
         "pairs": pairs,
-        "rows": [_fx_cells(r) for r in records_of(fx.head(rows))],
+        "rows": [_fx_cells(r) for r in frame_records(fx.head(rows))],
         "count": len(fx),
         "cut": len(fx) > rows,
         "missing": list(result.missing_rates[:rows]),
