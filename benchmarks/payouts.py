@@ -125,17 +125,19 @@ def main() -> None:
         )
         as_of = str(FIRST_DAY + timedelta(days=args.days + 10))
         payouts = (
-            "from toolkit.cli import main; import sys; "
-            f"sys.exit(main(['reconcile', 'payouts', '--processor', {str(report)!r}, '--bank', "
-            f"{str(statements)!r}, '--as-of', {as_of!r}, '--output-dir', {str(folder / 'payouts')!r}]))"
+            "import sys; from toolkit.cli import command; "
+            f"sys.argv = ['toolkit', 'reconcile', 'payouts', '--processor', {str(report)!r}, '--bank', "
+            f"{str(statements)!r}, '--as-of', {as_of!r}, '--output-dir', {str(folder / 'payouts')!r}]; "
+            "command()"
         )
         wall, cpu, peak, out = _timed(payouts, Path.cwd(), ok=(0, 1))
         print(f"toolkit reconcile payouts: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {peak:.0f} MB")
         print("  " + out.strip().splitlines()[-1])
         payments = (
-            "from toolkit.cli import main; import sys; "
-            f"sys.exit(main(['reconcile', '--ledger', {str(books)!r}, '--processor', {str(report)!r}, "
-            f"'--as-of', {as_of!r}, '--output-dir', {str(folder / 'payments')!r}]))"
+            "import sys; from toolkit.cli import command; "
+            f"sys.argv = ['toolkit', 'reconcile', '--ledger', {str(books)!r}, "
+            f"'--processor', {str(report)!r}, '--as-of', {as_of!r}, "
+            f"'--output-dir', {str(folder / 'payments')!r}]; command()"
         )
         p_wall, p_cpu, p_peak, p_out = _timed(payments, Path.cwd(), ok=(0, 1))
         print(

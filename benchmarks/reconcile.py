@@ -3,7 +3,8 @@
 Generates a ledger and a sandbox-style processor export with about 1% of each kind of
 discrepancy in a temporary directory, then measures, in one run:
 
-* the whole command (``python -m toolkit.cli reconcile``) in a subprocess: wall time and peak RSS;
+* the whole command (``toolkit reconcile``, run as its console script runs it) in a subprocess:
+  wall time and peak RSS;
 * datacompy's ``Compare`` (load with pandas + compare + write its text report) in a subprocess;
 * the floor: ``benchmarks/reconcile_large.py``'s bare DuckDB query on the same files in a
   subprocess (read both, number their rows, count each category; no checks beyond a cast, no
@@ -258,11 +259,11 @@ def main() -> None:
         bare_code = f"import sys\nsys.argv[1:] = [{sql!r}]\n{BARE_RUNNER}"
         runs: dict[str, list[Timing]] = {"ours": [], "datacompy": [], "bare": []}
         for attempt in range(repeat):  # alternated: a burst of load slows one round, not one side
-            command = (
-                "from toolkit.cli import main; import sys; "
-                f"sys.exit(main(['reconcile', '--ledger', {str(ledger)!r}, '--processor', "
+            command = (  # as the installed ``toolkit`` script runs it
+                "import sys; from toolkit.cli import command; "
+                f"sys.argv = ['toolkit', 'reconcile', '--ledger', {str(ledger)!r}, '--processor', "
                 f"{str(processor)!r}, '--output-dir', {str(directory / f'ours-{attempt}')!r}, "
-                f"'--backend', {args.backend!r}]))"
+                f"'--backend', {args.backend!r}]; command()"
             )
             runs["ours"].append(_timed(command, Path.cwd(), ok=(0, 1)))
             runs["datacompy"].append(_timed(reference, Path.cwd()))

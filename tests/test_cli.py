@@ -55,6 +55,64 @@ def test_a_closed_stdout_stops_a_command_quietly(tmp_path: Path) -> None:
         assert (code, err) == (stopped, ""), err
 
 
+#: A program that leaves a marker for each way it ends: an exit handler, and an object that only
+#: the interpreter's teardown deletes; then writes more than a pipe's buffer before the command.
+_ENDING = """
+import atexit, pathlib, sys, threading, time
+marks = pathlib.Path(sys.argv.pop(1))
+atexit.register((marks / "exit-handler").write_text, "ran")
+class TornDown:
+    def __init__(self, mark):
+        self.mark = mark
+    def __del__(self):
+        self.mark.write_text("ran")
+kept = TornDown(marks / "teardown")
+if sys.argv.pop(1) == "thread":
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()  # still running at the end
+sys.stdout.write("x" * 100_000)
+from toolkit.cli import command
+command()
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True])
+def test_the_installed_command_ends_with_its_code_its_output_and_its_exit_handlers(
+    tmp_path: Path, thread: bool
+) -> None:
+    """``toolkit`` (``command``) ends without the interpreter's teardown of every module, 0.2 s
+    of a small run; its exit code, its whole output and its exit handlers (spill folders
+    removed) stay as Python's own exit leaves them. With a thread still running, Python exits
+    as usual."""
+    books, processor = tmp_path / "books.csv", tmp_path / "processor.csv"
+    books.write_text("merchantReferenceId,amount,currency,status\nA-1,1.00,USD,success\n")
+    processor.write_text("merchantReferenceId,amount,currency,status\nA-1,1.01,USD,success\n")
+    run = ["reconcile", "--ledger", str(books), "--processor", str(processor), "--max-exceptions", "0"]
+    run += ["--output-dir", str(tmp_path / "report")]  # exit 1: one exception, more than 0
+    done = subprocess.run(
+        [sys.executable, "-c", _ENDING, str(tmp_path), "thread" if thread else "alone", *run],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TOOLKIT_HOME": str(tmp_path)},
+    )
+    inspected = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from toolkit.cli import main; sys.exit(main(sys.argv[1:]))",
+            *run,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TOOLKIT_HOME": str(tmp_path)},
+    )
+    assert (done.returncode, inspected.returncode) == (1, 1), done.stderr
+    assert done.stdout == "x" * 100_000 + inspected.stdout and done.stderr == inspected.stderr
+    assert (tmp_path / "exit-handler").read_text() == "ran"
+    assert (tmp_path / "teardown").exists() is thread
+
+
 def test_only_the_chosen_command_is_imported() -> None:
     code = (
         "import sys\n"

@@ -320,7 +320,7 @@ def test_rows_read_a_column_at_a_time_are_the_frames_rows_as_held() -> None:
             "ledger_amount": [Decimal("12.30"), None, Decimal("-0.005")],
             "source_row": [2, 3, 4],
             "age_days": pd.array([1, None, 3], dtype="Int64"),
-            "firstSeen": pd.to_datetime(["2026-11-01", "2026-11-02", None], utc=True),
+            "firstSeen": pd.to_datetime(pd.Series(["2026-11-01", "2026-11-02", None]), utc=True),
             7: [1.5, float("nan"), 2.0],
         }
     )

@@ -10,9 +10,11 @@ other part imports them.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from typing import NoReturn
@@ -40,6 +42,36 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def command() -> NoReturn:
+    """The ``toolkit`` command as installed (its console script, ``python -m toolkit.cli``):
+    ``main`` on ``sys.argv``, then ``exit_quickly`` with its exit code."""
+    try:
+        code = main()
+    except SystemExit as exc:  # --help, --version and usage errors: argparse has said its piece
+        if not isinstance(exc.code, int):
+            raise
+        code = exc.code
+    exit_quickly(code)
+
+
+def exit_quickly(code: int) -> NoReturn:
+    """Exit with ``code`` once everything Python's own exit finishes is finished (the exit
+    handlers: spill folders removed, log files flushed; stdout and stderr flushed), but without
+    the interpreter's teardown of every module's objects, memory the operating system frees at
+    once: with pandas, pyarrow and DuckDB loaded that took 0.15-0.2 s of every command (a tenth
+    of a 1,000-row reconciliation). With another thread still running, or a stream that cannot
+    be flushed, Python exits as usual."""
+    if threading.active_count() > 1:
+        raise SystemExit(code)
+    atexit._run_exitfuncs()  # and forgets them: an exit after this does not run them twice
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a reader gone (EPIPE), a stream closed: Python's exit says so
+        raise SystemExit(code) from None
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
