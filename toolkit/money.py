@@ -181,8 +181,9 @@ class _WrittenAs:
     text around the number (positive, negative), the currency's digits and the locale's symbols.
 
     Babel works this out again for every amount (with the currency's plural name, which the
-    pattern does not use): 35 us an amount, where a report of 100,000 payments formats 7,000 of
-    them. ``text`` gives Babel's text exactly (``_written_as`` checks it on sample amounts)."""
+    pattern does not use): about 16 us an amount against 2-3 us here, and the page of a report of
+    100,000 payments formats 7,000. ``text`` gives Babel's text exactly (``_written_as`` checks it
+    on sample amounts, and the tests on every currency in eight locales)."""
 
     prefix: tuple[str, str]
     suffix: tuple[str, str]

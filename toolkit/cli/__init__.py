@@ -79,9 +79,9 @@ def exit_quickly(code: int) -> NoReturn:
     """Exit with ``code`` once everything Python's own exit finishes is finished (the exit
     handlers: spill folders removed, log files flushed; stdout and stderr flushed), but without
     the interpreter's teardown of every module's objects, memory the operating system frees at
-    once: with pandas, pyarrow and DuckDB loaded that took 0.15-0.2 s of every command (a tenth
-    of a 1,000-row reconciliation). With another thread still running, or a stream that cannot
-    be flushed, Python exits as usual."""
+    once: with pandas, pyarrow and DuckDB loaded that took 0.2-0.26 s of every command (an
+    eighth of a 1,000-row reconciliation). With another thread still running, or a stream that
+    cannot be flushed, Python exits as usual."""
     if threading.active_count() > 1:
         raise SystemExit(code)
     atexit._run_exitfuncs()  # and forgets them: an exit after this does not run them twice
