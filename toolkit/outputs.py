@@ -63,19 +63,17 @@ def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
     Read a column at a time (``Series.tolist``): a report lists thousands of exceptions, and
     pandas' row readers box every cell on its own (4,500 rows: 0.29 s against 0.004 s)."""
-    names = [str(name) for name in frame.columns]
-    if not names:
+    if not len(frame.columns):
         return [{} for _ in range(len(frame))]
-    columns = [_column_values(frame.iloc[:, i]) for i in range(len(names))]
+    missing = sys.modules["pandas"].NA  # loaded: here is a frame
+    names, columns = [], []
+    for name, column in frame.items():
+        values = column.tolist()
+        if getattr(column.dtype, "na_value", None) is missing:  # nullable: NA is None
+            values = [None if value is missing else value for value in values]
+        names.append(str(name))
+        columns.append(values)
     return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
-
-
-def _column_values(column: pd.Series) -> list[Any]:
-    values = column.tolist()
-    missing = getattr(column.dtype, "na_value", None)
-    if missing is not None and missing is sys.modules["pandas"].NA:  # nullable: NA is None
-        return [None if value is missing else value for value in values]
-    return values
 
 
 #: A plain number, as a spreadsheet reads it. ASCII digits, as ``\d`` takes any script's digits in
