@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -113,39 +114,33 @@ def test_the_installed_command_ends_with_its_code_its_output_and_its_exit_handle
     assert (tmp_path / "teardown").exists() is thread
 
 
+def _loaded_by(argv: list[str], modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` ``main(argv)`` loads, in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        "from toolkit.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted(m for m in {modules!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded: list[str] = ast.literal_eval(done.stdout.splitlines()[-1])
+    return loaded
+
+
 def test_the_version_is_read_only_when_asked() -> None:
     """Reading it (``importlib.metadata`` parses the package's metadata) took 25-40 ms of every
     command; ``reconcile`` imports nothing else that reads it."""
-    code = (
-        "import sys\n"
-        "from toolkit.cli import main\n"
-        "try:\n"
-        "    main(['reconcile', '--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('importlib.metadata' in sys.modules)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.splitlines()[-1] == "False"
+    assert _loaded_by(["reconcile", "--help"], ("importlib.metadata",)) == []
 
 
 def test_only_the_chosen_command_is_imported() -> None:
-    code = (
-        "import sys\n"
-        "from toolkit.cli import main\n"
-        "try:\n"
-        "    main(['journal', '--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted(m for m in ('toolkit.cli.journal', 'toolkit.cli.run', 'toolkit.cli.reconcile',"
-        " 'toolkit.cli.sandbox', 'toolkit.notebooks') if m in sys.modules))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.splitlines()[-1] == "['toolkit.cli.journal']"
+    commands = ("toolkit.cli.journal", "toolkit.cli.run", "toolkit.cli.reconcile", "toolkit.cli.sandbox")
+    assert _loaded_by(["journal", "--help"], (*commands, "toolkit.notebooks")) == ["toolkit.cli.journal"]
 
 
 def test_each_command_is_a_module_of_the_cli_package() -> None:
