@@ -96,7 +96,7 @@ def test_the_installed_command_ends_with_its_code_its_output_and_its_exit_handle
         timeout=60,
         env={**os.environ, "TOOLKIT_HOME": str(tmp_path)},
     )
-    inspected = subprocess.run(
+    usual = subprocess.run(  # the same command through Python's own exit
         [
             sys.executable,
             "-c",
@@ -108,8 +108,8 @@ def test_the_installed_command_ends_with_its_code_its_output_and_its_exit_handle
         timeout=60,
         env={**os.environ, "TOOLKIT_HOME": str(tmp_path)},
     )
-    assert (done.returncode, inspected.returncode) == (1, 1), done.stderr
-    assert done.stdout == "x" * 100_000 + inspected.stdout and done.stderr == inspected.stderr
+    assert (done.returncode, usual.returncode) == (1, 1), done.stderr
+    assert done.stdout == "x" * 100_000 + usual.stdout and done.stderr == usual.stderr
     assert (tmp_path / "exit-handler").read_text() == "ran"
     assert (tmp_path / "teardown").exists() is thread
 
