@@ -7,6 +7,7 @@ import os
 import re
 from dataclasses import replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import openpyxl
@@ -18,6 +19,7 @@ from tests.reconcile.information import FX_ROWS, with_information
 from tests.reconcile.planted import PLANTED_LEDGER, PLANTED_PROCESSOR, run
 from toolkit.errors import OutputError
 from toolkit.output_record import RECORD_NAME
+from toolkit.outputs import frame_records
 from toolkit.reconcile import (
     EXCEPTION_COLUMNS,
     ReconciliationResult,
@@ -309,10 +311,6 @@ def test_notebook_view_shows_information_apart_and_the_new_accounting() -> None:
 def test_rows_read_a_column_at_a_time_are_the_frames_rows_as_held() -> None:
     """The page and the notebook read exceptions a column at a time (``frame_records``): each
     row must hold what pandas' own row reading gives, cell for cell and type for type."""
-    from decimal import Decimal
-
-    from toolkit.outputs import frame_records
-
     frame = pd.DataFrame(
         {
             "merchantReferenceId": pd.array(["MR-1", None, "MR-3"], dtype="string[pyarrow]"),

@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 
 _RowNumbers = npt.NDArray[np.int64]
-#: A line break, as a byte.
-_NEWLINE = np.uint8(ord("\n"))
 #: The bits of ``_ord`` below a file's place in a set of files: the row number in that file.
 FILE_SHIFT = 40
 #: The bits of ``_ord`` below the part of a row read as several movements (an export's row with
@@ -147,12 +145,12 @@ def _counted(path: Path, delimiter: str) -> tuple[int, int]:
     decide by before walking any record."""
     breaks = delimiters = 0
     mark = delimiter.encode()
-    byte = np.frombuffer(mark, dtype=np.uint8)[0] if len(mark) == 1 else None
+    one_byte = len(mark) == 1  # else a character of several bytes in UTF-8
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(_BLOCK), b""):
             octets = np.frombuffer(block, dtype=np.uint8)
-            breaks += int(np.count_nonzero(octets == _NEWLINE))
-            delimiters += int(np.count_nonzero(octets == byte)) if byte is not None else block.count(mark)
+            breaks += int(np.count_nonzero(octets == ord("\n")))
+            delimiters += int(np.count_nonzero(octets == mark[0])) if one_byte else block.count(mark)
         handle.seek(max(handle.tell() - 65536, 0))
         tail = handle.read()
     return breaks - tail[len(tail.rstrip(b"\r\n")) :].count(b"\n"), delimiters
