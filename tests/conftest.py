@@ -32,10 +32,12 @@ os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:TieredSt
 def _runs_spark(item: pytest.Item) -> bool:
     """Whether a test uses the worker's Spark session (or may: its name says Spark)."""
     callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
     return (
         "spark" in item.name.lower()
         or "spark" in getattr(item, "fixturenames", ())
-        or (callspec is not None and "pyspark" in callspec.params.values())
+        # Only text is compared: == on an array or a frame given as a parameter is elementwise.
+        or any(isinstance(value, str) and value == "pyspark" for value in params)
     )
 
 
