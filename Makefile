@@ -38,15 +38,15 @@ lint: $(STAMP)
 PYTEST_WORKERS ?= auto
 PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
+suite: bytecode
+	$(BIN)/pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered --durations=20
+
 # Lint, the notebooks' cells (nbval) and the suite run side by side, their outputs line by line (the
 # suite's progress as it goes): the cores stay busy throughout, where lint and nbval alone left one
 # idle for a third of their time (mypy 33 s, nbval 24 s) before the suite started. The bytecode is
 # compiled once, before nbval and the suite.
 test: $(STAMP)
 	$(MAKE) --no-print-directory --jobs=3 --output-sync=line lint notebook-cells suite
-
-suite: bytecode
-	$(BIN)/pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered --durations=20
 
 # The committed notebooks cell by cell, in file order, on a fresh embedded sandbox.
 notebook-cells: bytecode
