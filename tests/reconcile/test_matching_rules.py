@@ -778,6 +778,38 @@ def test_the_journals_payments_are_dated_by_when_they_were_sent() -> None:
     assert result.counts[1].after_cutoff == 1
 
 
+def test_a_rejected_rows_reasons_quote_the_texts_the_check_read() -> None:
+    """A rejected row's reasons quote its dates as the check read them: the dated column trimmed,
+    or its fallback where it is empty, and a period's column as written; every other problem of
+    the row is said too (the check's codes, read back for the rejected rows only)."""
+    ledger = pd.DataFrame(
+        [
+            ("L-OK", "2026-11-10", "5.00", "USD", "success"),
+            ("L-BAD", "2026-11-10", "1,2,3", "ABC", "success"),
+            ("L-DATE", " 2026-11-31", "5.00", "USD", "success"),
+        ],
+        columns=LEDGER_COLUMNS,
+    )
+    journal = pd.DataFrame(
+        [
+            ("L-OK", "2026-11-10T09:00:00Z", "", "5.00", "USD", "success"),
+            ("P-FALLBACK", "", " 2026-13-45 ", "6.00", "USD", "pending"),
+            ("P-OWN", "  not a time ", "2026-11-10T09:00:00Z", "7.00", "USD", "maybe"),
+        ],
+        columns=["merchantReferenceId", "createTime", "requestTime", "amount", "currency", "status"],
+    )
+    books = select_period(load_ledger(ledger), "date", "2026-11-01", "2026-11-30")
+    result = reconcile(books, load_processor(journal), as_of=AS_OF)
+    details = dict(zip(result.rejected["merchantReferenceId"], result.rejected["detail"], strict=True))
+    assert details == {
+        "L-BAD": "currency 'ABC' is not an ISO 4217 code; amount '1,2,3' is not a number",
+        "L-DATE": "date '2026-11-31' is not a date or time (e.g. 2024-05-31, 31.05.2024, or epoch milliseconds)",
+        "P-FALLBACK": "createTime '2026-13-45' is not a date or time "
+        "(e.g. 2024-05-31, 31.05.2024, or epoch milliseconds)",
+        "P-OWN": "status 'maybe' is not one of success, pending, failure, next_action, unknown or 1/2/3/5",
+    }
+
+
 #: key -> (ledger rows, processor rows, the categories the key must have): keys repeated on a side.
 REPEATS: dict[str, tuple[list[tuple[str, str, str]], list[tuple[str, str, str]], set[str]]] = {
     # A failed attempt, then the payment that went through: charged once, matched.

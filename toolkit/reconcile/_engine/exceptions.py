@@ -331,7 +331,7 @@ _QUOTED_REJECTED = 3
 
 def rejected_rows(engine: Backend, side: Side, sums: pd.DataFrame) -> pd.DataFrame:
     """The rows of one side that cannot be used, with their reasons (few, by nature): only those
-    rows are read and checked again, with the columns the reasons quote. A side none of whose
+    rows are read again as written, with the problems the check kept of each. A side none of whose
     rows taking part can be used stops the run (``InputError``, exit 2): the file is not read as
     payments, and a report of it as rejected rows would say "ok".
 
@@ -341,19 +341,18 @@ def rejected_rows(engine: Backend, side: Side, sums: pd.DataFrame) -> pd.DataFra
     count = int(sums["rejected"].sum())
     if not count:
         return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
-    bad = f"SELECT _ord FROM {side.kept} WHERE _rejected"
+    bad = f"SELECT _ord AS _bad_ord, _rejected, _why FROM {side.checked} WHERE _rejected"
     if count > REJECTED_ROWS:
-        quoted = engine.arrow(f"{bad} ORDER BY _ord LIMIT {_QUOTED_REJECTED}").column("_ord").to_pylist()
-        bad = ", ".join(str(int(ord)) for ord in quoted)
-    written = side.written.filter(f"_ord IN ({bad})")
-    # Checked again into a table of their own, then read: a filter on the check itself would be
-    # pushed down through each of its stages by Spark's optimizer, every column inlined on the
-    # way (minutes, for a few rows).
-    query = side.loaded.check(engine, written)
-    checked = engine.keep(query, stem="rejected")
-    frame = rejected_frame(
-        side.loaded, engine, Relation(f"SELECT * FROM {checked}", query.columns, (checked,))
+        quoted = engine.arrow(f"{bad} ORDER BY _ord LIMIT {_QUOTED_REJECTED}").column("_bad_ord").to_pylist()
+        bad += f" AND _ord IN ({', '.join(str(int(ord)) for ord in quoted)})"
+    written = side.written
+    rows = Relation(
+        f"SELECT _w.*, _b._rejected, _b._why FROM ({written}) AS _w "
+        f"JOIN ({bad}) AS _b ON _w._ord = _b._bad_ord",
+        (*written.columns, "_rejected", "_why"),
+        (*written.needs, side.checked),
     )
+    frame = rejected_frame(side.loaded, engine, rows, side.flags)
     if count > REJECTED_ROWS:
         raise InputError(
             f"{side.loaded.source}: {count:,} rows cannot be used, more than a run lists "

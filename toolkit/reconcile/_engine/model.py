@@ -87,6 +87,10 @@ class Side:
     written: Relation  # the rows as written (``LoadedInput.read``)
     kept: Kept  # the checked rows, as the backend keeps them
     rows: str  # every row, slim (``SLIM``): a query reading ``kept``
+    #: The check's own table (``kept`` until ``align_period`` keeps the rows again) with each
+    #: rejected row's problems (``_why``, ``inputs.rejection_code`` of the flags ``flags``).
+    checked: Kept
+    flags: tuple[str, ...]
 
     @property
     def usable(self) -> str:

@@ -13,6 +13,7 @@ from toolkit.reconcile.inputs import (
     PRICING_COLUMNS,
     Dated,
     LoadedInput,
+    rejection_code,
 )
 from toolkit.reconcile.period import period_seconds
 from toolkit.reconcile.timing import Timing
@@ -42,10 +43,12 @@ def checked_rows(engine: Backend, name: str, loaded: LoadedInput) -> Side:
     # Only what the check reads goes through its stages (fewer columns to compile and move).
     read = loaded.checked_columns()
     narrow = written.select(*(c for c in written.columns if c in read or c.startswith("_")))
-    checked = loaded.check(engine, narrow).select(*(c for c in SLIM if c not in constant))
-    kept = engine.keep(checked, stem=f"{name}_rows")
+    checked = loaded.check(engine, narrow)
+    why, flags = rejection_code(checked)
+    slim = checked.mutate(_why=why).select(*(c for c in SLIM if c not in constant), "_why")
+    kept = engine.keep(slim, stem=f"{name}_rows")
     rows = [constant.get(c, c) for c in SLIM]
-    return Side(name, loaded, written, kept, f"SELECT {', '.join(rows)} FROM {kept}")
+    return Side(name, loaded, written, kept, f"SELECT {', '.join(rows)} FROM {kept}", kept, flags)
 
 
 def _constant_columns(loaded: LoadedInput) -> dict[str, str]:

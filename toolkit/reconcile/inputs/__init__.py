@@ -56,6 +56,7 @@ from toolkit.reconcile.inputs.dates import slashed_format
 from toolkit.reconcile.inputs.dates import with_epoch_seconds as with_epoch_seconds
 from toolkit.reconcile.inputs.laid_out import extf_facts, key_column_matching, laid_out, split_movements
 from toolkit.reconcile.inputs.reasons import rejected_frame as rejected_frame
+from toolkit.reconcile.inputs.reasons import rejection_code as rejection_code
 from toolkit.reconcile.movements import TYPE_COLUMNS, shown_key
 from toolkit.reconcile.period import Period
 from toolkit.reconcile.period import period_seconds as period_seconds
@@ -300,6 +301,8 @@ class _Evaluated:
 def _evaluate(loaded: LoadedInput, backend: Backend) -> _Evaluated:
     loaded = loaded.with_dates_read(backend)
     query = loaded.rows(backend)
+    why, flags = rejection_code(query)
+    query = query.mutate(_why=why)
     rows = backend.keep(query, stem="checked")
     checked = Relation(f"SELECT * FROM {rows}", query.columns, (rows,))
     counts = backend.arrow(
@@ -307,7 +310,7 @@ def _evaluate(loaded: LoadedInput, backend: Backend) -> _Evaluated:
     ).to_pylist()[0]
     return _Evaluated(
         frame=usable_frame(loaded, backend, checked),
-        rejected=rejected_frame(loaded, backend, checked),
+        rejected=rejected_frame(loaded, backend, checked, flags),
         row_count=int(counts["n"]),
         outside=int(counts["outside"] or 0),
     )

@@ -1,5 +1,5 @@
-"""Why a row cannot be used, in words: read again for the few rejected rows only, from their text
-as written (``checks.py`` leaves a code per problem).
+"""Why a row cannot be used, in words: for the few rejected rows only, from their text as written
+and the code the check left of each (``rejection_code``: its problems, a bit each).
 """
 
 from __future__ import annotations
@@ -31,32 +31,51 @@ if TYPE_CHECKING:
     from toolkit.reconcile.inputs import LoadedInput
 
 
-def rejected_frame(loaded: LoadedInput, backend: Backend, rows: Relation) -> pd.DataFrame:
-    """The rejected rows, as written, with every reason each one cannot be used."""
+#: ``rejection_code``'s bits for the ``_bad_*`` flags, one each from the lowest; the amount's
+#: problem code is written above them.
+_FLAG_BITS = 12
+
+
+def rejection_code(checked: Relation) -> tuple[str, tuple[str, ...]]:
+    """SQL of a rejected row's problems as one small integer (null for a usable row): a bit per
+    ``_bad_*`` flag of the check ``checked``, in the order returned, and the amount's problem code
+    above them. The check keeps it with its rows, so that the reasons of its rejected rows are read
+    from their text as written, not from the whole check run again over them."""
+    flags = tuple(c for c in checked.columns if c.startswith("_bad_"))
+    if len(flags) > _FLAG_BITS:
+        raise ValueError(f"{len(flags)} flags do not fit the rejection code: {flags}")
+    bits = [f"CASE WHEN {ident(flag)} THEN {1 << i} ELSE 0 END" for i, flag in enumerate(flags)]
+    code = " + ".join([*bits, f"COALESCE(CAST(_amount_error AS INTEGER), 0) * {1 << _FLAG_BITS}"])
+    return f"CASE WHEN _rejected THEN CAST({code} AS SMALLINT) END", flags
+
+
+def rejected_frame(
+    loaded: LoadedInput, backend: Backend, rows: Relation, flags: tuple[str, ...]
+) -> pd.DataFrame:
+    """The rejected rows, as written, with every reason each one cannot be used: ``rows`` are
+    the rows as written (``LoadedInput.read``) with ``_rejected`` and ``_why``, the check's
+    ``rejection_code`` of ``flags``."""
     status = "status" if loaded.kind == "payments" else "state"
-    flags = [c for c in rows.columns if c.startswith("_bad_")]
+    period = loaded.period.column if loaded.period else ""
+    dated = loaded.dated.column if loaded.dated else ""
+    fallback = loaded.dated.fallback if loaded.dated and loaded.dated.fallback in rows.columns else None
     columns = [
         "merchantReferenceId",
         "amount",
         "currency",
         status,
         "source_row",
-        "_amount_error",
-        "_date_text",
-        *flags,
         *(["subscriptionId", "quantity"] if loaded.kind != "payments" else []),
-        *(["_when_text"] if "_when_text" in rows.columns else []),
         *(["type"] if loaded.typed else []),
         *[c for c in PRICING_COLUMNS if c in rows.columns],
+        *[c for c in (period, dated, fallback) if c],
     ]
     file = sources.source_sql(loaded.described, "_ord")
-    table = backend.arrow(  # the rows may be the checks' stages (``rejected_rows``)
-        f"SELECT {', '.join(ident(c) for c in columns)}, {file} AS _file FROM ({rows}) "
-        "WHERE _rejected ORDER BY _ord"
+    table = backend.arrow(
+        f"SELECT {', '.join(ident(c) for c in dict.fromkeys(columns))}, _why, {file} AS _file "
+        f"FROM ({rows}) WHERE _rejected ORDER BY _ord"
     )
-    records = table.to_pylist()
-    period = loaded.period.column if loaded.period else ""
-    dated = loaded.dated.column if loaded.dated else ""
+    records = [_decoded(r, flags, period, dated, fallback) for r in table.to_pylist()]
     frame = pd.DataFrame(
         {
             "merchantReferenceId": [r["merchantReferenceId"] for r in records],
@@ -70,6 +89,27 @@ def rejected_frame(loaded: LoadedInput, backend: Backend, rows: Relation) -> pd.
         columns=list(REJECTED_COLUMNS),
     )
     return frame
+
+
+def _decoded(
+    row: dict[str, Any], flags: tuple[str, ...], period: str, dated: str, fallback: str | None
+) -> dict[str, Any]:
+    """``row`` with its ``_bad_*`` flags and ``_amount_error`` read from its ``_why``, and the
+    date texts the check read: the period's column as written (``in_period``), the dated column
+    trimmed, or where it is empty its fallback trimmed (``dated_by``)."""
+    why = int(row["_why"])
+    row |= {flag: bool(why >> i & 1) for i, flag in enumerate(flags)}
+    row["_amount_error"] = why >> _FLAG_BITS
+    row["_date_text"] = row[period] if period else ""
+    if dated:
+        when = _trimmed(row[dated])
+        row["_when_text"] = _trimmed(row[fallback]) if fallback and not when else when
+    return row
+
+
+def _trimmed(text: str | None) -> str | None:
+    """``text`` without the whitespace around it, as ``checks.trimmed`` trims it."""
+    return None if text is None else text.strip(SPACE)
 
 
 def _amount_reason(row: dict[str, Any], code: int, decimal: str) -> str:
