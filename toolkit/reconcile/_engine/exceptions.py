@@ -341,15 +341,14 @@ def rejected_rows(engine: Backend, side: Side, sums: pd.DataFrame) -> pd.DataFra
     count = int(sums["rejected"].sum())
     if not count:
         return pd.DataFrame({name: [] for name in REJECTED_COLUMNS}).astype({"source_row": "int64"})
-    bad = f"SELECT _ord AS _bad_ord, _rejected, _why FROM {side.checked} WHERE _rejected"
+    bad = f"SELECT _ord AS _bad_ord, _why FROM {side.checked} WHERE _rejected"
     if count > REJECTED_ROWS:
         quoted = engine.arrow(f"{bad} ORDER BY _ord LIMIT {_QUOTED_REJECTED}").column("_bad_ord").to_pylist()
         bad += f" AND _ord IN ({', '.join(str(int(ord)) for ord in quoted)})"
     written = side.written
     rows = Relation(
-        f"SELECT _w.*, _b._rejected, _b._why FROM ({written}) AS _w "
-        f"JOIN ({bad}) AS _b ON _w._ord = _b._bad_ord",
-        (*written.columns, "_rejected", "_why"),
+        f"SELECT _w.*, _b._why FROM ({written}) AS _w JOIN ({bad}) AS _b ON _w._ord = _b._bad_ord",
+        (*written.columns, "_why"),
         (*written.needs, side.checked),
     )
     frame = rejected_frame(side.loaded, engine, rows, side.flags)

@@ -53,8 +53,8 @@ def rejected_frame(
     loaded: LoadedInput, backend: Backend, rows: Relation, flags: tuple[str, ...]
 ) -> pd.DataFrame:
     """The rejected rows, as written, with every reason each one cannot be used: ``rows`` are
-    the rows as written (``LoadedInput.read``) with ``_rejected`` and ``_why``, the check's
-    ``rejection_code`` of ``flags``."""
+    the rows as written (``LoadedInput.read``) with ``_why``, the check's ``rejection_code`` of
+    ``flags`` (null for a usable row)."""
     status = "status" if loaded.kind == "payments" else "state"
     period = loaded.period.column if loaded.period else ""
     dated = loaded.dated.column if loaded.dated else ""
@@ -73,7 +73,7 @@ def rejected_frame(
     file = sources.source_sql(loaded.described, "_ord")
     table = backend.arrow(
         f"SELECT {', '.join(ident(c) for c in dict.fromkeys(columns))}, _why, {file} AS _file "
-        f"FROM ({rows}) WHERE _rejected ORDER BY _ord"
+        f"FROM ({rows}) WHERE _why IS NOT NULL ORDER BY _ord"
     )
     records = [_decoded(r, flags, period, dated, fallback) for r in table.to_pylist()]
     frame = pd.DataFrame(
